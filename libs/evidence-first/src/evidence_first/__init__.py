@@ -1,0 +1,71 @@
+"""evidence-first: answer a question only from the evidence you supply, with verified citations.
+
+Every returned citation names a source that was sent to the model and quotes it exactly, at
+known character offsets. When the evidence does not support an answer the result abstains;
+when the model's output is malformed or unsupported it fails closed.
+"""
+
+from evidence_first._answer import (
+    AnswerStatus,
+    Citation,
+    CitationCheck,
+    DocumentSpan,
+    EvidenceAnswer,
+    Fact,
+    KnowledgePolicy,
+    OmissionReason,
+    PromptBudget,
+    ReasonCode,
+    TokenUsage,
+    ValidationIssue,
+)
+from evidence_first._engine import aanswer_from_evidence, answer_from_evidence
+from evidence_first._errors import (
+    AnswerCancelledError,
+    AnswerTimeoutError,
+    EvidenceFirstError,
+    InvalidRequestError,
+    ModelCallError,
+)
+from evidence_first._evidence import Evidence, EvidenceStatus
+from evidence_first._model import (
+    AsyncEvidenceReaderModel,
+    EvidenceReaderModel,
+    ModelRequest,
+    ModelResponse,
+    ReaderModel,
+)
+from evidence_first._prompt import LEDGER_JSON_SCHEMA, PROMPT_VERSION
+from evidence_first._tokens import estimate_tokens
+
+__all__ = [
+    "LEDGER_JSON_SCHEMA",
+    "PROMPT_VERSION",
+    "AnswerCancelledError",
+    "AnswerStatus",
+    "AnswerTimeoutError",
+    "AsyncEvidenceReaderModel",
+    "Citation",
+    "CitationCheck",
+    "DocumentSpan",
+    "Evidence",
+    "EvidenceAnswer",
+    "EvidenceFirstError",
+    "EvidenceReaderModel",
+    "EvidenceStatus",
+    "Fact",
+    "InvalidRequestError",
+    "KnowledgePolicy",
+    "ModelCallError",
+    "ModelRequest",
+    "ModelResponse",
+    "OmissionReason",
+    "PromptBudget",
+    "ReaderModel",
+    "ReasonCode",
+    "TokenUsage",
+    "ValidationIssue",
+    "aanswer_from_evidence",
+    "answer_from_evidence",
+    "estimate_tokens",
+]

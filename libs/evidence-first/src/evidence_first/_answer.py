@@ -1,0 +1,297 @@
+"""The result of one answer: `EvidenceAnswer` and the verified facts and citations it holds."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from evidence_first._evidence import Evidence
+
+__all__ = [
+    "AnswerStatus",
+    "Citation",
+    "CitationCheck",
+    "DocumentSpan",
+    "EvidenceAnswer",
+    "Fact",
+    "KnowledgePolicy",
+    "OmissionReason",
+    "PromptBudget",
+    "ReasonCode",
+    "TokenUsage",
+    "ValidationIssue",
+]
+
+AnswerStatus = Literal["answered", "insufficient_evidence", "invalid_response"]
+KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
+
+ReasonCode = Literal[
+    # Stage 0: the response itself.
+    "tool_call_not_allowed",
+    "output_truncated",
+    # Stage 1: size, before parsing.
+    "response_too_large",
+    # Stage 2: exactly one JSON object.
+    "invalid_json",
+    # Stage 3: the ledger's shape.
+    "invalid_schema",
+    "too_many_facts",
+    "too_many_citations",
+    # Stage 4: each citation.
+    "unknown_source",
+    "empty_quote",
+    "quote_not_in_source",
+    # Stage 5: consistency and policy.
+    "inconsistent_output",
+    "inference_not_allowed",
+]
+"""Why a response was rejected. A closed set: an `invalid_response` carries one or more."""
+
+OmissionReason = Literal[
+    "over_budget",
+    "empty",
+    "below_min_score",
+    "out_of_scope",
+    "duplicate_id",
+    "over_source_limit",
+]
+"""Why an offered source was not sent to the model."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DocumentSpan(_Frozen):
+    """Where a citation sits in the larger original document its source was cut from.
+
+    Attributes:
+        doc_id: The original document's ID (for LlamaIndex, the node's ``ref_doc_id``).
+        char_start: Code-point offset of the quote's start in the original document.
+        char_end: Code-point offset one past the quote's end.
+    """
+
+    doc_id: str
+    char_start: int
+    char_end: int
+
+
+class Citation(_Frozen):
+    """A verified quote: ``source.text[char_start:char_end] == quote``.
+
+    Offsets are half-open. ``char_*`` are Python ``str`` (code point) indices, the canonical
+    form; ``utf16_*`` index JavaScript strings; ``utf8_*`` index the UTF-8 bytes.
+    A repeated quote resolves to its first occurrence.
+    """
+
+    source_id: str
+    quote: str
+    char_start: int
+    char_end: int
+    utf16_start: int
+    utf16_end: int
+    utf8_start: int
+    utf8_end: int
+    document: DocumentSpan | None = None
+
+
+class Fact(_Frozen):
+    """A declarative subject/relation/object statement; its first citation is its origin span."""
+
+    subject: str
+    relation: str
+    object: str
+    citations: tuple[Citation, ...]
+
+
+class ValidationIssue(_Frozen):
+    """One reason a response was rejected.
+
+    Attributes:
+        code: The reason code.
+        path: A JSON path into the model's output, such as ``$.facts[2].citations[0].quote``.
+        detail: A short English explanation. Never contains evidence text or model output.
+    """
+
+    code: ReasonCode
+    path: str
+    detail: str
+
+
+class CitationCheck(_Frozen):
+    """The verdict on one citation the model produced. Diagnostics only, never an answer.
+
+    Attributes:
+        path: JSON path of the citation in the model's output.
+        source_id: The source ID the model cited.
+        quote: The quote the model produced (untrusted model output).
+        verdict: ``"verified"`` or ``"rejected"``.
+        code: The reason code when rejected.
+        citation: The resolved spans when verified.
+    """
+
+    path: str
+    source_id: str
+    quote: str
+    verdict: Literal["verified", "rejected"]
+    code: ReasonCode | None = None
+    citation: Citation | None = None
+
+
+class PromptBudget(_Frozen):
+    """Estimated tokens of the whole prompt, by part.
+
+    Attributes:
+        system_tokens: The system prompt.
+        question_tokens: The user message without the sources (question, policy, framing).
+        sources_tokens: The serialized sources that were sent.
+        total_tokens: The sum of the three.
+        max_context_tokens: The allowance for the sources.
+        max_output_tokens: The output limit passed to the model.
+    """
+
+    system_tokens: int
+    question_tokens: int
+    sources_tokens: int
+    total_tokens: int
+    max_context_tokens: int
+    max_output_tokens: int
+
+
+class TokenUsage(_Frozen):
+    """Tokens the provider reports for the call, when it reports them."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class EvidenceAnswer(_Frozen):
+    """The outcome of one answer: answered, an honest abstention, or a fail-closed rejection.
+
+    Attributes:
+        status: ``answered``, ``insufficient_evidence`` or ``invalid_response``.
+        question: The question asked.
+        answer: The answer; ``None`` unless ``answered``.
+        inference: General inference kept apart from the facts (``allow-general-inference``
+            only); ``None`` unless ``answered``.
+        facts: Facts whose every citation verified. Empty for ``invalid_response``.
+        missing_evidence: What the model said is missing (``insufficient_evidence``).
+        validation_errors: Every failed check of an ``invalid_response``.
+        citations_verified: At least one citation is returned and every returned citation names
+            a source that was sent and quotes it exactly. This does not claim that the quote
+            entails the fact, that the source is reliable, or that the answer is true.
+        used_source_ids: Sources sent to the model (sent, not necessarily cited), in order.
+        omitted_source_ids: Offered sources that were not sent, in order.
+        omissions: The reason each omitted source was not sent.
+        model_called: Whether the model was called.
+        diagnostic: Internal English text explaining a result without a model call.
+        confidence: The strongest retrieval ``score`` among the sources sent, or ``None``.
+            This is retrieval strength, not answer correctness.
+        evidence: The sources sent, in order.
+        raw_response: The model's text exactly as received, for debugging. Kept out of
+            ``str()`` and logs, since it may echo evidence.
+        budget: Estimated prompt tokens by part.
+        citation_checks: A verdict for every citation the model produced, kept even for an
+            ``invalid_response``. Diagnostics only: never present these as an answer.
+        usage: Tokens the provider reported, if any.
+        prompt_version: The version of the prompt and ledger schema used.
+    """
+
+    status: AnswerStatus
+    question: str
+    answer: str | None
+    inference: str | None
+    facts: tuple[Fact, ...]
+    missing_evidence: tuple[str, ...]
+    validation_errors: tuple[ValidationIssue, ...]
+    citations_verified: bool
+    used_source_ids: tuple[str, ...]
+    omitted_source_ids: tuple[str, ...]
+    omissions: dict[str, OmissionReason]
+    model_called: bool
+    diagnostic: str | None
+    confidence: float | None
+    evidence: tuple[Evidence, ...] = Field(repr=False)
+    raw_response: str | None = Field(repr=False)
+    budget: PromptBudget
+    citation_checks: tuple[CitationCheck, ...] = Field(repr=False)
+    usage: TokenUsage | None
+    prompt_version: str
+
+    # Every offered source by ID (sent or omitted), so framework objects stay reachable.
+    _offered: dict[str, Evidence] = PrivateAttr(default_factory=dict)
+
+    @property
+    def reason_codes(self) -> tuple[ReasonCode, ...]:
+        """The distinct reason codes of ``validation_errors``, in first-seen order."""
+        return tuple(dict.fromkeys(issue.code for issue in self.validation_errors))
+
+    def source(self, source_id: str) -> Evidence:
+        """Return the offered source with this ID, whether it was sent or omitted.
+
+        Raises:
+            KeyError: No source with this ID was offered.
+        """
+        return self._offered[source_id]
+
+    def source_object(self, source_id: str) -> Any:
+        """Return the framework object (Document, node) the source was made from, if any.
+
+        Raises:
+            KeyError: No source with this ID was offered.
+        """
+        return self._offered[source_id].source_object
+
+    def citations(self) -> list[dict[str, Any]]:
+        """Return flat provenance records, one per verified citation of the returned facts."""
+        by_id = {evidence.id: evidence for evidence in self.evidence}
+        records: list[dict[str, Any]] = []
+        for fact_index, fact in enumerate(self.facts):
+            for citation_index, citation in enumerate(fact.citations):
+                source = by_id[citation.source_id]
+                record = {
+                    "fact_index": fact_index,
+                    "citation_index": citation_index,
+                    **citation.model_dump(mode="json"),
+                    "speaker": source.speaker,
+                    "observed_at": source.model_dump(mode="json")["observed_at"],
+                    "status": source.status,
+                    "metadata": source.metadata,
+                }
+                records.append(record)
+        return records
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict of the whole result (the same as ``model_dump(mode="json")``)."""
+        return self.model_dump(mode="json")
+
+    def __str__(self) -> str:
+        lines = [f"status: {self.status}"]
+        if self.answer is not None:
+            lines.append(f"answer: {self.answer}")
+        if self.inference is not None:
+            lines.append(f"inference: {self.inference}")
+        for number, fact in enumerate(self.facts, start=1):
+            lines.append(f"fact {number}: {fact.subject} | {fact.relation} | {fact.object}")
+            lines.extend(
+                f"  [{c.source_id} {c.char_start}:{c.char_end}] {c.quote!r}" for c in fact.citations
+            )
+        lines.extend(f"missing: {item}" for item in self.missing_evidence)
+        lines.extend(
+            f"rejected: {issue.code} at {issue.path}: {issue.detail}"
+            for issue in self.validation_errors
+        )
+        if self.diagnostic:
+            lines.append(f"diagnostic: {self.diagnostic}")
+        lines.append(f"sent: {', '.join(self.used_source_ids) or '-'}")
+        if self.omissions:
+            lines.append(
+                "omitted: "
+                + ", ".join(
+                    f"{source_id} ({reason})" for source_id, reason in self.omissions.items()
+                )
+            )
+        if self.confidence is not None:
+            lines.append(f"retrieval strength: {self.confidence:g}")
+        return "\n".join(lines)

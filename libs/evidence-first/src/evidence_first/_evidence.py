@@ -1,0 +1,97 @@
+"""`Evidence`: one source the caller supplies, and the fields that may reach the model."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    PrivateAttr,
+    StrictInt,
+    StrictStr,
+    field_validator,
+)
+
+__all__ = ["Evidence", "EvidenceStatus"]
+
+EvidenceStatus = Literal["current", "superseded", "contradicted"]
+
+
+class Evidence(BaseModel):
+    """One source of evidence, sent to the model as data.
+
+    Only ``id``, ``text``, ``speaker``, ``observed_at`` and ``status`` are serialized into the
+    prompt. ``metadata`` and ``score`` stay on this side, for provenance and filtering.
+    Construction checks types only; the contract limits (text size, source count, duplicate
+    IDs) are checked by :func:`~evidence_first.answer_from_evidence`.
+
+    Attributes:
+        id: Non-empty, unique within one request; preserved exactly.
+        text: The source text, preserved exactly (no normalization).
+        speaker: Who said or wrote it, if known.
+        observed_at: When it was said: Unix milliseconds, or an aware ``datetime``. An ISO 8601
+            string with a UTC offset is accepted and parsed.
+        status: ``"current"``, ``"superseded"`` or ``"contradicted"``, if known.
+        metadata: JSON-safe provenance (title, URL, scope...). Never sent to the model.
+        score: Retrieval score, higher is better. Never sent to the model.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: StrictStr
+    text: StrictStr
+    speaker: StrictStr | None = None
+    observed_at: StrictInt | datetime | None = None
+    status: EvidenceStatus | None = None
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    score: float | None = Field(default=None, allow_inf_nan=False)
+
+    # The framework object this evidence came from (a LangChain Document, a LlamaIndex node).
+    # Kept for provenance; never serialized and never sent.
+    _source_object: Any = PrivateAttr(default=None)
+
+    @field_validator("observed_at", mode="before")
+    @classmethod
+    def _observed_at_is_millis_or_aware(cls, value: object) -> object:
+        if value is None or isinstance(value, datetime):
+            if isinstance(value, datetime) and value.utcoffset() is None:
+                msg = "observed_at must be timezone-aware"
+                raise ValueError(msg)
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            msg = "observed_at must be Unix milliseconds (int) or an aware datetime"
+            raise ValueError(msg)
+        if isinstance(value, str):
+            try:
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            except ValueError:
+                msg = "observed_at is not an ISO 8601 timestamp"
+                raise ValueError(msg) from None
+            if parsed.utcoffset() is None:
+                msg = "observed_at must carry a UTC offset"
+                raise ValueError(msg)
+            return parsed
+        return value
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _score_is_a_number(cls, value: object) -> object:
+        if isinstance(value, bool) or not (value is None or isinstance(value, (int, float))):
+            msg = "score must be a number"
+            raise ValueError(msg)
+        return value
+
+    @property
+    def source_object(self) -> Any:
+        """The framework object (Document, node) this evidence was made from, if any."""
+        return self._source_object
+
+    def with_source_object(self, source_object: Any) -> Evidence:
+        """Return a copy of this evidence with ``source_object`` attached for provenance."""
+        attached = self.model_copy()
+        attached._source_object = source_object
+        return attached

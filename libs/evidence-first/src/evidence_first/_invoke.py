@@ -1,0 +1,227 @@
+"""Calls the reader model exactly once, bounded by a timeout and the caller's cancellation.
+
+A sync callback runs on a daemon worker thread so the engine can stop waiting even when the
+callback ignores ``request.cancel``; an async-only model used from the sync entry point runs on
+its own event loop in that thread. The caller's context variables (tracing) travel with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from evidence_first._errors import (
+    AnswerCancelledError,
+    AnswerTimeoutError,
+    EvidenceFirstError,
+    ModelCallError,
+)
+from evidence_first._model import ModelRequest, ModelResponse
+
+__all__ = ["call_model", "call_model_async", "has_async", "has_sync"]
+
+# How often a sync wait checks the caller's cancel event.
+_CANCEL_POLL_SECONDS = 0.02
+
+
+def has_sync(model: object) -> bool:
+    """Whether ``model`` has a callable ``generate``."""
+    return callable(getattr(model, "generate", None))
+
+
+def has_async(model: object) -> bool:
+    """Whether ``model`` has a callable ``agenerate``."""
+    return callable(getattr(model, "agenerate", None))
+
+
+def call_model(
+    model: object, request: ModelRequest, *, cancel: threading.Event | None
+) -> ModelResponse:
+    """Call ``model`` once from synchronous code and return its normalized response.
+
+    Raises:
+        AnswerTimeoutError: No answer within ``request.timeout``, or the client timed out.
+        AnswerCancelledError: ``cancel`` was set before the model answered.
+        ModelCallError: The callback raised or returned something other than a response.
+    """
+    if cancel is not None and cancel.is_set():
+        msg = "the answer was cancelled before the model was called"
+        raise AnswerCancelledError(msg)
+    worker = _Worker(model, request)
+    worker.start()
+    deadline = time.monotonic() + request.timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            worker.abandon()
+            raise _timeout_error(request.timeout)
+        wait = remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS)
+        if worker.done.wait(wait):
+            break
+        if cancel is not None and cancel.is_set():
+            worker.abandon()
+            msg = "the answer was cancelled while waiting for the model"
+            raise AnswerCancelledError(msg)
+    if worker.error is not None:
+        raise _call_error(worker.error, request.timeout) from worker.error
+    return _normalize(worker.result)
+
+
+async def call_model_async(model: object, request: ModelRequest) -> ModelResponse:
+    """Call ``model`` once from async code and return its normalized response.
+
+    Cancelling the awaiting task sets ``request.cancel`` and propagates
+    :class:`asyncio.CancelledError`.
+
+    Raises:
+        AnswerTimeoutError: No answer within ``request.timeout``, or the client timed out.
+        ModelCallError: The callback raised or returned something other than a response.
+    """
+    if has_async(model):
+        awaitable: Any = _await_agenerate(model, request)
+    else:
+        awaitable = _await_worker(_Worker(model, request), request.timeout)
+    try:
+        result = await asyncio.wait_for(awaitable, timeout=request.timeout)
+    except asyncio.TimeoutError as exc:
+        request.cancel.set()
+        raise _timeout_error(request.timeout) from exc
+    except asyncio.CancelledError:
+        request.cancel.set()
+        raise
+    except EvidenceFirstError:
+        raise
+    except Exception as exc:
+        raise _call_error(exc, request.timeout) from exc
+    return _normalize(result)
+
+
+async def _await_agenerate(model: object, request: ModelRequest) -> object:
+    agenerate: Callable[[ModelRequest], Any] = model.agenerate  # type: ignore[attr-defined]
+    return await agenerate(request)
+
+
+async def _await_worker(worker: _Worker, timeout: float) -> object:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    def notify() -> None:
+        # The loop may have closed while an abandoned callback was still running.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(wake)
+
+    worker.on_done = notify
+    worker.start()
+    try:
+        await future
+    except asyncio.CancelledError:
+        worker.abandon()
+        raise
+    if worker.error is not None:
+        raise _call_error(worker.error, timeout) from worker.error
+    return worker.result
+
+
+class _Worker:
+    """Runs one model call on a daemon thread and records its outcome."""
+
+    def __init__(self, model: object, request: ModelRequest) -> None:
+        self._model = model
+        self._request = request
+        self._context = contextvars.copy_context()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[object] | None = None
+        self.done = threading.Event()
+        self.on_done: Callable[[], None] | None = None
+        self.result: object = None
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        thread = threading.Thread(target=self._run, name="evidence-first-model-call", daemon=True)
+        thread.start()
+
+    def abandon(self) -> None:
+        """Stop waiting: signal the callback, and cancel it if it runs on our event loop."""
+        self._request.cancel.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(task.cancel)
+
+    def _run(self) -> None:
+        try:
+            self.result = self._context.run(self._call)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+            if self.on_done is not None:
+                self.on_done()
+
+    def _call(self) -> object:
+        if has_sync(self._model):
+            return self._model.generate(self._request)  # type: ignore[attr-defined]
+        return asyncio.run(self._call_async())
+
+    async def _call_async(self) -> object:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        if self._request.cancel.is_set():
+            raise asyncio.CancelledError
+        return await _await_agenerate(self._model, self._request)
+
+
+def _normalize(result: object) -> ModelResponse:
+    if isinstance(result, ModelResponse):
+        return result
+    if isinstance(result, str):
+        return ModelResponse(text=result)
+    msg = f"the model returned {type(result).__name__}; expected ModelResponse or str"
+    raise ModelCallError(msg, cause_type=None)
+
+
+def _timeout_error(timeout: float) -> AnswerTimeoutError:
+    return AnswerTimeoutError(f"the model did not answer within {timeout:g} s", timeout=timeout)
+
+
+def _call_error(exc: BaseException, timeout: float) -> EvidenceFirstError:
+    """Map a callback's exception to ours, without repeating its message (it may hold payloads)."""
+    if isinstance(exc, EvidenceFirstError):
+        return exc
+    if _is_timeout(exc):
+        return _timeout_error(timeout)
+    cause_type = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    if isinstance(exc, ValidationError):
+        msg = "the model returned an invalid ModelResponse"
+    else:
+        msg = f"the model call failed with {type(exc).__qualname__}"
+    return ModelCallError(msg, cause_type=cause_type)
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """Whether the exception, or one it was raised from, is a client timeout.
+
+    Provider clients do not share a base class: httpx raises ``ReadTimeout``, openai raises
+    ``APITimeoutError``, requests raises ``Timeout``. So a class named like a timeout counts.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, TimeoutError) or any(
+            "Timeout" in cls.__name__ for cls in type(current).__mro__
+        ):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

@@ -1,0 +1,196 @@
+"""Strict parsing of the model's response into a ledger: validation stages 0 to 3.
+
+Each stage stops at its first failure. Nothing is repaired: the only leniencies are one
+leading ``<think>`` block and one surrounding markdown code fence.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from evidence_first._answer import ValidationIssue
+from evidence_first._model import ModelResponse
+from evidence_first._prompt import MAX_CITATIONS_PER_FACT, MAX_FACTS
+
+__all__ = ["Ledger", "LedgerCitation", "LedgerFact", "ParsedResponse", "parse_response"]
+
+_TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens"})
+_LEADING_THINK = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
+_FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", re.DOTALL)
+# Schema errors beyond this many are summarized; one hostile response should not produce
+# thousands of issues.
+_MAX_SCHEMA_ISSUES = 16
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class LedgerCitation(_Strict):
+    """A citation as the model wrote it, not yet verified."""
+
+    source_id: str
+    quote: str
+
+
+class LedgerFact(_Strict):
+    """A fact as the model wrote it."""
+
+    subject: str
+    relation: str
+    object: str
+    citations: list[LedgerCitation] = Field(min_length=1)
+
+
+class Ledger(_Strict):
+    """The model's ledger, shape-checked. Every key is required; ``inference`` is nullable."""
+
+    facts: list[LedgerFact]
+    answer: str | None
+    inference: str | None
+    missing_evidence: list[str]
+
+
+@dataclass(frozen=True)
+class ParsedResponse:
+    """The outcome of stages 0 to 3: a ledger, or the issues that stopped parsing."""
+
+    ledger: Ledger | None
+    issues: tuple[ValidationIssue, ...]
+
+
+def parse_response(response: ModelResponse, *, max_response_chars: int) -> ParsedResponse:
+    """Run stages 0 to 3 on a model response."""
+    if response.tool_calls:
+        return _fail("tool_call_not_allowed", "$", "the response carries tool calls")
+    if response.finish_reason in _TRUNCATED_FINISH_REASONS:
+        return _fail("output_truncated", "$", "the output hit the token limit")
+    text = response.text
+    if len(text) > max_response_chars:
+        return _fail(
+            "response_too_large",
+            "$",
+            f"{len(text)} characters exceed max_response_chars={max_response_chars}",
+        )
+    decoded = _decode_one_object(text)
+    if isinstance(decoded, ValidationIssue):
+        return ParsedResponse(None, (decoded,))
+    return _check_shape(decoded)
+
+
+def _fail(code: Any, path: str, detail: str) -> ParsedResponse:
+    return ParsedResponse(None, (ValidationIssue(code=code, path=path, detail=detail),))
+
+
+def _reject_constant(name: str) -> Any:
+    msg = f"{name} is not valid JSON"
+    raise ValueError(msg)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        msg = "duplicate key"
+        raise ValueError(msg)
+    return obj
+
+
+def _decode_one_object(text: str) -> dict[str, Any] | ValidationIssue:
+    """Stage 2: the text must be exactly one JSON object."""
+    body = _LEADING_THINK.sub("", text, count=1).strip()
+    fenced = _FENCE.match(body)
+    if fenced is not None:
+        body = fenced.group("body").strip()
+
+    def invalid(detail: str) -> ValidationIssue:
+        return ValidationIssue(code="invalid_json", path="$", detail=detail)
+
+    if not body:
+        return invalid("the response is empty")
+    try:
+        value = json.loads(
+            body, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant
+        )
+    except json.JSONDecodeError as exc:
+        # exc.msg is a fixed phrase ("Extra data", "Expecting value"); the position is safe.
+        return invalid(f"{exc.msg} at character {exc.pos}")
+    except ValueError as exc:
+        return invalid(str(exc))
+    except RecursionError:
+        return invalid("the JSON is nested too deeply")
+    if not isinstance(value, dict):
+        return invalid(f"expected a JSON object, got a JSON {_json_type(value)}")
+    return value
+
+
+def _check_shape(value: dict[str, Any]) -> ParsedResponse:
+    """Stage 3: size limits first (they bound the work), then the strict schema."""
+    facts = value.get("facts")
+    if isinstance(facts, list):
+        if len(facts) > MAX_FACTS:
+            return _fail(
+                "too_many_facts", "$.facts", f"{len(facts)} facts exceed the limit of {MAX_FACTS}"
+            )
+        for index, fact in enumerate(facts):
+            citations = fact.get("citations") if isinstance(fact, dict) else None
+            if isinstance(citations, list) and len(citations) > MAX_CITATIONS_PER_FACT:
+                return _fail(
+                    "too_many_citations",
+                    f"$.facts[{index}].citations",
+                    f"{len(citations)} citations exceed the limit of {MAX_CITATIONS_PER_FACT}",
+                )
+    try:
+        ledger = Ledger.model_validate(value)
+    except ValidationError as exc:
+        return ParsedResponse(None, _schema_issues(exc))
+    return ParsedResponse(ledger, ())
+
+
+def _schema_issues(exc: ValidationError) -> tuple[ValidationIssue, ...]:
+    issues: list[ValidationIssue] = []
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
+    for error in errors[:_MAX_SCHEMA_ISSUES]:
+        location = list(error["loc"])
+        if error["type"] == "extra_forbidden":
+            # The key is model output and may echo evidence: report its parent, not its name.
+            location = location[:-1]
+            detail = "unknown key"
+        else:
+            detail = error["msg"]
+        issues.append(
+            ValidationIssue(code="invalid_schema", path=json_path(location), detail=detail)
+        )
+    if len(errors) > _MAX_SCHEMA_ISSUES:
+        issues.append(
+            ValidationIssue(
+                code="invalid_schema",
+                path="$",
+                detail=f"{len(errors) - _MAX_SCHEMA_ISSUES} more schema errors",
+            )
+        )
+    return tuple(issues)
+
+
+def json_path(location: list[int | str]) -> str:
+    """Render a pydantic location as a JSON path: ``$.facts[0].citations[1].quote``."""
+    path = "$"
+    for part in location:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    return "number"

@@ -1,0 +1,91 @@
+"""The model contract: what the engine sends (`ModelRequest`) and accepts (`ModelResponse`)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import ConfigDict, StrictStr
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+
+from evidence_first._answer import TokenUsage
+
+__all__ = [
+    "AsyncEvidenceReaderModel",
+    "EvidenceReaderModel",
+    "ModelRequest",
+    "ModelResponse",
+    "ReaderModel",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelRequest:
+    """Everything the model callback needs for the one call it is asked to make.
+
+    Map these onto your client's options: no tools, no retries, ``max_tokens`` as the output
+    limit, ``timeout``, ``temperature`` where the model allows it, and native JSON output
+    constrained by ``json_schema`` where the provider supports it.
+
+    Attributes:
+        system: The fixed, versioned system prompt.
+        user: The user message: question, policies and the sources as a JSON array.
+        json: Always ``True``: the model must return exactly one JSON object.
+        max_tokens: The output token limit.
+        json_schema: The ledger schema for this request (source IDs as an enum, bounded sizes).
+        timeout: Seconds the engine will wait; honor it in your client too.
+        temperature: The sampling temperature to use where the model allows it.
+        cancel: Set when the engine stops waiting (timeout or cancellation); poll it to stop
+            early. The engine stops waiting whether or not the callback honors it.
+        prompt_version: The version of the prompt and ledger schema.
+    """
+
+    system: str
+    user: str
+    json: bool = True
+    max_tokens: int
+    json_schema: dict[str, Any]
+    timeout: float
+    temperature: float = 0.0
+    cancel: threading.Event = field(default_factory=threading.Event)
+    prompt_version: str
+
+
+@pydantic_dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class ModelResponse:
+    """What the model callback returns (a plain ``str`` is accepted as the text).
+
+    Attributes:
+        text: The message's text content only; reasoning blocks are not part of it.
+        tool_calls: Tool calls the response carried; any makes the response invalid.
+        finish_reason: The provider's finish reason; ``"length"`` means truncated output.
+        usage: Token counts, when the provider reports them.
+    """
+
+    text: StrictStr
+    tool_calls: tuple[Any, ...] = ()
+    finish_reason: str | None = None
+    usage: TokenUsage | None = None
+
+
+@runtime_checkable
+class EvidenceReaderModel(Protocol):
+    """A model with a synchronous ``generate``; it also serves the async entry point."""
+
+    def generate(self, request: ModelRequest) -> ModelResponse | str:
+        """Call the model once for ``request`` and return its response."""
+        ...
+
+
+@runtime_checkable
+class AsyncEvidenceReaderModel(Protocol):
+    """A model with an async ``agenerate``; it also serves the sync entry point."""
+
+    async def agenerate(self, request: ModelRequest) -> ModelResponse | str:
+        """Call the model once for ``request`` and return its response."""
+        ...
+
+
+ReaderModel = EvidenceReaderModel | AsyncEvidenceReaderModel
+"""Anything the entry points accept as ``model``: ``generate``, ``agenerate`` or both."""
