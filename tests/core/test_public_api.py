@@ -1,0 +1,56 @@
+"""The public surface of evidence_first is explicit and pinned."""
+
+import evidence_first
+
+
+def test_public_names_are_pinned():
+    assert sorted(evidence_first.__all__) == sorted(
+        [
+            "LEDGER_JSON_SCHEMA",
+            "PROMPT_VERSION",
+            "AnswerCancelledError",
+            "AnswerStatus",
+            "AnswerTimeoutError",
+            "AsyncEvidenceReaderModel",
+            "Citation",
+            "CitationCheck",
+            "DocumentSpan",
+            "Evidence",
+            "EvidenceAnswer",
+            "EvidenceFirstError",
+            "EvidenceReaderModel",
+            "EvidenceStatus",
+            "Fact",
+            "InvalidRequestError",
+            "KnowledgePolicy",
+            "ModelCallError",
+            "ModelRequest",
+            "ModelResponse",
+            "OmissionReason",
+            "PromptBudget",
+            "ReaderModel",
+            "ReasonCode",
+            "TokenUsage",
+            "ValidationIssue",
+            "aanswer_from_evidence",
+            "answer_from_evidence",
+            "estimate_tokens",
+        ]
+    )
+
+
+def test_every_public_name_resolves():
+    for name in evidence_first.__all__:
+        assert getattr(evidence_first, name) is not None
+
+
+def test_error_tree():
+    assert issubclass(evidence_first.InvalidRequestError, ValueError)
+    assert issubclass(evidence_first.AnswerTimeoutError, TimeoutError)
+    for error in (
+        evidence_first.InvalidRequestError,
+        evidence_first.ModelCallError,
+        evidence_first.AnswerTimeoutError,
+        evidence_first.AnswerCancelledError,
+    ):
+        assert issubclass(error, evidence_first.EvidenceFirstError)
