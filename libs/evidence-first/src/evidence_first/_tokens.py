@@ -26,7 +26,8 @@ def _table(classes: dict[bytes, bytes], default: bytes = b"x") -> bytes:
 
 # Letters versus everything else: word runs start at "xa"; five-letter blocks are "aaaaa".
 _LETTER_TABLE = _table({_LETTERS: b"a"})
-# Horizontal whitespace versus everything else: runs of two or more start at "xss".
+# Horizontal whitespace versus everything else: runs of two or more start at "xss"; sixteen
+# spaces in a row are one block.
 _SPACE_TABLE = _table({b" \t": b"s"})
 # Every other ASCII byte (punctuation and control characters) counts as one token, the
 # tokenizers' worst case; bytes of non-ASCII characters are "u".
@@ -43,8 +44,8 @@ _CLASS_TABLE = _table(
 
 # Weights, measured on chunks of 60 to 800 characters (see benchmarks/token_estimate.py):
 # a word run is one token and every further five letters one more; Gemma splits digits and
-# often newlines; a long run of spaces can cost one or two tokens; a CJK character (3 bytes)
-# costs up to 1.5 tokens in cl100k.
+# often newlines; a run of spaces costs one or two tokens, and one more per 16 spaces (deep
+# indentation); a CJK character (3 bytes) costs up to 1.5 tokens in cl100k.
 _PER_LONG_SPACE_RUN = 1.5
 _PER_NON_ASCII_BYTE = 0.5
 
@@ -66,6 +67,7 @@ def estimate_tokens(text: str) -> int:
     long_word_blocks = letters.count(b"aaaaa")
     spaces = data.translate(_SPACE_TABLE)
     long_space_runs = spaces.count(b"xss") + spaces.startswith(b"ss")
+    space_blocks = spaces.count(b"s" * 16)
     classes = data.translate(_CLASS_TABLE)
     non_ascii = classes.count(b"u") if not text.isascii() else 0
     estimate = (
@@ -75,6 +77,7 @@ def estimate_tokens(text: str) -> int:
         + classes.count(b".")
         + classes.count(b"n")
         + _PER_LONG_SPACE_RUN * long_space_runs
+        + space_blocks
         + _PER_NON_ASCII_BYTE * non_ascii
     )
     return math.ceil(estimate)

@@ -1,0 +1,118 @@
+"""A reader model for any OpenAI-compatible ``/chat/completions`` endpoint, using only the stdlib.
+
+It makes exactly one HTTP request per call (no retries), asks for the request's JSON schema as
+the response format, and maps the reply to a :class:`~evidence_first.ModelResponse`. Use it
+for llama.cpp, vLLM, Ollama's OpenAI endpoint, or a hosted API.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+from evidence_first._answer import TokenUsage
+from evidence_first._errors import ModelCallError
+from evidence_first._model import ModelRequest, ModelResponse
+
+__all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
+
+SCHEMA_NAME = "evidence_ledger"
+"""The name given to the ledger schema in an OpenAI ``json_schema`` response format."""
+
+
+def chat_completions_body(request: ModelRequest, *, model: str, seed: int | None) -> dict[str, Any]:
+    """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output."""
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": request.system},
+            {"role": "user", "content": request.user},
+        ],
+        "max_tokens": request.max_tokens,
+        "temperature": request.temperature,
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+        },
+        "stream": False,
+    }
+    if seed is not None:
+        body["seed"] = seed
+    return body
+
+
+class ChatCompletionsModel:
+    """Calls ``{base_url}/chat/completions`` once per request.
+
+    Args:
+        base_url: The API root, such as ``http://127.0.0.1:8080/v1``.
+        model: The model name to send.
+        api_key: Sent as a bearer token when given. Never logged or put in errors.
+        seed: A sampling seed, for providers that honour one.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str = "default",
+        api_key: str | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.seed = seed
+        self._api_key = api_key
+
+    def __repr__(self) -> str:
+        return f"ChatCompletionsModel(base_url={self.base_url!r}, model={self.model!r})"
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        """Send ``request`` and return the message text, finish reason, tool calls and usage.
+
+        Raises:
+            ModelCallError: The endpoint answered with an HTTP error or an unexpected body.
+            TimeoutError: No reply within ``request.timeout``.
+        """
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        body = chat_completions_body(request, model=self.model, seed=self.seed)
+        http_request = urllib.request.Request(
+            f"{self.base_url}/chat/completions",
+            data=json.dumps(body).encode("utf-8"),
+            headers=headers,
+            method="POST",
+        )
+        try:
+            with urllib.request.urlopen(http_request, timeout=request.timeout) as reply:
+                payload = json.loads(reply.read())
+        except urllib.error.HTTPError as exc:
+            msg = f"the endpoint answered HTTP {exc.code}"
+            raise ModelCallError(msg, cause_type="urllib.error.HTTPError") from exc
+        return _parse_reply(payload)
+
+
+def _parse_reply(payload: Any) -> ModelResponse:
+    try:
+        choice = payload["choices"][0]
+        message = choice["message"]
+        text = message.get("content")
+        tool_calls = tuple(message.get("tool_calls") or ())
+        finish_reason = choice.get("finish_reason")
+        if text is not None and not isinstance(text, str):
+            raise TypeError
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        msg = "the endpoint's reply is not a chat completion"
+        raise ModelCallError(msg, cause_type=type(exc).__qualname__) from exc
+    usage = payload.get("usage") or {}
+    return ModelResponse(
+        text=text or "",
+        tool_calls=tool_calls,
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        usage=TokenUsage(
+            input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")
+        ),
+    )
