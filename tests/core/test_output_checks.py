@@ -231,3 +231,20 @@ def test_stages_four_and_five_collect_every_failure(scripted):
         "inconsistent_output",
         "inference_not_allowed",
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        json.dumps({**GOOD, "answer": "\ud800"}, ensure_ascii=True),  # an escaped lone surrogate
+        json.dumps({**GOOD, "answer": "June \udc00 15"}, ensure_ascii=False),  # a raw one
+    ],
+)
+def test_lone_surrogates_in_the_output_are_invalid_json_and_the_result_stays_serializable(
+    scripted, text
+):
+    answer = _run(scripted, text)
+    assert answer.status == "invalid_response"
+    assert [issue.code for issue in answer.validation_errors] == ["invalid_json"]
+    assert answer.model_dump_json()
+    assert json.dumps(answer.as_dict(), ensure_ascii=False).encode("utf-8")

@@ -21,7 +21,7 @@ from evidence_first._answer import (
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import Evidence
 from evidence_first._invoke import call_model, call_model_async, has_async, has_sync
-from evidence_first._ledger import parse_response
+from evidence_first._ledger import is_unicode_text, parse_response
 from evidence_first._model import ModelRequest, ModelResponse, ReaderModel
 from evidence_first._packing import PackedSources, pack_sources
 from evidence_first._prompt import (
@@ -375,10 +375,14 @@ class AnswerPlan:
     def judge(self, response: ModelResponse) -> EvidenceAnswer:
         """Validate the model's response (stages 0 to 5) and build the result."""
         parsed = parse_response(response, max_response_chars=self.options.max_response_chars)
+        raw = response.text
+        if not is_unicode_text(raw):
+            # Lone surrogates cannot be serialized; keep them visible as escapes.
+            raw = raw.encode("utf-8", "backslashreplace").decode("utf-8")
         common: dict[str, Any] = {
             "model_called": True,
             "diagnostic": None,
-            "raw_response": response.text,
+            "raw_response": raw,
             "usage": response.usage,
         }
         rejected: dict[str, Any] = {

@@ -17,7 +17,15 @@ from evidence_first._answer import ValidationIssue
 from evidence_first._model import ModelResponse
 from evidence_first._prompt import MAX_CITATIONS_PER_FACT, MAX_FACTS
 
-__all__ = ["Ledger", "LedgerCitation", "LedgerFact", "ParsedResponse", "parse_response"]
+__all__ = [
+    "Ledger",
+    "LedgerCitation",
+    "LedgerFact",
+    "ParsedResponse",
+    "is_unicode_text",
+    "json_path",
+    "parse_response",
+]
 
 _TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens"})
 _LEADING_THINK = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
@@ -100,8 +108,34 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+def is_unicode_text(text: str) -> bool:
+    """Whether ``text`` is valid Unicode: no lone surrogates, which no encoding can carry."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _all_strings_are_unicode(value: object) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not is_unicode_text(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
+
+
 def _decode_one_object(text: str) -> dict[str, Any] | ValidationIssue:
-    """Stage 2: the text must be exactly one JSON object."""
+    """Stage 2: the text must be exactly one JSON object of valid Unicode strings."""
     body = _LEADING_THINK.sub("", text, count=1).strip()
     fenced = _FENCE.match(body)
     if fenced is not None:
@@ -112,6 +146,8 @@ def _decode_one_object(text: str) -> dict[str, Any] | ValidationIssue:
 
     if not body:
         return invalid("the response is empty")
+    if not is_unicode_text(body):
+        return invalid("the response contains a lone surrogate, which is not valid Unicode")
     try:
         value = json.loads(
             body, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant
@@ -125,6 +161,8 @@ def _decode_one_object(text: str) -> dict[str, Any] | ValidationIssue:
         return invalid("the JSON is nested too deeply")
     if not isinstance(value, dict):
         return invalid(f"expected a JSON object, got a JSON {_json_type(value)}")
+    if not _all_strings_are_unicode(value):
+        return invalid("a JSON string escapes a lone surrogate, which is not valid Unicode")
     return value
 
 

@@ -1,0 +1,308 @@
+"""Framework overhead of ``answer_from_evidence`` with an instant model.
+
+Measures everything the library does around the model call (checking the request, packing,
+rendering the prompt and schema, the model-call plumbing, parsing the ledger and verifying
+every citation) with a model whose ``generate`` returns a prepared ledger at once. The
+``Evidence`` objects are built once, outside the timed region.
+
+Scenarios:
+
+- ``8 x 2 KB``: eight sources of about 2,000 characters of pseudo-prose; 4 facts x 2
+  citations quoting whole sentences.
+- ``64 sources, full 32,768-token budget``: 64 sources that together nearly fill
+  ``max_context_tokens=32768`` under the default estimator; 32 facts x 8 citations, each
+  quoting one of the last sentences of its source (the worst case for the quote search).
+
+Run from the workspace root::
+
+    uv run python benchmarks/core_overhead.py [--repeat N] [--quick]
+
+It prints the Python version and platform, then a Markdown table. Missed targets show ``NO``
+in the ``met`` column; the exit code is 0 either way.
+"""
+
+import argparse
+import gc
+import json
+import math
+import platform
+import random
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evidence_first import Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from evidence_first import estimate_tokens as default_estimate_tokens
+from evidence_first._prompt import serialize_source
+
+QUESTION = "What do the field notes say about the survey of the northern valley?"
+
+_VOCABULARY = """
+the a river valley survey team north south old new bridge village road map notes report
+engineer farmer council winter summer spring autumn morning evening rain snow stone
+timber water field orchard market school harbour mill tower station boundary measured
+recorded found moved built repaired crossed visited described noticed agreed quickly
+slowly carefully early late nearly almost again still later before after near above
+below beside along across through under between every several many few
+"""
+WORDS = tuple(_VOCABULARY.split())
+NUMBERS = ("two", "three", "seven", "twelve", "forty", "1894", "1902", "1931", "3.5", "17")
+
+
+def prose_sentence(rng: random.Random) -> str:
+    """One pseudo-English sentence of 7 to 16 words, sometimes with a comma or a number."""
+    words = [rng.choice(WORDS) for _ in range(rng.randint(7, 16))]
+    if rng.random() < 0.3:
+        words.insert(rng.randrange(1, len(words)), rng.choice(NUMBERS))
+    if rng.random() < 0.4:
+        at = rng.randrange(2, len(words) - 1)
+        words[at] += ","
+    words[0] = words[0].capitalize()
+    return " ".join(words) + rng.choice(".....!?")
+
+
+def grow_source(
+    source_id: str, rng: random.Random, fits: Callable[[Evidence], bool]
+) -> tuple[Evidence, list[str]]:
+    """Append sentences while ``fits`` holds; return the source and its sentences."""
+    sentences: list[str] = []
+    evidence = Evidence(id=source_id, text="")
+    while True:
+        sentence = prose_sentence(rng)
+        candidate = Evidence(id=source_id, text=" ".join([*sentences, sentence]))
+        if not fits(candidate):
+            return evidence, sentences
+        sentences.append(sentence)
+        evidence = candidate
+
+
+def packed_cost(evidence: Evidence) -> int:
+    """What the packer charges for a source under the default estimator."""
+    return default_estimate_tokens(serialize_source(evidence)) + 2
+
+
+def make_ledger(citations: list[list[tuple[str, str]]]) -> str:
+    """A valid, answered ledger: one fact per list of ``(source_id, quote)`` pairs."""
+    facts = [
+        {
+            "subject": "survey",
+            "relation": f"is described in note {index}",
+            "object": "the northern valley",
+            "citations": [{"source_id": sid, "quote": quote} for sid, quote in pairs],
+        }
+        for index, pairs in enumerate(citations)
+    ]
+    ledger = {
+        "facts": facts,
+        "answer": "The survey team measured the northern valley and recorded its roads.",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    return json.dumps(ledger, ensure_ascii=False)
+
+
+def unique_quote(evidence: Evidence, quote: str) -> str:
+    """Check that ``quote`` occurs exactly once, so the search cannot stop early."""
+    _require(evidence.text.find(quote) == evidence.text.rfind(quote) >= 0, "quote not unique")
+    return quote
+
+
+class InstantModel:
+    """A reader model that answers at once with a prepared ledger."""
+
+    def __init__(self, ledger: str) -> None:
+        self.ledger = ledger
+
+    def generate(self, request: ModelRequest) -> str:
+        return self.ledger
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    sources: list[Evidence]
+    model: InstantModel
+    options: dict[str, int]
+    expected_citations: int
+    target_ms: float
+    repeat: int
+    min_sources_tokens: int = 0
+
+    def run_once(self) -> EvidenceAnswer:
+        return answer_from_evidence(QUESTION, self.sources, self.model, **self.options)
+
+    def check(self, answer: EvidenceAnswer) -> None:
+        _require(answer.status == "answered", f"{self.name}: status {answer.status}")
+        _require(len(answer.used_source_ids) == len(self.sources), f"{self.name}: not all sent")
+        _require(
+            verified_citations(answer) == self.expected_citations,
+            f"{self.name}: {verified_citations(answer)} citations verified",
+        )
+        _require(
+            answer.budget.sources_tokens >= self.min_sources_tokens,
+            f"{self.name}: sources use only {answer.budget.sources_tokens} tokens",
+        )
+
+
+def small_scenario(repeat: int) -> Scenario:
+    """8 sources of about 2,000 characters; 4 facts x 2 citations."""
+    rng = random.Random(8)
+    sources: list[Evidence] = []
+    sentences: list[list[str]] = []
+    for index in range(8):
+        evidence, parts = grow_source(f"note-{index}", rng, lambda e: len(e.text) <= 2000)
+        sources.append(evidence)
+        sentences.append(parts)
+    citations = [
+        [
+            (sources[k].id, unique_quote(sources[k], rng.choice(sentences[k])))
+            for k in (2 * fact, 2 * fact + 1)
+        ]
+        for fact in range(4)
+    ]
+    return Scenario(
+        name="8 x 2 KB",
+        sources=sources,
+        model=InstantModel(make_ledger(citations)),
+        # The default 2,048-token allowance would hold only four of these sources.
+        options={"max_context_tokens": 8192},
+        expected_citations=8,
+        target_ms=2.0,
+        repeat=repeat,
+    )
+
+
+def large_scenario(repeat: int) -> Scenario:
+    """64 sources filling a 32,768-token allowance; 32 facts x 8 citations near the ends."""
+    max_context_tokens = 32_768
+    per_source = max_context_tokens // 64
+    rng = random.Random(64)
+    sources: list[Evidence] = []
+    sentences: list[list[str]] = []
+    for index in range(64):
+        evidence, parts = grow_source(
+            f"doc-{index:02d}", rng, lambda e: packed_cost(e) <= per_source
+        )
+        sources.append(evidence)
+        sentences.append(parts)
+    # Citation n of 256 quotes source n % 64; each source's four quotes are its last sentences.
+    citations = [
+        [
+            (sources[n % 64].id, unique_quote(sources[n % 64], sentences[n % 64][-1 - n // 64]))
+            for n in range(8 * fact, 8 * fact + 8)
+        ]
+        for fact in range(32)
+    ]
+    return Scenario(
+        name="64 sources, full 32,768-token budget, 32 facts x 8 citations",
+        sources=sources,
+        model=InstantModel(make_ledger(citations)),
+        options={
+            "max_context_tokens": max_context_tokens,
+            "max_output_tokens": 8192,
+            "max_response_chars": 131_072,
+        },
+        expected_citations=256,
+        target_ms=20.0,
+        repeat=repeat,
+        min_sources_tokens=math.ceil(0.9 * max_context_tokens),
+    )
+
+
+@dataclass(frozen=True)
+class Result:
+    scenario: Scenario
+    sources_sent: int
+    citations: int
+    timings_ms: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.timings_ms)
+
+    @property
+    def p90(self) -> float:
+        ordered = sorted(self.timings_ms)
+        return ordered[math.ceil(0.9 * len(ordered)) - 1]
+
+    @property
+    def met(self) -> bool:
+        return self.median < self.scenario.target_ms
+
+
+def measure(scenario: Scenario, warmup: int) -> Result:
+    """Warm up, then time ``scenario.repeat`` calls, checking every answer outside the timing."""
+    for _ in range(warmup):
+        scenario.check(scenario.run_once())
+    timings: list[float] = []
+    answer = None
+    for _ in range(scenario.repeat):
+        start = time.perf_counter()
+        answer = scenario.run_once()
+        timings.append((time.perf_counter() - start) * 1000)
+        scenario.check(answer)
+    assert answer is not None
+    return Result(scenario, len(answer.used_source_ids), verified_citations(answer), timings)
+
+
+def verified_citations(answer: EvidenceAnswer) -> int:
+    return sum(check.verdict == "verified" for check in answer.citation_checks)
+
+
+def render(results: list[Result]) -> str:
+    lines = [
+        f"Python {platform.python_version()} ({platform.python_implementation()}) "
+        f"on {platform.platform()}",
+        "",
+        "| scenario | sources sent | citations verified | median ms | p90 ms | target | met |",
+        "|---|---:|---:|---:|---:|---|---|",
+    ]
+    lines.extend(
+        f"| {r.scenario.name} | {r.sources_sent} | {r.citations} | {r.median:.2f} "
+        f"| {r.p90:.2f} | < {r.scenario.target_ms:g} ms | {'yes' if r.met else 'NO'} |"
+        for r in results
+    )
+    lines.append("")
+    lines.extend(
+        f"{r.scenario.name}: min {min(r.timings_ms):.2f} ms over {len(r.timings_ms)} runs"
+        for r in results
+    )
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        help="timed runs per scenario (default: 200 for the small case, 50 for the large one)",
+    )
+    parser.add_argument("--quick", action="store_true", help="a few runs only, as a smoke test")
+    args = parser.parse_args(argv)
+    if args.repeat is not None and args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    small_repeat, large_repeat, warmup = (3, 2, 1) if args.quick else (200, 50, 10)
+    if args.repeat is not None:
+        small_repeat = large_repeat = args.repeat
+    results: list[Result] = []
+    for build, repeat in ((small_scenario, small_repeat), (large_scenario, large_repeat)):
+        gc.collect()
+        results.append(measure(build(repeat), warmup))
+    print(render(results))
+    return 0
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise RuntimeError(message)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
