@@ -38,8 +38,11 @@ __all__ = [
     "MAX_SOURCES",
     "MAX_SOURCE_UTF16_UNITS",
     "AnswerOptions",
+    "AnswerPlan",
     "aanswer_from_evidence",
     "answer_from_evidence",
+    "arun_plan",
+    "run_plan",
 ]
 
 MAX_SOURCES = 64
@@ -104,9 +107,6 @@ def answer_from_evidence(
         AnswerTimeoutError: The model did not answer within ``timeout``.
         AnswerCancelledError: ``cancel`` was set before the model answered.
     """
-    if cancel is not None and not isinstance(cancel, threading.Event):
-        msg = f"cancel must be a threading.Event, got {type(cancel).__name__}"
-        raise InvalidRequestError(msg, field="cancel")
     plan = AnswerOptions.create(
         knowledge=knowledge,
         output_language=output_language,
@@ -121,9 +121,7 @@ def answer_from_evidence(
         scope_key=scope_key,
         token_counter=token_counter,
     ).plan(question, sources, model)
-    if plan.request is None:
-        return plan.without_model_call()
-    return plan.judge(call_model(model, plan.request, cancel=cancel))
+    return run_plan(plan, model, cancel=cancel)
 
 
 async def aanswer_from_evidence(
@@ -163,6 +161,21 @@ async def aanswer_from_evidence(
         scope_key=scope_key,
         token_counter=token_counter,
     ).plan(question, sources, model)
+    return await arun_plan(plan, model)
+
+
+def run_plan(plan: AnswerPlan, model: object, *, cancel: threading.Event | None) -> EvidenceAnswer:
+    """Call the model for a checked plan (unless too little was packed) and judge the reply."""
+    if cancel is not None and not isinstance(cancel, threading.Event):
+        msg = f"cancel must be a threading.Event, got {type(cancel).__name__}"
+        raise InvalidRequestError(msg, field="cancel")
+    if plan.request is None:
+        return plan.without_model_call()
+    return plan.judge(call_model(model, plan.request, cancel=cancel))
+
+
+async def arun_plan(plan: AnswerPlan, model: object) -> EvidenceAnswer:
+    """Async :func:`run_plan`."""
     if plan.request is None:
         return plan.without_model_call()
     return plan.judge(await call_model_async(model, plan.request))
@@ -316,10 +329,11 @@ class AnswerOptions:
                 timeout=self.timeout,
                 prompt_version=PROMPT_VERSION,
             )
-        omissions: dict[str, OmissionReason] = {}
+        # Set-aside sources follow the core's omissions. A duplicate's ID may also be in
+        # used_source_ids: its first copy was sent. Each ID keeps its first reason.
+        omissions = dict(packed.omissions)
         for evidence, reason in preomitted:
             omissions.setdefault(evidence.id, reason)
-        omissions.update(packed.omissions)
         offered_by_id = {evidence.id: evidence for evidence, _ in preomitted}
         offered_by_id.update((evidence.id, evidence) for evidence in offered)
         return AnswerPlan(

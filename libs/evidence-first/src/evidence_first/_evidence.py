@@ -50,9 +50,10 @@ class Evidence(BaseModel):
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
     score: float | None = Field(default=None, allow_inf_nan=False)
 
-    # The framework object this evidence came from (a LangChain Document, a LlamaIndex node).
-    # Kept for provenance; never serialized and never sent.
+    # Provenance kept on this side only: the framework object this evidence was made from (a
+    # LangChain Document, a LlamaIndex node), and where its text starts in a larger document.
     _source_object: Any = PrivateAttr(default=None)
+    _document: tuple[str, int] | None = PrivateAttr(default=None)
 
     @field_validator("observed_at", mode="before")
     @classmethod
@@ -90,8 +91,40 @@ class Evidence(BaseModel):
         """The framework object (Document, node) this evidence was made from, if any."""
         return self._source_object
 
-    def with_source_object(self, source_object: Any) -> Evidence:
-        """Return a copy of this evidence with ``source_object`` attached for provenance."""
+    @property
+    def document(self) -> tuple[str, int] | None:
+        """``(doc_id, char_start)``: where ``text`` starts in a larger original document."""
+        return self._document
+
+    def with_provenance(
+        self,
+        source_object: Any = None,
+        *,
+        doc_id: str | None = None,
+        doc_char_start: int | None = None,
+    ) -> Evidence:
+        """Return a copy that remembers where this evidence came from.
+
+        Args:
+            source_object: The framework object it was made from; reachable from the answer.
+            doc_id: The original document's ID, when ``text`` was cut from a larger document.
+            doc_char_start: The code-point offset in that document where ``text`` starts, so
+                ``document_text[doc_char_start:doc_char_start + len(text)] == text``. Each
+                citation then also gives its span in the original document.
+        """
+        if (doc_id is None) != (doc_char_start is None):
+            msg = "doc_id and doc_char_start are given together"
+            raise ValueError(msg)
+        if doc_char_start is not None and (
+            isinstance(doc_char_start, bool)
+            or not isinstance(doc_char_start, int)
+            or doc_char_start < 0
+        ):
+            msg = "doc_char_start must be a non-negative int"
+            raise ValueError(msg)
         attached = self.model_copy()
         attached._source_object = source_object
+        attached._document = (
+            None if doc_id is None or doc_char_start is None else (doc_id, doc_char_start)
+        )
         return attached

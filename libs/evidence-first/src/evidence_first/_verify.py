@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from evidence_first._answer import (
     Citation,
     CitationCheck,
+    DocumentSpan,
     Fact,
     KnowledgePolicy,
     ReasonCode,
@@ -53,6 +54,10 @@ def locate_quote(source: Evidence, quote: str) -> Citation | None:
         utf16_end = utf16_start + len(quote.encode("utf-16-le")) // 2
         utf8_start = len(prefix.encode("utf-8"))
         utf8_end = utf8_start + len(quote.encode("utf-8"))
+    document = None
+    if source.document is not None:
+        doc_id, offset = source.document
+        document = DocumentSpan(doc_id=doc_id, char_start=offset + start, char_end=offset + end)
     return Citation(
         source_id=source.id,
         quote=quote,
@@ -62,6 +67,7 @@ def locate_quote(source: Evidence, quote: str) -> Citation | None:
         utf16_end=utf16_end,
         utf8_start=utf8_start,
         utf8_end=utf8_end,
+        document=document,
     )
 
 
