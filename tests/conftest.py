@@ -1,0 +1,115 @@
+"""Fixtures shared by every test folder: the embedded local model and the cassette setup.
+
+Cassette tests replay HTTP exchanges recorded from the local model server (and from a loopback
+stub that answers with provider errors). They replay with ``record_mode="none"`` by default;
+``tests/record_cassettes.py`` re-records them against the local model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evidence_first.local import LocalModel
+
+CASSETTES = Path(__file__).parent / "cassettes"
+# During replay no server runs; vcrpy answers every request. Nothing listens on port 9.
+REPLAY_BASE_URL = "http://127.0.0.1:9/v1"
+# Headers that could carry credentials are never written to a cassette.
+SECRET_HEADERS = [
+    "authorization",
+    "api-key",
+    "x-api-key",
+    "cookie",
+    "set-cookie",
+    "openai-organization",
+    "openai-project",
+]
+
+
+@pytest.fixture(scope="session")
+def local_model() -> Iterator[LocalModel]:
+    """The embedded local model, started once per session and stopped at its end."""
+    with LocalModel() as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def vcr_config() -> dict[str, Any]:
+    return {
+        "filter_headers": SECRET_HEADERS,
+        "decode_compressed_response": True,
+        # The server's port differs between recordings; the route is what must match.
+        "match_on": ["method", "scheme", "path", "query"],
+    }
+
+
+@pytest.fixture(scope="module")
+def vcr_cassette_dir(request: pytest.FixtureRequest) -> str:
+    """Cassettes live in ``tests/cassettes/<test folder>/<test module>/<test>.yaml``."""
+    module = Path(str(request.node.fspath))
+    return str(CASSETTES / module.parent.name / module.stem)
+
+
+@pytest.fixture
+def recording(record_mode: str | None) -> bool:
+    """Whether cassettes are being recorded (``--record-mode`` other than ``none``)."""
+    return record_mode not in (None, "none")
+
+
+@pytest.fixture
+def model_base_url(recording: bool, request: pytest.FixtureRequest) -> str:
+    """The OpenAI-compatible API root cassette tests call: the live local model when
+    recording, a placeholder when replaying."""
+    if not recording:
+        return REPLAY_BASE_URL
+    model: LocalModel = request.getfixturevalue("local_model")
+    return model.base_url
+
+
+class _ErrorHandler(BaseHTTPRequestHandler):
+    status = 500
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        self.rfile.read(length)
+        body = json.dumps(
+            {"error": {"message": "crafted provider error", "type": "server_error"}}
+        ).encode()
+        self.send_response(self.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def error_base_url(recording: bool) -> Iterator[Callable[[int], str]]:
+    """Return the API root of a provider that answers every request with ``status``.
+
+    When recording, a loopback stub answers; when replaying, the cassette does.
+    """
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(status: int) -> str:
+        if not recording:
+            return REPLAY_BASE_URL
+        handler = type("Handler", (_ErrorHandler,), {"status": status})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
