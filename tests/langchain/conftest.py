@@ -6,14 +6,15 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import bm25s
+import pytest
 from langchain_core.callbacks import CallbackManagerForLLMRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.retrievers import BaseRetriever
+from pydantic import Field
 
 HERE = Path(__file__).parent
 
@@ -73,7 +74,7 @@ class QuotingChatModel(BaseChatModel):
     It records every call's messages and keyword arguments.
     """
 
-    calls: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:

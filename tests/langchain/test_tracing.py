@@ -46,7 +46,7 @@ def test_chat_model_run_is_a_child_of_the_answerer_run(quoting_model):
         {"question": "When?", "sources": SOURCES},
         config={"callbacks": [recorder], "tags": ["audit"]},
     )
-    run_id, run = _answerer_run(recorder)
+    run_id, _ = _answerer_run(recorder)
     assert [call["parent"] for call in recorder.chat_models] == [run_id]
     assert "audit" in recorder.chat_models[0]["tags"]
 
