@@ -1,1 +1,13 @@
-"""placeholder"""
+"""evidence-first for LlamaIndex: a response synthesizer and query engine with verified citations.
+
+``EvidenceSynthesizer`` plugs into any query engine that takes a response synthesizer;
+``EvidenceQueryEngine.from_args(retriever, llm=...)`` builds a retrieve-then-answer engine.
+"""
+
+from llama_index.response_synthesizers.evidence_first._strict_call import (
+    UnenforcedSettingsWarning,
+)
+from llama_index.response_synthesizers.evidence_first.query_engine import EvidenceQueryEngine
+from llama_index.response_synthesizers.evidence_first.synthesizer import EvidenceSynthesizer
+
+__all__ = ["EvidenceQueryEngine", "EvidenceSynthesizer", "UnenforcedSettingsWarning"]

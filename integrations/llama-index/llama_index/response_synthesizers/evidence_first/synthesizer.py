@@ -1,0 +1,262 @@
+"""`EvidenceSynthesizer`: a LlamaIndex response synthesizer whose every citation is verified."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
+from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.callbacks.schema import CBEventType, EventPayload
+from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
+from llama_index.core.instrumentation.events.synthesis import (
+    SynthesizeEndEvent,
+    SynthesizeStartEvent,
+)
+from llama_index.core.llms import LLM
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.response_synthesizers import BaseSynthesizer
+from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
+from llama_index.core.settings import Settings
+from llama_index.core.types import RESPONSE_TEXT_TYPE
+
+from evidence_first import EvidenceAnswer, InvalidRequestError, KnowledgePolicy
+from evidence_first.adapters import AnswerOptions, aanswer_selection, answer_selection
+from llama_index.response_synthesizers.evidence_first._nodes import (
+    MetadataKeys,
+    NodeSelection,
+    select_nodes,
+)
+from llama_index.response_synthesizers.evidence_first._strict_call import reader_for
+
+__all__ = ["EvidenceSynthesizer"]
+
+# Spans and events nest under LlamaIndex's root dispatcher, as the core synthesizers' do.
+# (llama-index-core re-exports get_dispatcher without declaring it, hence the type ignore.)
+dispatcher = get_dispatcher(__name__)
+
+_EVIDENCE_ANSWER_KEY = "evidence_answer"
+
+
+class EvidenceSynthesizer(BaseSynthesizer):
+    """Answers from the retrieved nodes only, calling the LLM once, and verifies every citation.
+
+    Use it wherever LlamaIndex takes a response synthesizer::
+
+        synth = EvidenceSynthesizer(llm=llm, max_context_tokens=4096)
+        engine = RetrieverQueryEngine(retriever, response_synthesizer=synth)
+        response = engine.query("When is the launch?")
+        response.response                       # the answer, or None unless answered
+        response.source_nodes                   # the nodes sent to the model, in order
+        response.metadata["evidence_answer"]    # the EvidenceAnswer: status, facts, citations
+
+    Each node becomes one source: its ``node_id``, its text without metadata
+    (``MetadataMode.NONE``), its retrieval score, and the speaker, time and status read from
+    its metadata. A node that carries consistent ``start_char_idx``/``end_char_idx`` and a
+    ``ref_doc_id`` also gives each citation its span in that original document
+    (``citation.document``). Nodes repeating an earlier node's ID are set aside as
+    ``duplicate_id``, then nodes past the 64th as ``over_source_limit``.
+
+    Args:
+        llm: The LlamaIndex LLM; ``None`` means ``Settings.llm``. ``OpenAI``, ``OpenAILike`` and
+            their subclasses are called strictly (no retries, ``max_tokens``, timeout,
+            temperature 0, the ledger's JSON schema as response format) and must be chat
+            models (``is_chat_model=True``). Other LLMs are called with the prompt alone after
+            one :class:`UnenforcedSettingsWarning`; one that retries (``max_retries`` > 0) or
+            is wrapped with tools or structured output is refused.
+        callback_manager: LlamaIndex callbacks; default ``Settings.callback_manager``.
+        knowledge: ``"evidence-only"``, or ``"allow-general-inference"``.
+        output_language: The answer's language; ``None`` for the question's language.
+        question_time: Anchor for relative-time questions: Unix ms or an aware ``datetime``.
+        max_context_tokens: Estimated allowance for the serialized sources, 1 to 32,768.
+        max_output_tokens: The output limit passed to the model, 1 to 8,192.
+        max_response_chars: Longer responses are rejected unparsed, 1 to 131,072.
+        timeout: Seconds to wait for the model, in (0, 300].
+        min_evidence: Sources that must be packed before the model is called, 1 to 64.
+        min_score: Omit nodes whose score is lower or missing (``below_min_score``). Scores
+            are taken as higher-is-better, as LlamaIndex's ``SimilarityPostprocessor`` does.
+        scope: Omit nodes whose ``metadata[scope_key]`` is not in it (``out_of_scope``).
+            Defence in depth only: retrieve only what the user may see.
+        scope_key: The metadata key ``scope`` is checked against.
+        token_counter: Counts tokens of a serialized source; default: a conservative estimate.
+        speaker_key: The metadata key of who said or wrote a node's text.
+        observed_at_key: The metadata key of when: Unix ms, an aware ``datetime`` or ISO 8601
+            with a UTC offset. Any other value leaves the time unset (and is logged by key).
+        status_key: The metadata key of ``"current"``, ``"superseded"`` or ``"contradicted"``.
+            Any other value leaves the status unset (and is logged by key).
+
+    Raises:
+        InvalidRequestError: An option is out of range, or the LLM is refused.
+    """
+
+    def __init__(
+        self,
+        llm: LLM | None = None,
+        *,
+        callback_manager: CallbackManager | None = None,
+        knowledge: KnowledgePolicy = "evidence-only",
+        output_language: str | None = None,
+        question_time: int | datetime | None = None,
+        max_context_tokens: int = 2048,
+        max_output_tokens: int = 2048,
+        max_response_chars: int = 32768,
+        timeout: float = 60.0,
+        min_evidence: int = 1,
+        min_score: float | None = None,
+        scope: Collection[str] | None = None,
+        scope_key: str = "scope",
+        token_counter: Callable[[str], int] | None = None,
+        speaker_key: str = "speaker",
+        observed_at_key: str = "observed_at",
+        status_key: str = "status",
+    ) -> None:
+        self._options = AnswerOptions.create(
+            knowledge=knowledge,
+            output_language=output_language,
+            question_time=question_time,
+            max_context_tokens=max_context_tokens,
+            max_output_tokens=max_output_tokens,
+            max_response_chars=max_response_chars,
+            timeout=timeout,
+            min_evidence=min_evidence,
+            min_score=min_score,
+            scope=scope,
+            scope_key=scope_key,
+            token_counter=token_counter,
+        )
+        self._keys = MetadataKeys(
+            speaker=speaker_key, observed_at=observed_at_key, status=status_key
+        )
+        # Refuse before BaseSynthesizer attaches the callback manager to the caller's LLM.
+        resolved = llm or Settings.llm
+        self._reader = reader_for(resolved)
+        super().__init__(llm=resolved, callback_manager=callback_manager)
+
+    @property
+    def llm(self) -> LLM:
+        """The LLM this synthesizer reads with (the caller's; calls go through a strict copy)."""
+        return self._llm
+
+    def _get_prompts(self) -> PromptDictType:
+        # The prompt is fixed and versioned (EvidenceAnswer.prompt_version), not a template.
+        return {}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if prompts:
+            msg = (
+                "EvidenceSynthesizer's prompt is fixed and versioned, so it cannot be replaced "
+                f"(got {', '.join(sorted(prompts))})"
+            )
+            raise InvalidRequestError(msg, field="prompts")
+
+    def get_response(
+        self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any
+    ) -> RESPONSE_TEXT_TYPE:
+        """Not supported: answers are built from nodes, so citations keep their node IDs.
+
+        Raises:
+            NotImplementedError: Always; call :meth:`synthesize` with the retrieved nodes.
+        """
+        raise NotImplementedError(_TEXT_CHUNKS_REFUSAL)
+
+    async def aget_response(
+        self, query_str: str, text_chunks: Sequence[str], **response_kwargs: Any
+    ) -> RESPONSE_TEXT_TYPE:
+        """Not supported, like :meth:`get_response`.
+
+        Raises:
+            NotImplementedError: Always; await :meth:`asynthesize` with the retrieved nodes.
+        """
+        raise NotImplementedError(_TEXT_CHUNKS_REFUSAL)
+
+    @dispatcher.span
+    def synthesize(
+        self,
+        query: QueryType,
+        nodes: list[NodeWithScore],
+        additional_source_nodes: Sequence[NodeWithScore] | None = None,
+        **response_kwargs: Any,
+    ) -> RESPONSE_TYPE:
+        """Answer ``query`` from ``nodes`` with one LLM call and verify every citation.
+
+        Args:
+            query: The question, as a string or a ``QueryBundle``.
+            nodes: The retrieved nodes, best first; each becomes one source.
+            additional_source_nodes: Nodes the caller attaches without sending them to the
+                model; kept in ``metadata["additional_source_nodes"]``, never in
+                ``source_nodes``.
+            **response_kwargs: Accepted for compatibility with other synthesizers; unused,
+                since the prompt is fixed.
+
+        Returns:
+            A ``Response`` whose ``response`` is the answer (``None`` unless answered), whose
+            ``source_nodes`` are the nodes sent, and whose ``metadata["evidence_answer"]`` is
+            the :class:`~evidence_first.EvidenceAnswer`.
+
+        Raises:
+            InvalidRequestError: The question or a node breaks the contract; nothing was sent.
+            ModelCallError: The LLM call failed (HTTP errors included).
+            AnswerTimeoutError: The LLM did not answer within ``timeout``.
+        """
+        dispatcher.event(SynthesizeStartEvent(query=query))
+        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
+        with self._callback_manager.event(
+            CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
+        ) as event:
+            selected = select_nodes(nodes, self._keys)
+            answer = answer_selection(
+                bundle.query_str, selected.selection, self._reader, self._options
+            )
+            response = _response(answer, selected, additional_source_nodes)
+            event.on_end(payload={EventPayload.RESPONSE: response})
+        dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
+        return response
+
+    @dispatcher.span
+    async def asynthesize(
+        self,
+        query: QueryType,
+        nodes: list[NodeWithScore],
+        additional_source_nodes: Sequence[NodeWithScore] | None = None,
+        **response_kwargs: Any,
+    ) -> RESPONSE_TYPE:
+        """Async :meth:`synthesize`: awaits the LLM's ``achat``, never blocking the loop.
+
+        An LLM without a native ``achat`` runs on a worker thread. Cancelling the task
+        propagates ``asyncio.CancelledError``.
+        """
+        dispatcher.event(SynthesizeStartEvent(query=query))
+        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
+        with self._callback_manager.event(
+            CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
+        ) as event:
+            selected = select_nodes(nodes, self._keys)
+            answer = await aanswer_selection(
+                bundle.query_str, selected.selection, self._reader, self._options
+            )
+            response = _response(answer, selected, additional_source_nodes)
+            event.on_end(payload={EventPayload.RESPONSE: response})
+        dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
+        return response
+
+
+_TEXT_CHUNKS_REFUSAL = (
+    "EvidenceSynthesizer answers from nodes, not bare text chunks, so that every citation "
+    "names the node it quotes; call synthesize(query, nodes) or asynthesize(query, nodes)"
+)
+
+
+def _response(
+    answer: EvidenceAnswer,
+    selected: NodeSelection,
+    additional_source_nodes: Sequence[NodeWithScore] | None,
+) -> Response:
+    metadata: dict[str, Any] = {_EVIDENCE_ANSWER_KEY: answer}
+    if additional_source_nodes:
+        metadata["additional_source_nodes"] = list(additional_source_nodes)
+    return Response(
+        response=answer.answer if answer.status == "answered" else None,
+        source_nodes=selected.sent(answer.used_source_ids),
+        metadata=metadata,
+    )

@@ -1,0 +1,248 @@
+"""Fixtures for the LlamaIndex tests: a small corpus, its nodes and retriever, and fake LLMs.
+
+The fake OpenAI endpoint is an ``httpx.MockTransport`` behind a real ``OpenAILike``, so the
+strict transport is exercised end to end offline and every HTTP attempt is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from llama_index.core import Document, SummaryIndex
+from llama_index.core.base.llms.types import (
+    ChatMessage,
+    ChatResponse,
+    CompletionResponse,
+    CompletionResponseGen,
+    LLMMetadata,
+)
+from llama_index.core.bridge.pydantic import Field
+from llama_index.core.llms import CustomLLM
+from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import BaseNode
+from llama_index.llms.openai_like import OpenAILike
+from llama_index.retrievers.bm25 import BM25Retriever
+
+SECRET = "sk-live-4f9c2d-DO-NOT-SEND"
+
+# Paragraphs are separated the way SentenceSplitter splits first ("\n\n\n"), and each fits a
+# chunk, so the splitter never needs its sentence tokenizer.
+STANDUP = "\n\n\n".join(
+    [
+        "Standup notes, April 28. Attendees: Ravi, Mei and Jonas.",
+        "Mei said the onboarding emails are drafted and will go out one week before launch.",
+        "Ravi reported that the Apollo launch moved to June 15 because the payment provider "
+        "needs two more weeks for the security review.",
+        "Jonas will update the public roadmap once the new launch date is confirmed in writing.",
+    ]
+)
+BUDGET = "\n\n\n".join(
+    [
+        "Budget email from finance, May 2.",
+        "The marketing budget for the Apollo launch is 40,000 euros, approved by the CFO.",
+        "Travel for the launch event is capped at 5,000 euros per team.",
+    ]
+)
+HANDBOOK = "\n\n\n".join(
+    [
+        "Employee handbook, chapter 3: remote work.",
+        "Employees may work remotely up to three days per week with their manager's consent.",
+        "Core hours are 10:00 to 15:00 in the office's time zone.",
+    ]
+)
+
+LAUNCH_QUOTE = "the Apollo launch moved to June 15"
+
+
+def make_documents() -> list[Document]:
+    return [
+        Document(
+            text=STANDUP,
+            doc_id="standup-04-28",
+            metadata={"speaker": "Ravi", "api_token": SECRET, "scope": "team-apollo"},
+        ),
+        Document(
+            text=BUDGET,
+            doc_id="budget-05-02",
+            metadata={"speaker": "finance", "scope": "team-apollo"},
+        ),
+        Document(text=HANDBOOK, doc_id="handbook-3", metadata={"scope": "everyone"}),
+    ]
+
+
+def node_id(index: int, document: BaseNode) -> str:
+    """Stable node IDs, so recorded cassettes cite the same IDs when replayed."""
+    return f"{document.node_id}#{index}"
+
+
+@pytest.fixture
+def documents() -> list[Document]:
+    return make_documents()
+
+
+@pytest.fixture
+def nodes(documents: list[Document]) -> list[BaseNode]:
+    splitter = SentenceSplitter(chunk_size=80, chunk_overlap=0, id_func=node_id)
+    return splitter.get_nodes_from_documents(documents)
+
+
+@pytest.fixture
+def index(nodes: list[BaseNode]) -> SummaryIndex:
+    return SummaryIndex(nodes)
+
+
+@pytest.fixture
+def retriever(index: SummaryIndex) -> BM25Retriever:
+    return BM25Retriever.from_defaults(docstore=index.docstore, similarity_top_k=3)
+
+
+def sources_in(user_message: str) -> list[dict[str, Any]]:
+    """The sources array the core put at the end of the user message."""
+    return json.loads(user_message[user_message.index("\n[\n") + 1 :])
+
+
+def ledger_for(user_message: str, quote: str | None = LAUNCH_QUOTE, answer: str = "June 15") -> str:
+    """A ledger citing ``quote`` from whichever sent source contains it, else an abstention."""
+    cited = next((s for s in sources_in(user_message) if quote and quote in s["text"]), None)
+    if cited is None:
+        return json.dumps(
+            {"facts": [], "answer": None, "inference": None, "missing_evidence": ["launch date"]}
+        )
+    fact = {
+        "subject": "launch",
+        "relation": "moved to",
+        "object": answer,
+        "citations": [{"source_id": cited["id"], "quote": quote}],
+    }
+    return json.dumps(
+        {"facts": [fact], "answer": answer, "inference": None, "missing_evidence": []}
+    )
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible endpoint in process: records each attempt, answers as scripted.
+
+    By default it answers the launch question from the sources it was sent. Set ``status`` to
+    fail every request, or ``reply`` to control the message and finish reason.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[httpx.Request] = []
+        self.status = 200
+        self.reply: Callable[[dict[str, Any]], dict[str, Any]] = self.answer_launch
+        self.raise_error: Exception | None = None
+
+    @property
+    def attempts(self) -> int:
+        return len(self.requests)
+
+    @property
+    def bodies(self) -> list[dict[str, Any]]:
+        return [json.loads(request.content) for request in self.requests]
+
+    @staticmethod
+    def answer_launch(body: dict[str, Any]) -> dict[str, Any]:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        content = ledger_for(user) if "\n[\n" in user else "Hello."  # ordinary chat
+        return {"message": {"role": "assistant", "content": content}}
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        if self.raise_error is not None:
+            raise self.raise_error
+        if self.status != 200:
+            error = {"error": {"message": "crafted failure", "type": "server_error"}}
+            return httpx.Response(self.status, json=error)
+        choice = {"index": 0, "finish_reason": "stop", **self.reply(json.loads(request.content))}
+        return httpx.Response(
+            200,
+            json={
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "fake",
+                "choices": [choice],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+            },
+        )
+
+    def llm(self, **kwargs: Any) -> OpenAILike:
+        """An ``OpenAILike`` chat model wired to this endpoint, with LlamaIndex's defaults."""
+        transport = httpx.MockTransport(self.handle)
+        settings: dict[str, Any] = {
+            "model": "fake-model",
+            "api_base": "http://fake-openai.test/v1",
+            "api_key": "sk-test",
+            "is_chat_model": True,
+            "http_client": httpx.Client(transport=transport),
+            "async_http_client": httpx.AsyncClient(transport=transport),
+        }
+        settings.update(kwargs)
+        return OpenAILike(**settings)
+
+
+@pytest.fixture
+def fake_openai() -> FakeOpenAI:
+    return FakeOpenAI()
+
+
+class LedgerLLM(CustomLLM):
+    """A LlamaIndex ``CustomLLM`` (outside the allow-list) that answers with a ledger.
+
+    It records the chat messages it receives, so tests can see exactly what was sent.
+    """
+
+    quote: str | None = LAUNCH_QUOTE
+    received: list[list[ChatMessage]] = Field(default_factory=list)
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(is_chat_model=True, model_name="ledger-llm")
+
+    @llm_chat_callback()
+    def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+        self.received.append(list(messages))
+        user = next(m.content for m in messages if m.role == "user")
+        content = ledger_for(user, self.quote)
+        return ChatResponse(message=ChatMessage(role="assistant", content=content))
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        raise AssertionError("the synthesizer must call chat, not complete")
+
+    @llm_completion_callback()
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponseGen:
+        raise AssertionError("the synthesizer must not stream")
+
+
+@pytest.fixture
+def ledger_llm() -> LedgerLLM:
+    return LedgerLLM(received=[])
+
+
+@pytest.fixture
+def ledger_llm_class() -> type[LedgerLLM]:
+    return LedgerLLM
+
+
+@pytest.fixture
+def secret() -> str:
+    """A credential kept in one document's metadata; it must never reach the model."""
+    return SECRET
+
+
+@pytest.fixture
+def launch_quote() -> str:
+    return LAUNCH_QUOTE
+
+
+@pytest.fixture
+def make_ledger() -> Callable[..., str]:
+    return ledger_for
