@@ -22,6 +22,7 @@ from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.runnables.retry import RunnableRetry
 
 from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, TokenUsage
+from evidence_first.adapters import UnenforcedSettingsWarning
 from evidence_first.chat_completions import SCHEMA_NAME
 
 __all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "strict_chat_model"]
@@ -32,10 +33,6 @@ _TOOL_KWARGS = frozenset(
 )
 # Models that reject a temperature other than their default.
 _NO_TEMPERATURE = re.compile(r"^(o\d|gpt-5|claude-fable-5|claude-sonnet-5-5)")
-
-
-class UnenforcedSettingsWarning(UserWarning):
-    """A chat model outside the allow-list: some strict settings could not be applied to it."""
 
 
 _warned_classes: set[type] = set()

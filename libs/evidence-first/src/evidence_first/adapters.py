@@ -25,10 +25,20 @@ __all__ = [
     "MAX_SOURCES",
     "AnswerOptions",
     "SourceSelection",
+    "UnenforcedSettingsWarning",
     "aanswer_selection",
     "answer_selection",
     "select_sources",
 ]
+
+
+class UnenforcedSettingsWarning(UserWarning):
+    """A framework model outside an integration's allow-list is called with the prompt alone.
+
+    Its provider-side output limit, timeout, JSON mode or retries could not be set; the engine
+    still makes one call, stops waiting at ``timeout`` and rejects output over
+    ``max_response_chars``. Integrations issue it once per model class.
+    """
 
 
 @dataclass(frozen=True)

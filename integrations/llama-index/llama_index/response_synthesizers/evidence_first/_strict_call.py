@@ -22,6 +22,7 @@ from llama_index.core.llms import LLM, CustomLLM
 from llama_index.core.llms.structured_llm import StructuredLLM
 
 from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, TokenUsage
+from evidence_first.adapters import UnenforcedSettingsWarning
 from evidence_first.chat_completions import SCHEMA_NAME
 
 __all__ = ["AsyncLLMReader", "LLMReader", "UnenforcedSettingsWarning", "reader_for"]
@@ -50,15 +51,6 @@ _warned_lock = threading.Lock()
 # Given a request, the caller's LLM and whether the call is async: the LLM to call and the
 # keyword arguments for its chat or achat.
 Prepare = Callable[[ModelRequest, Any, bool], tuple[Any, dict[str, Any]]]
-
-
-class UnenforcedSettingsWarning(UserWarning):
-    """An LLM outside the allow-list is called with the prompt alone.
-
-    Its provider-side output limit, temperature, timeout and JSON mode could not be set. The
-    core still rejects oversized output and stops waiting at the timeout. Issued once per LLM
-    class.
-    """
 
 
 class LLMReader:
