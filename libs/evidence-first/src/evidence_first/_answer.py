@@ -266,6 +266,12 @@ class EvidenceAnswer(_Frozen):
         """Return a JSON-safe dict of the whole result (the same as ``model_dump(mode="json")``)."""
         return self.model_dump(mode="json")
 
+    def _repr_html_(self) -> str:
+        # Notebooks show the rendered view: numbered citations, spans highlighted in context.
+        from evidence_first.render import render_html
+
+        return render_html(self)
+
     def __str__(self) -> str:
         lines = [f"status: {self.status}"]
         if self.answer is not None:

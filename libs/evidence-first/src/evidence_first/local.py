@@ -14,18 +14,21 @@ The GGUF file is assembled once into a cache folder (``$EVIDENCE_FIRST_CACHE``, 
 from __future__ import annotations
 
 import atexit
-import gc
+import contextlib
 import importlib.util
 import json
 import os
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import IO, Any
 
 from evidence_first._errors import EvidenceFirstError
 from evidence_first._model import ModelRequest, ModelResponse
@@ -43,6 +46,8 @@ __all__ = [
 INSTALL_HINT = 'pip install "evidence-first[local]"'
 HOST = "127.0.0.1"
 _READY_TIMEOUT_SECONDS = 120.0
+_START_ATTEMPTS = 3
+_STOP_SECONDS = 10.0
 
 
 class LocalModelError(EvidenceFirstError):
@@ -120,14 +125,15 @@ class LocalModel:
         self.context_tokens = context_tokens
         self.threads = threads or os.cpu_count() or 1
         self.seed = seed
-        self._server: Any = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
         self._reader: ChatCompletionsModel | None = None
         self._port: int | None = None
 
     @property
     def running(self) -> bool:
         """Whether the server is up."""
-        return self._server is not None
+        return self._process is not None and self._process.poll() is None
 
     @property
     def host(self) -> str:
@@ -153,43 +159,68 @@ class LocalModel:
         return "gemma-3-270m"
 
     def start(self) -> LocalModel:
-        """Assemble the weights if needed, start the server and wait until it is ready."""
-        if self._server is not None:
+        """Assemble the weights if needed, start the server and wait until it is ready.
+
+        Raises:
+            ImportError: The ``local`` extra is not installed; the message names the command.
+            LocalModelError: The server did not start or did not become ready in time.
+        """
+        if self._process is not None:
             return self
-        xllamacpp, weights = _import_extra()
+        _, weights = _import_extra()
         path = _assemble(weights, self.cache_dir)
-        params = xllamacpp.CommonParams()
-        params.model.path = str(path)
-        params.hostnames = [HOST]
-        params.port = port = _free_port()
-        params.n_ctx = self.context_tokens
-        params.n_parallel = 1
-        params.cpuparams.n_threads = self.threads
-        params.cpuparams_batch.n_threads = self.threads
-        params.sampling.seed = self.seed
-        params.sampling.temp = 0.0
-        params.verbosity = 0
-        try:
-            self._server = xllamacpp.Server(params)
-        except Exception as exc:
-            msg = f"the local model server did not start ({type(exc).__qualname__})"
-            raise LocalModelError(msg) from exc
-        self._port = port
-        try:
-            self._wait_until_ready()
-        except BaseException:
-            self.stop()
-            raise
-        self._reader = ChatCompletionsModel(self.base_url, model=self.model_name, seed=self.seed)
-        return self
+        last_error: LocalModelError | None = None
+        for _ in range(_START_ATTEMPTS):  # a free port can be taken before the server binds it
+            try:
+                self._launch(path)
+                self._wait_until_ready()
+            except LocalModelError as exc:
+                self.stop()
+                last_error = exc
+                continue
+            except BaseException:
+                self.stop()
+                raise
+            self._reader = ChatCompletionsModel(
+                self.base_url, model=self.model_name, seed=self.seed
+            )
+            return self
+        assert last_error is not None
+        raise last_error
+
+    def _launch(self, path: Path) -> None:
+        self._port = _free_port()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        command = [
+            sys.executable,
+            "-m",
+            "evidence_first._local_server",
+            str(path),
+            str(self._port),
+            str(self.context_tokens),
+            str(self.threads),
+            str(self.seed),
+        ]
+        # The child exits when its stdin closes, so it never outlives this process.
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=self._log, stderr=self._log
+        )
 
     def stop(self) -> None:
         """Stop the server and release its port. Safe to call twice."""
-        server, self._server, self._reader = self._server, None, None
-        if server is not None:
-            # xllamacpp stops its server when the object is destroyed.
-            del server
-            gc.collect()
+        process, self._process, self._reader = self._process, None, None
+        if process is not None:
+            if process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    process.stdin.close()
+            try:
+                process.wait(timeout=_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         self._port = None
 
     def generate(self, request: ModelRequest) -> ModelResponse:
@@ -220,6 +251,9 @@ class LocalModel:
         deadline = time.monotonic() + _READY_TIMEOUT_SECONDS
         health = f"http://{HOST}:{self._port}/health"
         while time.monotonic() < deadline:
+            if self._process is None or self._process.poll() is not None:
+                msg = f"the local model server exited while starting{self._log_tail()}"
+                raise LocalModelError(msg)
             try:
                 with urllib.request.urlopen(health, timeout=2) as reply:
                     if reply.status == 200:
@@ -229,6 +263,14 @@ class LocalModel:
             time.sleep(0.1)
         msg = f"the local model server was not ready within {_READY_TIMEOUT_SECONDS:g} s"
         raise LocalModelError(msg)
+
+    def _log_tail(self) -> str:
+        # Startup output only (no prompt has been sent yet): llama.cpp's own messages.
+        if self._log is None:
+            return ""
+        self._log.seek(0)
+        lines = self._log.read().decode("utf-8", "replace").strip().splitlines()[-3:]
+        return ": " + " | ".join(lines) if lines else ""
 
     def __enter__(self) -> LocalModel:
         return self.start()

@@ -1,0 +1,35 @@
+"""The child process that serves the embedded model; `evidence_first.local` starts and stops it.
+
+Run as ``python -m evidence_first._local_server MODEL PORT CONTEXT THREADS SEED``. It listens on
+127.0.0.1 only and exits when its standard input closes, so it never outlives its parent.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str]) -> int:
+    """Serve until standard input closes."""
+    import xllamacpp
+
+    model, port, context, threads, seed = argv
+    params = xllamacpp.CommonParams()
+    params.model.path = model
+    params.hostnames = ["127.0.0.1"]
+    params.port = int(port)
+    params.n_ctx = int(context)
+    params.n_parallel = 1
+    params.cpuparams.n_threads = int(threads)
+    params.cpuparams_batch.n_threads = int(threads)
+    params.sampling.seed = int(seed)
+    params.sampling.temp = 0.0
+    params.verbosity = 0
+    server = xllamacpp.Server(params)
+    sys.stdin.read()
+    del server
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
