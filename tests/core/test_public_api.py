@@ -7,6 +7,8 @@ def test_public_names_are_pinned():
     assert sorted(evidence_first.__all__) == sorted(
         [
             "LEDGER_JSON_SCHEMA",
+            "PASSAGE_LEDGER_JSON_SCHEMA",
+            "PASSAGE_PROMPT_VERSION",
             "PROMPT_VERSION",
             "AnswerCancelledError",
             "AnswerStatus",
@@ -14,11 +16,13 @@ def test_public_names_are_pinned():
             "AsyncEvidenceReaderModel",
             "Citation",
             "CitationCheck",
+            "CitationMode",
             "DocumentSpan",
             "Evidence",
             "EvidenceAnswer",
             "EvidenceFirstError",
             "EvidenceReaderModel",
+            "EvidenceSpan",
             "EvidenceStatus",
             "Fact",
             "InvalidRequestError",

@@ -137,7 +137,7 @@ def test_every_failing_citation_is_listed_and_checked(scripted, make_ledger, mak
     assert answer.status == "invalid_response"
     assert [(i.code, i.path) for i in answer.validation_errors] == [
         ("unknown_source", "$.facts[0].citations[1]"),
-        ("quote_not_in_source", "$.facts[1].citations[1]"),
+        ("quote_not_in_source", "$.facts[1].citations[1].quote"),
     ]
     assert [c.verdict for c in answer.citation_checks] == [
         "verified",

@@ -9,8 +9,10 @@ from evidence_first._answer import (
     AnswerStatus,
     Citation,
     CitationCheck,
+    CitationMode,
     DocumentSpan,
     EvidenceAnswer,
+    EvidenceSpan,
     Fact,
     KnowledgePolicy,
     OmissionReason,
@@ -35,11 +37,18 @@ from evidence_first._model import (
     ModelResponse,
     ReaderModel,
 )
-from evidence_first._prompt import LEDGER_JSON_SCHEMA, PROMPT_VERSION
+from evidence_first._prompt import (
+    LEDGER_JSON_SCHEMA,
+    PASSAGE_LEDGER_JSON_SCHEMA,
+    PASSAGE_PROMPT_VERSION,
+    PROMPT_VERSION,
+)
 from evidence_first._tokens import estimate_tokens
 
 __all__ = [
     "LEDGER_JSON_SCHEMA",
+    "PASSAGE_LEDGER_JSON_SCHEMA",
+    "PASSAGE_PROMPT_VERSION",
     "PROMPT_VERSION",
     "AnswerCancelledError",
     "AnswerStatus",
@@ -47,11 +56,13 @@ __all__ = [
     "AsyncEvidenceReaderModel",
     "Citation",
     "CitationCheck",
+    "CitationMode",
     "DocumentSpan",
     "Evidence",
     "EvidenceAnswer",
     "EvidenceFirstError",
     "EvidenceReaderModel",
+    "EvidenceSpan",
     "EvidenceStatus",
     "Fact",
     "InvalidRequestError",

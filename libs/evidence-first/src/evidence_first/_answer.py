@@ -12,8 +12,10 @@ __all__ = [
     "AnswerStatus",
     "Citation",
     "CitationCheck",
+    "CitationMode",
     "DocumentSpan",
     "EvidenceAnswer",
+    "EvidenceSpan",
     "Fact",
     "KnowledgePolicy",
     "OmissionReason",
@@ -25,6 +27,8 @@ __all__ = [
 
 AnswerStatus = Literal["answered", "insufficient_evidence", "invalid_response"]
 KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
+CitationMode = Literal["quote", "passage"]
+"""How the model cites: by copying an exact quote, or by naming labeled passages."""
 
 ReasonCode = Literal[
     # Stage 0: the response itself.
@@ -42,6 +46,10 @@ ReasonCode = Literal[
     "unknown_source",
     "empty_quote",
     "quote_not_in_source",
+    # Stage 4, passage mode: each cited label.
+    "unknown_passage",
+    "passage_source_mismatch",
+    "quote_not_in_passages",
     # Stage 5: consistency and policy.
     "inconsistent_output",
     "inference_not_allowed",
@@ -77,12 +85,32 @@ class DocumentSpan(_Frozen):
     char_end: int
 
 
-class Citation(_Frozen):
-    """A verified quote: ``source.text[char_start:char_end] == quote``.
+class EvidenceSpan(_Frozen):
+    """One verified span of a source: ``source.text[char_start:char_end] == text``.
 
     Offsets are half-open. ``char_*`` are Python ``str`` (code point) indices, the canonical
     form; ``utf16_*`` index JavaScript strings; ``utf8_*`` index the UTF-8 bytes.
-    A repeated quote resolves to its first occurrence.
+    """
+
+    text: str
+    char_start: int
+    char_end: int
+    utf16_start: int
+    utf16_end: int
+    utf8_start: int
+    utf8_end: int
+    document: DocumentSpan | None = None
+
+
+class Citation(_Frozen):
+    """A verified citation: ``source.text[char_start:char_end] == quote``.
+
+    ``quote`` and the offsets describe the origin span. In quote mode that is the model's
+    exact quote, resolved to its first occurrence. In passage mode it is the first group of
+    adjacent cited passages (narrowed by the model's quote when the quote lies in it), and
+    ``evidence_spans`` lists every group, origin first; ``passages`` holds the cited labels.
+    Offsets are half-open: ``char_*`` are Python ``str`` indices, ``utf16_*`` JavaScript
+    string indices, ``utf8_*`` byte offsets.
     """
 
     source_id: str
@@ -94,6 +122,8 @@ class Citation(_Frozen):
     utf8_start: int
     utf8_end: int
     document: DocumentSpan | None = None
+    passages: tuple[str, ...] = ()
+    evidence_spans: tuple[EvidenceSpan, ...] = ()
 
 
 class Fact(_Frozen):

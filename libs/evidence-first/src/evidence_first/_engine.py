@@ -13,6 +13,7 @@ from typing import Any, get_args
 from pydantic import ValidationError
 
 from evidence_first._answer import (
+    CitationMode,
     EvidenceAnswer,
     KnowledgePolicy,
     OmissionReason,
@@ -24,12 +25,13 @@ from evidence_first._invoke import call_model, call_model_async, has_async, has_
 from evidence_first._ledger import is_unicode_text, parse_response
 from evidence_first._model import ModelRequest, ModelResponse, ReaderModel
 from evidence_first._packing import PackedSources, pack_sources
+from evidence_first._passages import PassageIndex
 from evidence_first._prompt import (
-    PROMPT_VERSION,
-    SYSTEM_PROMPT,
     build_json_schema,
     format_timestamp,
+    prompt_for,
     render_user_message,
+    serialize_source,
 )
 from evidence_first._tokens import estimate_tokens
 from evidence_first._verify import has_text, verify_ledger
@@ -50,6 +52,7 @@ MAX_SOURCE_UTF16_UNITS = 262_144
 # The question is bounded like a source, so the prompt stays bounded.
 MAX_QUESTION_UTF16_UNITS = 262_144
 _KNOWLEDGE_POLICIES: tuple[str, ...] = get_args(KnowledgePolicy)
+_CITATION_MODES: tuple[str, ...] = get_args(CitationMode)
 
 
 def answer_from_evidence(
@@ -58,6 +61,7 @@ def answer_from_evidence(
     model: ReaderModel,
     *,
     knowledge: KnowledgePolicy = "evidence-only",
+    citation_mode: CitationMode = "quote",
     output_language: str | None = None,
     question_time: int | datetime | None = None,
     max_context_tokens: int = 2048,
@@ -80,6 +84,9 @@ def answer_from_evidence(
         model: An object with ``generate(request)`` and/or ``async agenerate(request)``.
         knowledge: ``"evidence-only"``, or ``"allow-general-inference"`` to let the model add
             an inference kept apart from the facts.
+        citation_mode: ``"quote"``: the model copies an exact quote. ``"passage"``: sources are
+            sent as labeled passages, the model cites labels (and optionally a narrowing
+            quote), and the engine resolves them to spans.
         output_language: The answer's language (a model instruction); ``None`` for the
             question's language.
         question_time: Anchor for relative-time questions: Unix milliseconds or an aware
@@ -109,6 +116,7 @@ def answer_from_evidence(
     """
     plan = AnswerOptions.create(
         knowledge=knowledge,
+        citation_mode=citation_mode,
         output_language=output_language,
         question_time=question_time,
         max_context_tokens=max_context_tokens,
@@ -130,6 +138,7 @@ async def aanswer_from_evidence(
     model: ReaderModel,
     *,
     knowledge: KnowledgePolicy = "evidence-only",
+    citation_mode: CitationMode = "quote",
     output_language: str | None = None,
     question_time: int | datetime | None = None,
     max_context_tokens: int = 2048,
@@ -149,6 +158,7 @@ async def aanswer_from_evidence(
     """
     plan = AnswerOptions.create(
         knowledge=knowledge,
+        citation_mode=citation_mode,
         output_language=output_language,
         question_time=question_time,
         max_context_tokens=max_context_tokens,
@@ -186,6 +196,7 @@ class AnswerOptions:
     """Every answering option, checked against the contract's limits."""
 
     knowledge: KnowledgePolicy
+    citation_mode: CitationMode
     output_language: str | None
     question_time: str | None
     max_context_tokens: int
@@ -203,6 +214,7 @@ class AnswerOptions:
         cls,
         *,
         knowledge: object = "evidence-only",
+        citation_mode: object = "quote",
         output_language: object = None,
         question_time: object = None,
         max_context_tokens: object = 2048,
@@ -223,6 +235,9 @@ class AnswerOptions:
         if knowledge not in _KNOWLEDGE_POLICIES:
             msg = f"knowledge must be one of {', '.join(_KNOWLEDGE_POLICIES)}"
             raise InvalidRequestError(msg, field="knowledge")
+        if citation_mode not in _CITATION_MODES:
+            msg = f"citation_mode must be one of {', '.join(_CITATION_MODES)}"
+            raise InvalidRequestError(msg, field="citation_mode")
         if output_language is not None and (
             not isinstance(output_language, str) or not output_language.strip()
         ):
@@ -245,6 +260,7 @@ class AnswerOptions:
             raise InvalidRequestError(msg, field="token_counter")
         return cls(
             knowledge=knowledge,  # type: ignore[arg-type]
+            citation_mode=citation_mode,  # type: ignore[arg-type]
             output_language=output_language,
             question_time=_question_time(question_time),
             max_context_tokens=_int_option("max_context_tokens", max_context_tokens, 1, 32_768),
@@ -285,14 +301,23 @@ class AnswerOptions:
         if not (has_sync(model) or has_async(model)):
             msg = "model must have a generate(request) method or an async agenerate(request)"
             raise InvalidRequestError(msg, field="model")
+
+        def serialize(source: Evidence) -> str:
+            if self.citation_mode == "passage":
+                return serialize_source(source, PassageIndex.of(source))
+            return serialize_source(source)
+
         packed = pack_sources(
             offered,
             max_context_tokens=self.max_context_tokens,
             count_tokens=self.count_tokens,
+            serialize=serialize,
             min_score=self.min_score,
             scope=self.scope,
             scope_key=self.scope_key,
         )
+        passages = PassageIndex(packed.sent) if self.citation_mode == "passage" else None
+        system_prompt, prompt_version = prompt_for(self.citation_mode)
         user = render_user_message(
             question,
             knowledge=self.knowledge,
@@ -300,7 +325,7 @@ class AnswerOptions:
             question_time=self.question_time,
             serialized_sources=list(packed.serialized),
         )
-        system_tokens = self.count_tokens(SYSTEM_PROMPT)
+        system_tokens = self.count_tokens(system_prompt)
         frame = render_user_message(
             question,
             knowledge=self.knowledge,
@@ -320,14 +345,17 @@ class AnswerOptions:
         request = None
         if len(packed.sent) >= self.min_evidence:
             request = ModelRequest(
-                system=SYSTEM_PROMPT,
+                system=system_prompt,
                 user=user,
                 max_tokens=self.max_output_tokens,
                 json_schema=build_json_schema(
-                    [source.id for source in packed.sent], max_output_tokens=self.max_output_tokens
+                    [source.id for source in packed.sent],
+                    max_output_tokens=self.max_output_tokens,
+                    passage_labels=None if passages is None else list(passages.by_label),
+                    mode=self.citation_mode,
                 ),
                 timeout=self.timeout,
-                prompt_version=PROMPT_VERSION,
+                prompt_version=prompt_version,
             )
         # Set-aside sources follow the core's omissions. A duplicate's ID may also be in
         # used_source_ids: its first copy was sent. Each ID keeps its first reason.
@@ -341,9 +369,11 @@ class AnswerOptions:
             question=question,
             offered=offered_by_id,
             packed=packed,
+            passages=passages,
             omissions=omissions,
             budget=budget,
             request=request,
+            prompt_version=prompt_version,
         )
 
 
@@ -355,9 +385,11 @@ class AnswerPlan:
     question: str
     offered: dict[str, Evidence]
     packed: PackedSources
+    passages: PassageIndex | None
     omissions: dict[str, OmissionReason]
     budget: PromptBudget
     request: ModelRequest | None
+    prompt_version: str
 
     def without_model_call(self) -> EvidenceAnswer:
         """The abstention when too few sources could be packed; the model is not called."""
@@ -388,7 +420,11 @@ class AnswerPlan:
 
     def judge(self, response: ModelResponse) -> EvidenceAnswer:
         """Validate the model's response (stages 0 to 5) and build the result."""
-        parsed = parse_response(response, max_response_chars=self.options.max_response_chars)
+        parsed = parse_response(
+            response,
+            max_response_chars=self.options.max_response_chars,
+            mode=self.options.citation_mode,
+        )
         raw = response.text
         if not is_unicode_text(raw):
             # Lone surrogates cannot be serialized; keep them visible as escapes.
@@ -415,6 +451,7 @@ class AnswerPlan:
             ledger,
             {source.id: source for source in self.packed.sent},
             knowledge=self.options.knowledge,
+            passages=self.passages,
         )
         if verdict.issues:
             return self._answer(
@@ -457,7 +494,7 @@ class AnswerPlan:
             confidence=max(scores) if scores else None,
             evidence=sent,
             budget=self.budget,
-            prompt_version=PROMPT_VERSION,
+            prompt_version=self.prompt_version,
             **fields,
         )
         answer._offered = self.offered

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from evidence_first._answer import ValidationIssue
+from evidence_first._answer import CitationMode, ValidationIssue
 from evidence_first._model import ModelResponse
 from evidence_first._prompt import MAX_CITATIONS_PER_FACT, MAX_FACTS
 
@@ -22,6 +22,7 @@ __all__ = [
     "LedgerCitation",
     "LedgerFact",
     "ParsedResponse",
+    "PassageCitation",
     "is_unicode_text",
     "json_path",
     "parse_response",
@@ -40,40 +41,59 @@ class _Strict(BaseModel):
 
 
 class LedgerCitation(_Strict):
-    """A citation as the model wrote it, not yet verified."""
+    """A quote-mode citation as the model wrote it, not yet verified."""
 
     source_id: str
     quote: str
 
 
-class LedgerFact(_Strict):
+class PassageCitation(_Strict):
+    """A passage-mode citation as the model wrote it: passage labels and an optional quote."""
+
+    source_id: str
+    passages: list[str] = Field(min_length=1)
+    quote: str | None
+
+
+CitationT = TypeVar("CitationT", LedgerCitation, PassageCitation)
+
+
+class LedgerFact(_Strict, Generic[CitationT]):
     """A fact as the model wrote it."""
 
     subject: str
     relation: str
     object: str
-    citations: list[LedgerCitation] = Field(min_length=1)
+    citations: list[CitationT] = Field(min_length=1)
 
 
-class Ledger(_Strict):
+class Ledger(_Strict, Generic[CitationT]):
     """The model's ledger, shape-checked. Every key is required; ``inference`` is nullable."""
 
-    facts: list[LedgerFact]
+    facts: list[LedgerFact[CitationT]]
     answer: str | None
     inference: str | None
     missing_evidence: list[str]
+
+
+_LEDGER_MODELS: dict[CitationMode, type[Ledger[Any]]] = {
+    "quote": Ledger[LedgerCitation],
+    "passage": Ledger[PassageCitation],
+}
 
 
 @dataclass(frozen=True)
 class ParsedResponse:
     """The outcome of stages 0 to 3: a ledger, or the issues that stopped parsing."""
 
-    ledger: Ledger | None
+    ledger: Ledger[Any] | None
     issues: tuple[ValidationIssue, ...]
 
 
-def parse_response(response: ModelResponse, *, max_response_chars: int) -> ParsedResponse:
-    """Run stages 0 to 3 on a model response."""
+def parse_response(
+    response: ModelResponse, *, max_response_chars: int, mode: CitationMode = "quote"
+) -> ParsedResponse:
+    """Run stages 0 to 3 on a model response, for the ledger shape of ``mode``."""
     if response.tool_calls:
         return _fail("tool_call_not_allowed", "$", "the response carries tool calls")
     if response.finish_reason in _TRUNCATED_FINISH_REASONS:
@@ -88,7 +108,7 @@ def parse_response(response: ModelResponse, *, max_response_chars: int) -> Parse
     decoded = _decode_one_object(text)
     if isinstance(decoded, ValidationIssue):
         return ParsedResponse(None, (decoded,))
-    return _check_shape(decoded)
+    return _check_shape(decoded, _LEDGER_MODELS[mode])
 
 
 def _fail(code: Any, path: str, detail: str) -> ParsedResponse:
@@ -166,7 +186,7 @@ def _decode_one_object(text: str) -> dict[str, Any] | ValidationIssue:
     return value
 
 
-def _check_shape(value: dict[str, Any]) -> ParsedResponse:
+def _check_shape(value: dict[str, Any], model: type[Ledger[Any]]) -> ParsedResponse:
     """Stage 3: size limits first (they bound the work), then the strict schema."""
     facts = value.get("facts")
     if isinstance(facts, list):
@@ -183,7 +203,7 @@ def _check_shape(value: dict[str, Any]) -> ParsedResponse:
                     f"{len(citations)} citations exceed the limit of {MAX_CITATIONS_PER_FACT}",
                 )
     try:
-        ledger = Ledger.model_validate(value)
+        ledger = model.model_validate(value)
     except ValidationError as exc:
         return ParsedResponse(None, _schema_issues(exc))
     return ParsedResponse(ledger, ())

@@ -37,6 +37,7 @@ def pack_sources(
     *,
     max_context_tokens: int,
     count_tokens: Callable[[str], int],
+    serialize: Callable[[Evidence], str] = serialize_source,
     min_score: float | None = None,
     scope: frozenset[str] | None = None,
     scope_key: str = "scope",
@@ -47,7 +48,8 @@ def pack_sources(
     ``metadata[scope_key]`` is not one of its strings; as ``below_min_score`` when
     ``min_score`` is set and its score is lower or missing; as ``empty`` when its text is
     blank; and as ``over_budget`` when its serialized form does not fit what is left of
-    ``max_context_tokens``. A later, smaller source may still fit.
+    ``max_context_tokens``. A later, smaller source may still fit. ``serialize`` renders a
+    source exactly as the prompt will carry it, so the count is of what is sent.
     """
     sent: list[Evidence] = []
     serialized: list[str] = []
@@ -58,7 +60,7 @@ def pack_sources(
         if reason is not None:
             omissions[source.id] = reason
             continue
-        item = serialize_source(source)
+        item = serialize(source)
         cost = count_tokens(item) + _SEPARATOR_TOKENS
         if used + cost > max_context_tokens:
             omissions[source.id] = "over_budget"

@@ -3,26 +3,34 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from evidence_first._answer import KnowledgePolicy
+from evidence_first._answer import CitationMode, KnowledgePolicy
 from evidence_first._evidence import Evidence
+from evidence_first._passages import Passage
 
 __all__ = [
     "LEDGER_JSON_SCHEMA",
     "MAX_CITATIONS_PER_FACT",
     "MAX_FACTS",
+    "PASSAGE_LEDGER_JSON_SCHEMA",
+    "PASSAGE_PROMPT_VERSION",
+    "PASSAGE_SYSTEM_PROMPT",
     "PROMPT_VERSION",
     "SYSTEM_PROMPT",
     "build_json_schema",
     "format_timestamp",
+    "prompt_for",
     "render_user_message",
     "serialize_source",
 ]
 
 PROMPT_VERSION = "evidence-first/quote/1"
-"""Changes whenever the system prompt, the user message layout or the ledger schema changes."""
+"""Quote mode: changes whenever its system prompt, the user message or its schema changes."""
+PASSAGE_PROMPT_VERSION = "evidence-first/passage/1"
+"""Passage mode, versioned separately from quote mode."""
 
 MAX_FACTS = 32
 MAX_CITATIONS_PER_FACT = 8
@@ -33,11 +41,13 @@ _MAX_QUOTE_CHARS = 1000
 _MAX_TERM_CHARS = 500
 _MAX_ANSWER_CHARS = 8000
 _MAX_MISSING_ITEMS = 16
+_MAX_PASSAGES_PER_CITATION = 8
 _MIN_OUTPUT_TOKENS_PER_FACT = 48
-# Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs are plain strings.
+# Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
+# labels are plain strings and verification alone catches an unknown one.
 _MAX_ENUM_VALUES = 256
 
-SYSTEM_PROMPT = """\
+_RULES = """\
 You answer one question using only the sources in the user message, and you show your evidence.
 
 Rules:
@@ -51,11 +61,9 @@ disagree and you cannot tell which is current, say so in "missing_evidence".
 "missing_evidence". Do not guess.
 
 Reply with exactly one JSON object and nothing else, with these four keys:
-- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
-"relation": ..., "object": ..., "citations": [{"source_id": ..., "quote": ...}]}. Each fact \
-has 1 to 8 citations. "source_id" is the "id" of a source. "quote" is copied exactly, \
-character for character, from that source's "text": one contiguous excerpt, usually a sentence \
-or a clause, with nothing changed, added or left out.
+"""
+
+_ANSWER_KEYS = """\
 - "answer": a short answer to the question, or null if the sources do not answer it.
 - "inference": null, unless the knowledge policy allows general inference and you add a \
 recommendation or conclusion that goes beyond the facts.
@@ -63,11 +71,50 @@ recommendation or conclusion that goes beyond the facts.
 
 Facts are declarative statements, not reasoning steps. Use at most 32 facts.
 
-Example reply:
-{"facts": [{"subject": "launch", "relation": "scheduled for", "object": "June 15", \
-"citations": [{"source_id": "notes-2", "quote": "The launch moved to June 15."}]}], \
-"answer": "The launch is on June 15.", "inference": null, "missing_evidence": []}
 """
+
+# The examples are about a subject no demo or test corpus uses, so a model that copies the
+# example verbatim is caught by verification rather than rewarded by coincidence.
+SYSTEM_PROMPT = (
+    _RULES
+    + """- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
+"relation": ..., "object": ..., "citations": [{"source_id": ..., "quote": ...}]}. Each fact \
+has 1 to 8 citations. "source_id" is the "id" of a source. "quote" is copied exactly, \
+character for character, from that source's "text": one contiguous excerpt, usually a sentence \
+or a clause, with nothing changed, added or left out.
+"""
+    + _ANSWER_KEYS
+    + """Example reply:
+{"facts": [{"subject": "the library", "relation": "opens at", "object": "9:00", \
+"citations": [{"source_id": "poster-1", "quote": "Opening hours: 9:00 to 17:00."}]}], \
+"answer": "The library opens at 9:00.", "inference": null, "missing_evidence": []}
+"""
+)
+
+PASSAGE_SYSTEM_PROMPT = (
+    _RULES
+    + """- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
+"relation": ..., "object": ..., "citations": [{"source_id": ..., "passages": [...], \
+"quote": ...}]}. Each fact has 1 to 8 citations. Each source's text is given as numbered \
+passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
+labels of that source's passages that state the fact; "quote" is null, or an exact excerpt of \
+those passages that pinpoints the fact.
+"""
+    + _ANSWER_KEYS
+    + """Example reply:
+{"facts": [{"subject": "the library", "relation": "opens at", "object": "9:00", \
+"citations": [{"source_id": "poster-1", "passages": ["poster-1#2"], "quote": null}]}], \
+"answer": "The library opens at 9:00.", "inference": null, "missing_evidence": []}
+"""
+)
+
+
+def prompt_for(mode: CitationMode) -> tuple[str, str]:
+    """The system prompt and its version for a citation mode."""
+    if mode == "passage":
+        return PASSAGE_SYSTEM_PROMPT, PASSAGE_PROMPT_VERSION
+    return SYSTEM_PROMPT, PROMPT_VERSION
+
 
 _POLICY_TEXT: dict[KnowledgePolicy, str] = {
     "evidence-only": (
@@ -95,16 +142,25 @@ def format_timestamp(value: int | datetime) -> str:
     return utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def serialize_source(evidence: Evidence) -> str:
-    """Serialize one source exactly as it appears in the prompt: only the fields the model sees."""
-    item: dict[str, str] = {"id": evidence.id}
+def serialize_source(evidence: Evidence, passages: Sequence[Passage] | None = None) -> str:
+    """Serialize one source exactly as it appears in the prompt: only the fields the model sees.
+
+    With ``passages`` (passage mode), the text is sent as labeled passages instead.
+    """
+    item: dict[str, Any] = {"id": evidence.id}
     if evidence.speaker is not None:
         item["speaker"] = evidence.speaker
     if evidence.observed_at is not None:
         item["observed_at"] = format_timestamp(evidence.observed_at)
     if evidence.status is not None:
         item["status"] = evidence.status
-    item["text"] = evidence.text
+    if passages is None:
+        item["text"] = evidence.text
+    else:
+        text = evidence.text
+        item["passages"] = [
+            {"label": p.label, "text": text[p.char_start : p.char_end]} for p in passages
+        ]
     return json.dumps(item, ensure_ascii=False)
 
 
@@ -138,30 +194,61 @@ def render_user_message(
     return "\n".join(lines)
 
 
+def _enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    if values is not None and 0 < len(values) <= _MAX_ENUM_VALUES:
+        schema["enum"] = list(values)
+    return schema
+
+
 def build_json_schema(
-    source_ids: list[str] | None = None, *, max_output_tokens: int | None = None
+    source_ids: Sequence[str] | None = None,
+    *,
+    max_output_tokens: int | None = None,
+    passage_labels: Sequence[str] | None = None,
+    mode: CitationMode = "quote",
 ) -> dict[str, Any]:
-    """Build the ledger schema; with ``source_ids``, ``source_id`` is an enum of them.
+    """Build the ledger schema for a request.
 
     Args:
-        source_ids: The IDs sent; ``None`` for the general form.
+        source_ids: The IDs sent; ``source_id`` becomes an enum of them. ``None`` for the
+            general form.
         max_output_tokens: The output limit; it bounds how many facts can fit.
+        passage_labels: In passage mode, the labels sent; ``passages`` items become an enum.
+        mode: ``"quote"`` (a citation is a source ID and an exact quote) or ``"passage"`` (a
+            source ID, passage labels and an optional narrowing quote).
     """
     max_facts = MAX_FACTS
     if max_output_tokens is not None:
         max_facts = max(1, min(MAX_FACTS, max_output_tokens // _MIN_OUTPUT_TOKENS_PER_FACT))
-    source_id: dict[str, Any] = {"type": "string"}
-    if source_ids is not None and 0 < len(source_ids) <= _MAX_ENUM_VALUES:
-        source_id["enum"] = list(source_ids)
-    citation = {
-        "type": "object",
-        "properties": {
-            "source_id": source_id,
-            "quote": {"type": "string", "maxLength": _MAX_QUOTE_CHARS},
-        },
-        "required": ["source_id", "quote"],
-        "additionalProperties": False,
-    }
+    source_id = _enum_or_string(source_ids)
+    citation: dict[str, Any]
+    if mode == "passage":
+        citation = {
+            "type": "object",
+            "properties": {
+                "source_id": source_id,
+                "passages": {
+                    "type": "array",
+                    "items": _enum_or_string(passage_labels),
+                    "minItems": 1,
+                    "maxItems": _MAX_PASSAGES_PER_CITATION,
+                },
+                "quote": {"type": ["string", "null"], "maxLength": _MAX_QUOTE_CHARS},
+            },
+            "required": ["source_id", "passages", "quote"],
+            "additionalProperties": False,
+        }
+    else:
+        citation = {
+            "type": "object",
+            "properties": {
+                "source_id": source_id,
+                "quote": {"type": "string", "maxLength": _MAX_QUOTE_CHARS},
+            },
+            "required": ["source_id", "quote"],
+            "additionalProperties": False,
+        }
     term = {"type": "string", "maxLength": _MAX_TERM_CHARS}
     fact = {
         "type": "object",
@@ -198,4 +285,8 @@ def build_json_schema(
 
 
 LEDGER_JSON_SCHEMA: dict[str, Any] = build_json_schema()
-"""The general ledger schema: at most 32 facts of 1 to 8 citations; every key required."""
+"""The general quote-mode ledger schema: at most 32 facts of 1 to 8 citations; every key
+required."""
+
+PASSAGE_LEDGER_JSON_SCHEMA: dict[str, Any] = build_json_schema(mode="passage")
+"""The general passage-mode ledger schema: citations name passages, with an optional quote."""

@@ -1,0 +1,108 @@
+"""Passages for passage-mode citations: each source cut into labeled, sentence-sized spans.
+
+The cut is deterministic and offline (the standard library's ``re``; a sentence tokenizer
+library would add a dependency and, for most, data downloads). A passage ends after a
+sentence terminator followed by whitespace (``.`` ``!`` ``?`` ``…`` with closing quotes or
+brackets), right after a CJK terminator (``。`` ``！`` ``？`` ``；``), and at every line break,
+which keeps code lines and list items apart. Passages longer than a bound are cut at a space.
+Whitespace between passages belongs to none; each passage is an exact span of the source.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from evidence_first._evidence import Evidence
+
+__all__ = ["MAX_PASSAGE_CHARS", "Passage", "PassageIndex", "split_passages"]
+
+MAX_PASSAGE_CHARS = 400
+
+# A boundary ends the passage at the end of group "end" (the terminator and its closing
+# quotes or brackets), or, for a line break, where the match starts.
+_BOUNDARY = re.compile(
+    r"""
+    (?P<end>[.!?…]["'”’)\]]*)(?=\s)\s*  # a sentence end followed by whitespace
+    | (?P<cjk>[。！？；][」』”’）】]*)\s*   # a CJK sentence end (no space follows in CJK)
+    | \s*\n\s*                           # a line break
+    """,
+    re.VERBOSE,
+)
+
+
+@dataclass(frozen=True)
+class Passage:
+    """One labeled passage: ``source.text[char_start:char_end]``.
+
+    Attributes:
+        label: ``<source_id>#<n>``, unique within a request.
+        source_id: The source it belongs to.
+        index: Its 1-based position in the source.
+        char_start: Code-point offset of its first character.
+        char_end: Code-point offset one past its last character.
+    """
+
+    label: str
+    source_id: str
+    index: int
+    char_start: int
+    char_end: int
+
+
+def _bounded(text: str, start: int, end: int) -> Iterable[tuple[int, int]]:
+    while end - start > MAX_PASSAGE_CHARS:
+        cut = text.rfind(" ", start + 1, start + MAX_PASSAGE_CHARS)
+        cut = cut if cut > start else start + MAX_PASSAGE_CHARS
+        yield start, cut
+        start = cut
+        while start < end and text[start].isspace():
+            start += 1
+    if start < end:
+        yield start, end
+
+
+def split_passages(text: str) -> list[tuple[int, int]]:
+    """Return the ``(char_start, char_end)`` of each passage of ``text``, in order."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for match in [*_BOUNDARY.finditer(text), None]:
+        if match is None:
+            end = len(text)
+        else:
+            end = (
+                match.end("end")
+                if match["end"]
+                else match.end("cjk")
+                if match["cjk"]
+                else match.start()
+            )
+        segment = text[position:end]
+        stripped_start = position + len(segment) - len(segment.lstrip())
+        stripped_end = position + len(segment.rstrip())
+        if stripped_start < stripped_end:
+            spans.extend(_bounded(text, stripped_start, stripped_end))
+        if match is not None:
+            position = match.end()
+    return spans
+
+
+class PassageIndex:
+    """Every passage of the sources sent, by label and by source."""
+
+    def __init__(self, sources: Sequence[Evidence]) -> None:
+        self.by_label: dict[str, Passage] = {}
+        self.by_source: dict[str, list[Passage]] = {}
+        for source in sources:
+            passages = [
+                Passage(f"{source.id}#{n}", source.id, n, start, end)
+                for n, (start, end) in enumerate(split_passages(source.text), start=1)
+            ]
+            self.by_source[source.id] = passages
+            self.by_label.update((passage.label, passage) for passage in passages)
+
+    @classmethod
+    def of(cls, source: Evidence) -> list[Passage]:
+        """The passages of one source."""
+        return cls([source]).by_source[source.id]
