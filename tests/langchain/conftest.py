@@ -90,14 +90,20 @@ class QuotingChatModel(BaseChatModel):
         sources = sent_sources(messages)
         self.calls.append({"messages": messages, "kwargs": kwargs, "sources": sources})
         source = sources[0]
-        quote = source["text"].split(". ")[0]
+        if "passages" in source:  # passage mode: cite the first passage by its label
+            first = source["passages"][0]
+            quote = first["text"]
+            citation = {"source_id": source["id"], "passages": [first["label"]], "quote": None}
+        else:
+            quote = source["text"].split(". ")[0]
+            citation = {"source_id": source["id"], "quote": quote}
         ledger = {
             "facts": [
                 {
                     "subject": "source",
                     "relation": "says",
                     "object": quote,
-                    "citations": [{"source_id": source["id"], "quote": quote}],
+                    "citations": [citation],
                 }
             ],
             "answer": quote,

@@ -101,3 +101,12 @@ def test_answerer_takes_the_input_mapping_directly(quoting_model):
     )
     _assert_verified(answer)
     assert answer.used_source_ids == ("doc-1",)
+
+
+def test_passage_mode_cites_labels_and_resolves_them_to_spans(retriever, quoting_model):
+    chain = EvidenceAnswerer.from_retriever(retriever, llm=quoting_model, citation_mode="passage")
+    answer = chain.invoke("When is the launch after the schema change?")
+    _assert_verified(answer)
+    (citation,) = answer.facts[0].citations
+    assert citation.passages == (f"{citation.source_id}#1",)
+    assert "passages" in quoting_model.calls[0]["sources"][0]

@@ -106,10 +106,18 @@ def sources_in(user_message: str) -> list[dict[str, Any]]:
     return json.loads(user_message[user_message.index("\n[\n") + 1 :])
 
 
+def _cite(source: dict[str, Any], quote: str) -> dict[str, Any] | None:
+    """Cite ``quote`` in ``source``: by quote, or (passage mode) by the passage holding it."""
+    if "passages" not in source:
+        return {"source_id": source["id"], "quote": quote} if quote in source["text"] else None
+    labels = [p["label"] for p in source["passages"] if quote in p["text"]]
+    return {"source_id": source["id"], "passages": labels[:1], "quote": None} if labels else None
+
+
 def ledger_for(user_message: str, quote: str | None = LAUNCH_QUOTE, answer: str = "June 15") -> str:
     """A ledger citing ``quote`` from whichever sent source contains it, else an abstention."""
-    cited = next((s for s in sources_in(user_message) if quote and quote in s["text"]), None)
-    if cited is None:
+    citations = [c for s in sources_in(user_message) if quote and (c := _cite(s, quote))]
+    if not citations:
         return json.dumps(
             {"facts": [], "answer": None, "inference": None, "missing_evidence": ["launch date"]}
         )
@@ -117,7 +125,7 @@ def ledger_for(user_message: str, quote: str | None = LAUNCH_QUOTE, answer: str 
         "subject": "launch",
         "relation": "moved to",
         "object": answer,
-        "citations": [{"source_id": cited["id"], "quote": quote}],
+        "citations": citations[:1],
     }
     return json.dumps(
         {"facts": [fact], "answer": answer, "inference": None, "missing_evidence": []}

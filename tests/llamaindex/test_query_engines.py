@@ -101,6 +101,28 @@ def test_a_verified_citation_locates_the_quote_in_the_original_document(
     assert citation.document.char_start == node.start_char_idx + citation.char_start
 
 
+@pytest.mark.filterwarnings(
+    "ignore::llama_index.response_synthesizers.evidence_first.UnenforcedSettingsWarning"
+)
+def test_passage_mode_cites_node_passages_and_keeps_document_offsets(
+    retriever, documents, ledger_llm, launch_quote
+):
+    engine = EvidenceQueryEngine.from_args(
+        retriever, llm=ledger_llm, citation_mode="passage", max_context_tokens=4096
+    )
+    answer = evidence_answer(engine.query(QUESTION))
+    assert answer.status == "answered"
+    (citation,) = answer.facts[0].citations
+    assert citation.passages
+    node = answer.source_object(citation.source_id)
+    content = node.get_content()
+    assert content[citation.char_start : citation.char_end] == citation.quote
+    assert launch_quote in citation.quote
+    original = next(d for d in documents if d.doc_id == citation.document.doc_id)
+    span = citation.evidence_spans[0]
+    assert original.text[span.document.char_start : span.document.char_end] == span.text
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_a_secret_in_node_metadata_never_reaches_the_model(
     mode, retriever, fake_openai, secret

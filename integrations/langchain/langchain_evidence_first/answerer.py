@@ -59,6 +59,8 @@ class EvidenceAnswerer(RunnableSerializable[dict[str, Any], EvidenceAnswer]):
     """The chat model (``BaseChatModel``). ``None`` uses the embedded local model."""
 
     knowledge: Literal["evidence-only", "allow-general-inference"] = "evidence-only"
+    citation_mode: Literal["quote", "passage"] = "quote"
+    """``"quote"``: the model copies exact quotes. ``"passage"``: it cites labeled passages."""
     output_language: str | None = None
     question_time: int | datetime | None = None
     max_context_tokens: int = 2048
@@ -91,6 +93,7 @@ class EvidenceAnswerer(RunnableSerializable[dict[str, Any], EvidenceAnswer]):
         # option or a retrying model fails before any call.
         self._options = AnswerOptions.create(
             knowledge=self.knowledge,
+            citation_mode=self.citation_mode,
             output_language=self.output_language,
             question_time=self.question_time,
             max_context_tokens=self.max_context_tokens,

@@ -17,7 +17,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any, TextIO
 
-from evidence_first._answer import CitationCheck, EvidenceAnswer
+from evidence_first._answer import Citation, CitationCheck, CitationMode, EvidenceAnswer
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import EvidenceFirstError
 from evidence_first._evidence import Evidence
@@ -59,13 +59,21 @@ def _in_context(source: Evidence, start: int, end: int) -> str:
     return _printable(f"{lead}{before}⟦{text[start:end]}⟧{after}{tail}".replace("\n", " "))
 
 
+def _spans_in_context(answer: EvidenceAnswer, citation: Citation, indent: str) -> list[str]:
+    source = answer.source(citation.source_id)
+    labels = f" (passages {', '.join(citation.passages)})" if citation.passages else ""
+    lines = [f"{indent}{_printable(citation.source_id)}{_printable(labels)}:"]
+    lines.extend(
+        f"{indent}  chars {span.char_start}-{span.char_end}: "
+        f"{_in_context(source, span.char_start, span.char_end)}"
+        for span in citation.evidence_spans
+    )
+    return lines
+
+
 def _check_line(answer: EvidenceAnswer, check: CitationCheck) -> list[str]:
     if check.verdict == "verified" and check.citation is not None:
-        c = check.citation
-        return [
-            f"    ✓ verified  {_printable(c.source_id)} chars {c.char_start}-{c.char_end}",
-            f"      {_in_context(answer.source(c.source_id), c.char_start, c.char_end)}",
-        ]
+        return ["    ✓ verified", *_spans_in_context(answer, check.citation, "      ")]
     quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
     return [
         f"    ✗ rejected  {_printable(check.source_id)}: {check.code}",
@@ -76,7 +84,8 @@ def _check_line(answer: EvidenceAnswer, check: CitationCheck) -> list[str]:
 def render_report(answer: EvidenceAnswer) -> str:
     """A plain-text report of one answer, safe to print to a terminal."""
     p = _printable
-    lines = [f"Question: {p(answer.question)}"]
+    mode = "passage" if "/passage/" in answer.prompt_version else "quote"
+    lines = [f"Question: {p(answer.question)}  [{mode} mode]"]
     sent = [f"{p(e.id)} ({e.status})" if e.status else p(e.id) for e in answer.evidence]
     lines.append(f"Sources sent: {', '.join(sent) or '-'}")
     if answer.omissions:
@@ -128,31 +137,41 @@ def _emit(answers: list[EvidenceAnswer], *, as_json: bool, out: TextIO) -> None:
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
     corpus = load_demo_corpus()
     by_id = {source["id"]: source for source in corpus["sources"]}
+    modes: list[CitationMode] = ["quote", "passage"] if args.mode == "both" else [args.mode]
     answers: list[EvidenceAnswer] = []
     if not args.json:
         out.write(
             f"evidence-first demo: {corpus['project']}\n"
-            f"{len(corpus['sources'])} sources (meeting notes, emails, tickets); each question "
-            "gets the sources a retriever returned for it.\n"
-            "Reader: Gemma 3 270M on llama.cpp at 127.0.0.1, a small base model. It often "
-            "quotes wrongly; every citation below is checked against the text actually sent.\n"
+            f"{len(corpus['sources'])} sources (meeting notes, emails, tickets). Each question "
+            f"gets what a BM25 retriever returned for it; sources scoring under "
+            f"{args.min_score:g} are omitted before the model is called.\n"
+            "Reader: Gemma 3 270M on llama.cpp at 127.0.0.1, a small base model that often "
+            "cites wrongly. Every citation below is checked against the text actually sent: "
+            "verified means the span exists in a source that was sent, not that it supports "
+            "the answer.\n"
         )
         out.flush()
     with LocalModel() as model:
         for item in corpus["questions"]:
-            started = time.monotonic()
-            answer = answer_from_evidence(
-                item["question"],
-                [by_id[source_id] for source_id in item["sources"]],
-                model,
-                max_output_tokens=args.max_output_tokens,
-                timeout=args.timeout,
-            )
-            answers.append(answer)
-            if not args.json:
-                out.write(f"\n{'─' * 72}\n{render_report(answer)}\n")
-                out.write(f"({time.monotonic() - started:.0f} s)\n")
-                out.flush()
+            sources = [{**by_id[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
+            for mode in modes:
+                started = time.monotonic()
+                answer = answer_from_evidence(
+                    item["question"],
+                    sources,
+                    model,
+                    citation_mode=mode,
+                    min_score=args.min_score,
+                    max_output_tokens=args.max_output_tokens,
+                    timeout=args.timeout,
+                )
+                answers.append(answer)
+                if not args.json:
+                    out.write(f"\n{'─' * 72}\n{render_report(answer)}\n")
+                    out.write(f"({time.monotonic() - started:.0f} s)\n")
+                    out.flush()
+                if not answer.model_called:
+                    break  # the same sources are omitted in every mode
     if args.json:
         _emit(answers, as_json=True, out=out)
     else:
@@ -191,6 +210,7 @@ def _ask(args: argparse.Namespace, out: TextIO) -> int:
     sources = _read_sources(args)
     options: dict[str, Any] = {
         "knowledge": args.knowledge,
+        "citation_mode": args.citation_mode,
         "max_context_tokens": args.max_context_tokens,
         "max_output_tokens": args.max_output_tokens,
         "timeout": args.timeout,
@@ -216,6 +236,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="answer a few questions over a bundled corpus")
+    demo.add_argument(
+        "--mode",
+        choices=["quote", "passage", "both"],
+        default="both",
+        help="citation mode; both shows each question in quote mode, then passage mode",
+    )
+    demo.add_argument("--min-score", type=float, default=0.1, help="the retrieval score floor")
     ask = commands.add_parser("ask", help="answer a question over files or a JSON list of sources")
     ask.add_argument("question")
     ask.add_argument("files", nargs="*", type=Path, help="text files; each is one source")
@@ -235,6 +262,7 @@ def _parser() -> argparse.ArgumentParser:
         "--knowledge", choices=["evidence-only", "allow-general-inference"], default="evidence-only"
     )
     ask.add_argument("--max-context-tokens", type=int, default=2048)
+    ask.add_argument("--citation-mode", choices=["quote", "passage"], default="quote")
     for command in (demo, ask):
         command.add_argument("--json", action="store_true", help="print as_dict() as JSON")
         command.add_argument("--max-output-tokens", type=int, default=512)

@@ -21,7 +21,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
 from llama_index.core.settings import Settings
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 
-from evidence_first import EvidenceAnswer, InvalidRequestError, KnowledgePolicy
+from evidence_first import CitationMode, EvidenceAnswer, InvalidRequestError, KnowledgePolicy
 from evidence_first.adapters import AnswerOptions, aanswer_selection, answer_selection
 from llama_index.response_synthesizers.evidence_first._nodes import (
     MetadataKeys,
@@ -67,6 +67,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
             is wrapped with tools or structured output is refused.
         callback_manager: LlamaIndex callbacks; default ``Settings.callback_manager``.
         knowledge: ``"evidence-only"``, or ``"allow-general-inference"``.
+        citation_mode: ``"quote"`` (the model copies exact quotes) or ``"passage"`` (nodes are
+            sent as labeled passages and the model cites labels).
         output_language: The answer's language; ``None`` for the question's language.
         question_time: Anchor for relative-time questions: Unix ms or an aware ``datetime``.
         max_context_tokens: Estimated allowance for the serialized sources, 1 to 32,768.
@@ -96,6 +98,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         *,
         callback_manager: CallbackManager | None = None,
         knowledge: KnowledgePolicy = "evidence-only",
+        citation_mode: CitationMode = "quote",
         output_language: str | None = None,
         question_time: int | datetime | None = None,
         max_context_tokens: int = 2048,
@@ -113,6 +116,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
     ) -> None:
         self._options = AnswerOptions.create(
             knowledge=knowledge,
+            citation_mode=citation_mode,
             output_language=output_language,
             question_time=question_time,
             max_context_tokens=max_context_tokens,

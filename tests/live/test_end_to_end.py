@@ -1,0 +1,125 @@
+"""Real questions end to end on the local model: the core, LangChain, LlamaIndex and the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import httpx
+import pytest
+from langchain_core.documents import Document
+from langchain_openai import ChatOpenAI
+from llama_index.core import Document as LlamaDocument
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.llms.openai_like import OpenAILike
+from llama_index.retrievers.bm25 import BM25Retriever
+
+from evidence_first import answer_from_evidence
+from evidence_first.cli import load_demo_corpus
+from langchain_evidence_first import EvidenceAnswerer
+from llama_index.response_synthesizers.evidence_first import EvidenceQueryEngine
+
+CORPUS = load_demo_corpus()
+SOURCES = {source["id"]: source for source in CORPUS["sources"]}
+QUESTION = CORPUS["questions"][1]  # who owns the security review: two relevant sources
+
+
+class CountingModel:
+    """Wraps the local model and counts the calls the engine makes."""
+
+    def __init__(self, model):
+        self.model = model
+        self.calls = 0
+
+    def generate(self, request):
+        self.calls += 1
+        return self.model.generate(request)
+
+
+@pytest.mark.parametrize("mode", ["quote", "passage"])
+def test_core_answers_a_real_question(local_model, invariants, mode):
+    model = CountingModel(local_model)
+    sources = [SOURCES[hit["id"]] for hit in QUESTION["retrieved"]]
+    answer = answer_from_evidence(
+        QUESTION["question"], sources, model, citation_mode=mode, max_output_tokens=384
+    )
+    invariants(answer)
+    assert model.calls == 1
+    assert answer.model_called
+
+
+@pytest.fixture
+def http_attempts():
+    attempts: list[httpx.Request] = []
+    with httpx.Client(event_hooks={"request": [attempts.append]}) as client:
+        yield client, attempts
+
+
+@pytest.mark.parametrize("mode", ["quote", "passage"])
+def test_langchain_chat_openai_answers_a_real_question(
+    local_model, invariants, http_attempts, mode
+):
+    client, attempts = http_attempts
+    llm = ChatOpenAI(
+        base_url=local_model.base_url,
+        api_key="unused",
+        model=local_model.model_name,
+        http_client=client,
+    )
+    documents = [
+        Document(id=hit["id"], page_content=SOURCES[hit["id"]]["text"])
+        for hit in QUESTION["retrieved"]
+    ]
+    answerer = EvidenceAnswerer(llm=llm, citation_mode=mode, max_output_tokens=384)
+    answer = answerer.invoke({"question": QUESTION["question"], "sources": documents})
+    invariants(answer)
+    assert len(attempts) == 1
+
+
+def test_llamaindex_openai_like_answers_a_real_question(local_model, invariants):
+    documents = [
+        LlamaDocument(doc_id=source["id"], text=source["text"]) for source in CORPUS["sources"]
+    ]
+    nodes = SentenceSplitter(chunk_size=128, chunk_overlap=0).get_nodes_from_documents(documents)
+    retriever = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=2)
+    llm = OpenAILike(
+        api_base=local_model.base_url,
+        api_key="unused",
+        model=local_model.model_name,
+        is_chat_model=True,
+    )
+    engine = EvidenceQueryEngine.from_args(retriever, llm=llm, max_output_tokens=384)
+    response = engine.query(QUESTION["question"])
+    answer = response.metadata["evidence_answer"]
+    invariants(answer)
+    assert [n.node.node_id for n in response.source_nodes] == list(answer.used_source_ids)
+    for fact in answer.facts:
+        for citation in fact.citations:
+            document = next(d for d in documents if d.doc_id == citation.document.doc_id)
+            assert document.text[citation.document.char_start : citation.document.char_end] == (
+                citation.quote
+            )
+
+
+def test_cli_ask_works_against_any_openai_compatible_base_url(local_model, tmp_path):
+    source = tmp_path / "standup.txt"
+    source.write_text(SOURCES["standup-04-28"]["text"], encoding="utf-8")
+    command = [
+        sys.executable,
+        "-m",
+        "evidence_first.cli",
+        "ask",
+        "Who owns the security review?",
+        str(source),
+        "--base-url",
+        local_model.base_url,
+        "--max-output-tokens",
+        "384",
+        "--json",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    answer = json.loads(result.stdout)
+    assert answer["status"] in {"answered", "insufficient_evidence", "invalid_response"}
+    assert answer["used_source_ids"] == [str(source)]
+    assert answer["model_called"] is True

@@ -1,0 +1,54 @@
+"""The embedded local model: loopback only, stopped on exit, and a clear error without its extra."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from evidence_first.local import LocalModel
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses of sockets listening on ``port``, from /proc/net/tcp{,6}."""
+    addresses = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        path = Path(table)
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            address, hex_port = fields[1].split(":")
+            if int(hex_port, 16) == port and fields[3] == "0A":  # 0A: LISTEN
+                addresses.add(address)
+    return addresses
+
+
+def test_the_server_listens_on_loopback_only(local_model):
+    assert local_model.host == "127.0.0.1"
+    assert local_model.base_url.startswith("http://127.0.0.1:")
+    # 0100007F is 127.0.0.1 in /proc's little-endian hex; 00000000 would be every interface.
+    assert _listening_addresses(local_model.port) == {"0100007F"}
+
+
+def test_the_server_stops_when_the_context_exits_even_on_error():
+    model = LocalModel(context_tokens=2048)
+    seen: dict[str, object] = {}
+
+    def fail_inside() -> None:
+        with model:
+            seen["port"], seen["running"] = model.port, model.running
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        fail_inside()
+    port = seen["port"]
+    assert seen["running"] is True
+    assert not model.running
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_tokenize_uses_the_models_own_tokenizer(local_model):
+    assert 0 < len(local_model.tokenize("The launch moved to June 15.")) < 20
