@@ -1,0 +1,408 @@
+"""Every cookbook recipe runs, and does what its header promises.
+
+Recipes that need a model share the session's local model (``live``); they assert invariants,
+never the model's wording. Recipes 4 and 5 use instant stand-in models and run offline.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import importlib.util
+import json
+import logging
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+from llama_index.core.base.response.schema import Response
+from openai import OpenAI
+
+from evidence_first import (
+    EvidenceAnswer,
+    ModelCallError,
+    ModelRequest,
+    answer_from_evidence,
+)
+from evidence_first.chat_completions import SCHEMA_NAME
+
+COOKBOOK = Path(__file__).parents[2] / "cookbook"
+RECIPES = [
+    "01_custom_model_callback",
+    "02_langchain_rag_chain",
+    "03_llamaindex_query_engine",
+    "04_handling_statuses",
+    "05_scoped_retrieval",
+    "06_render_html",
+]
+STATUSES = {"answered", "insufficient_evidence", "invalid_response"}
+
+
+@functools.cache
+def recipe(name: str) -> ModuleType:
+    """Load ``cookbook/<name>.py`` as a module (its file name is not an importable name)."""
+    spec = importlib.util.spec_from_file_location(f"cookbook_{name}", COOKBOOK / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Dataclasses look their module up in sys.modules.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_invariants(answer: EvidenceAnswer) -> None:
+    """What must hold whatever the model says."""
+    assert answer.status in STATUSES
+    assert answer.model_called
+    if answer.status == "invalid_response":
+        assert answer.reason_codes
+        assert answer.facts == ()
+        assert answer.answer is None
+    if answer.status == "answered":
+        assert answer.answer
+        assert answer.citations_verified
+    for fact in answer.facts:
+        for c in fact.citations:
+            assert c.source_id in answer.used_source_ids
+            assert answer.source(c.source_id).text[c.char_start : c.char_end] == c.quote
+
+
+# The cookbook as a whole.
+
+
+def test_every_recipe_is_tested_and_listed_in_the_readme():
+    assert sorted(path.stem for path in COOKBOOK.glob("*.py")) == RECIPES
+    readme = (COOKBOOK / "README.md").read_text()
+    for name in RECIPES:
+        assert f"uv run python cookbook/{name}.py" in readme
+
+
+@pytest.mark.parametrize("name", RECIPES)
+def test_each_recipe_says_who_it_is_for_and_how_to_run_it(name):
+    module = recipe(name)
+    header = module.__doc__
+    assert header is not None
+    assert header.startswith(f"Recipe {int(name[:2])}: ")
+    assert "\nFor: " in header
+    assert "\nShows:" in header
+    assert f"uv run python cookbook/{name}.py" in header
+    assert callable(module.main)
+
+
+# 1. The core with a custom model callback.
+
+
+@pytest.mark.live
+def test_custom_model_callback_answers_through_the_openai_client(local_model, capsys):
+    answer = recipe("01_custom_model_callback").main(local_model)
+
+    check_invariants(answer)
+    assert f"status: {answer.status}" in capsys.readouterr().out
+
+
+def _fake_provider(status: int, content: str = "") -> tuple[OpenAI, list[httpx.Request]]:
+    attempts: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        attempts.append(request)
+        if status != 200:
+            return httpx.Response(status, json={"error": {"message": "crafted", "type": "x"}})
+        message = {"role": "assistant", "content": content}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        body = {"id": "c", "object": "chat.completion", "created": 0, "model": "m"}
+        return httpx.Response(200, json={**body, "choices": [choice]})
+
+    client = OpenAI(
+        base_url="http://provider.test/v1",
+        api_key="sk-test",
+        http_client=httpx.Client(transport=httpx.MockTransport(handle)),
+    )
+    return client, attempts
+
+
+def test_custom_model_callback_sends_one_strict_request():
+    module = recipe("01_custom_model_callback")
+    source = module.SOURCES[0]
+    ledger = {
+        "facts": [
+            {
+                "subject": "launch",
+                "relation": "moved to",
+                "object": "June 15",
+                "citations": [{"source_id": source.id, "quote": "The launch moved to June 15"}],
+            }
+        ],
+        "answer": "June 15",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    client, attempts = _fake_provider(200, json.dumps(ledger))
+
+    answer = answer_from_evidence(
+        "When is the launch?",
+        module.SOURCES,
+        module.OpenAIReader(client, model="m"),
+        max_output_tokens=300,
+    )
+
+    assert answer.status == "answered"
+    assert len(attempts) == 1
+    body = json.loads(attempts[0].content)
+    assert [m["role"] for m in body["messages"]] == ["system", "user"]
+    assert body["max_tokens"] == 300
+    assert body["temperature"] == 0.0
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["name"] == SCHEMA_NAME
+    assert "tools" not in body
+
+
+def test_custom_model_callback_never_retries_a_failing_provider():
+    module = recipe("01_custom_model_callback")
+    client, attempts = _fake_provider(500)
+
+    with pytest.raises(ModelCallError):
+        answer_from_evidence(
+            "When is the launch?", module.SOURCES, module.OpenAIReader(client, model="m")
+        )
+
+    assert len(attempts) == 1  # the openai client would otherwise retry twice
+
+
+# 2. A LangChain RAG chain.
+
+
+def test_langchain_recipe_retriever_ranks_with_bm25_and_keeps_the_score():
+    module = recipe("02_langchain_rag_chain")
+    retriever = module.BM25Retriever(documents=module.DOCUMENTS, k=2)
+
+    found = retriever.invoke("When is the launch?")
+
+    assert len(found) == 2
+    assert found[0].id == "standup-04-28"
+    assert found[0].metadata["score"] > 0
+
+
+@pytest.mark.live
+def test_langchain_rag_chain_answers_from_retrieved_documents(local_model, capsys):
+    module = recipe("02_langchain_rag_chain")
+
+    answer = module.main(local_model)
+
+    check_invariants(answer)
+    document_ids = {document.id for document in module.DOCUMENTS}
+    assert 1 <= len(answer.used_source_ids) <= 2
+    assert set(answer.used_source_ids) <= document_ids
+    out = capsys.readouterr().out
+    assert f"status: {answer.status}" in out
+    if answer.status != "answered":
+        assert out.rstrip().endswith("[]")  # no content blocks without an answer
+
+
+# 3. A LlamaIndex query engine.
+
+
+@pytest.mark.live
+def test_llamaindex_query_engine_answers_from_retrieved_nodes(local_model, capsys):
+    module = recipe("03_llamaindex_query_engine")
+
+    response = module.main(local_model)
+
+    assert isinstance(response, Response)
+    answer = response.metadata["evidence_answer"]
+    check_invariants(answer)
+    assert [n.node.node_id for n in response.source_nodes] == list(answer.used_source_ids)
+    assert response.response == (answer.answer if answer.status == "answered" else None)
+    documents = {document.doc_id: document.text for document in module.DOCUMENTS}
+    for fact in answer.facts:
+        for c in fact.citations:
+            assert c.document is not None
+            text = documents[c.document.doc_id]
+            assert text[c.document.char_start : c.document.char_end] == c.quote
+    assert f"status: {answer.status}" in capsys.readouterr().out
+
+
+# 4. Handling the statuses.
+
+
+@pytest.mark.parametrize("language", ["en", "de"])
+def test_each_status_and_error_gets_its_own_user_message(language):
+    module = recipe("04_handling_statuses")
+    messages = module.MESSAGES[language]
+
+    shown = module.main(language)
+
+    assert shown["answered"].splitlines() == [
+        "June 15.",
+        "  [1] Standup notes: “The launch moved to June 15”",
+    ]
+    for case in [
+        "insufficient_evidence",
+        "invalid_response",
+        "bad_request",
+        "unavailable",
+        "timeout",
+    ]:
+        assert shown[case] == messages[case]
+
+
+def test_status_logs_carry_reason_codes_never_evidence_or_model_output(caplog):
+    module = recipe("04_handling_statuses")
+
+    with caplog.at_level(logging.INFO, logger="cookbook.statuses"):
+        module.main()
+
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert "abstained" in logged
+    assert "codes=quote_not_in_source" in logged
+    assert "field=question" in logged
+    assert "timed out" in logged
+    assert "model call failed" in logged
+    assert "June 15" not in logged  # neither the source text nor the answer
+    assert "the launch is on June 15" not in logged  # the model's rejected quote
+    assert "provider down" not in logged  # the provider's error message
+
+
+def test_status_recipe_runs_as_a_script():
+    script = COOKBOOK / "04_handling_statuses.py"
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "log: WARNING answer rejected: codes=quote_not_in_source" in result.stdout
+
+
+# 5. Scoped retrieval.
+
+
+def test_another_tenants_document_is_omitted_and_never_sent(capsys):
+    module = recipe("05_scoped_retrieval")
+    model = module.StandInModel()
+
+    answer = module.main(model)
+
+    assert answer.status == "answered"
+    assert answer.omissions == {"globex-contract": "out_of_scope"}
+    assert "globex-contract" not in answer.used_source_ids
+    assert len(model.requests) == 1
+    for request in model.requests:
+        sent = request.system + request.user
+        assert module.GLOBEX_CONTRACT.text not in sent
+        assert "Globex" not in sent
+    assert "ALERT" in capsys.readouterr().out
+
+
+def test_the_scope_comes_from_the_session_never_from_the_request():
+    module = recipe("05_scoped_retrieval")
+    model = module.StandInModel()
+    session = module.Session(user_id="u-42", tenant="globex")
+    body = {"question": "When does the support contract renew?", "tenant": "acme"}
+
+    answer = module.handle(session, body, model)
+
+    assert answer.used_source_ids == ("globex-contract",)
+    sent = model.requests[0].user
+    assert "Acme" not in sent
+    # The stand-in cites Acme's contract, which was never sent: rejected, not answered.
+    assert answer.status == "invalid_response"
+    assert answer.reason_codes == ("unknown_source",)
+
+
+def test_scoped_retrieval_recipe_runs_as_a_script():
+    script = COOKBOOK / "05_scoped_retrieval.py"
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert "globex-contract (out_of_scope)" in result.stdout
+
+
+# 6. Rendering to HTML.
+
+
+def _marked(page: str) -> list[str]:
+    return [html.unescape(span) for span in re.findall(r"<mark>(.*?)</mark>", page, re.S)]
+
+
+@pytest.mark.live
+def test_render_recipe_writes_the_answer_page(local_model, tmp_path, capsys):
+    module = recipe("06_render_html")
+    output = tmp_path / "answer.html"
+
+    path = module.main([str(output)], local_model)
+
+    assert path == output
+    page = output.read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>")
+    status = re.search(r'class="evidence-answer status-([a-z_]+)"', page)
+    assert status is not None
+    assert status[1] in STATUSES
+    marked = _marked(page)
+    if status[1] == "answered":
+        assert marked
+    if status[1] == "invalid_response":
+        assert not marked
+    for span in marked:
+        assert any(span in source.text for source in module.SOURCES)
+    assert str(output) in capsys.readouterr().out
+
+
+class PassageStandIn:
+    """Cites the second passage of the first source, narrowed to ``quote``."""
+
+    def __init__(self, quote: str) -> None:
+        self.quote = quote
+
+    def generate(self, request: ModelRequest) -> str:
+        source_id = request.json_schema["properties"]["facts"]["items"]["properties"]["citations"][
+            "items"
+        ]["properties"]["source_id"]["enum"][0]
+        citation = {"source_id": source_id, "passages": [f"{source_id}#2"], "quote": self.quote}
+        fact = {"subject": "launch", "relation": "is on", "object": "June 15"}
+        return json.dumps(
+            {
+                "facts": [{**fact, "citations": [citation]}],
+                "answer": "June 15",
+                "inference": None,
+                "missing_evidence": [],
+            }
+        )
+
+
+def test_render_recipe_highlights_the_exact_span_in_a_temporary_file_by_default(capsys):
+    module = recipe("06_render_html")
+
+    path = module.main([], PassageStandIn("June 15"))
+
+    assert path.exists()
+    assert path.suffix == ".html"
+    assert _marked(path.read_text(encoding="utf-8")) == ["June 15"]
+    assert str(path) in capsys.readouterr().out
+    path.unlink()
+    path.parent.rmdir()
+
+
+def test_render_recipe_page_escapes_source_text_and_the_question(tmp_path):
+    module = recipe("06_render_html")
+    sources = [
+        {"id": "ticket", "text": "Ticket. <script>alert(1)</script> ships June 15 & later."},
+    ]
+    answer = answer_from_evidence(
+        "<b>When</b> does it ship?",
+        sources,
+        PassageStandIn("June 15 & later"),
+        citation_mode="passage",
+    )
+    output = tmp_path / "answer.html"
+
+    module.write_page(answer, output)
+
+    page = output.read_text(encoding="utf-8")
+    assert "<script>" not in page
+    assert "<b>" not in page
+    assert "&lt;script&gt;" in page
+    assert _marked(page) == ["June 15 & later"]
