@@ -47,3 +47,43 @@ def test_token_estimate_prints_its_table(capsys):
     rows = _table_rows(capsys.readouterr().out)
     assert [row[0] for row in rows] == ["English prose", "Python code", "Chinese text"]
     assert all(row[-1] == "yes" for row in rows)
+
+
+def test_peers_prints_one_row_per_system_and_chunk_count(capsys):
+    peers = _load("peers")
+    assert peers.main(["--quick"]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert [(row[0], row[1]) for row in rows] == [
+        (system, str(count)) for count in (8, 32, 64) for system in peers.SYSTEMS
+    ]
+    assert all(len(row) == 10 for row in rows)
+    ours = [row for row in rows if row[0] in peers.OURS]
+    assert [row[4] for row in ours] == ["1"] * 6  # one model call per answer
+    assert all(row[6].startswith("yes") for row in rows)  # every system sent every chunk
+    # The target is judged for our rows at 64 chunks only.
+    assert [row[-1] in {"yes", "NO"} for row in ours] == [False, False] * 2 + [True, True]
+
+
+def test_concurrency_prints_one_row_per_system(capsys):
+    concurrency = _load("concurrency")
+    assert concurrency.main(["--quick"]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert [row[0] for row in rows] == list(concurrency.CLIENTS)
+    assert all(len(row) == 11 for row in rows)
+    assert [(row[1], row[2], row[3], row[7]) for row in rows] == [("4", "8", "50", "100")] * 3
+    assert all(row[-1] in {"yes", "NO"} for row in rows)
+
+
+def test_scale_prints_the_pack_and_verify_scenarios(capsys):
+    assert _load("scale").main(["--quick"]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert [(row[0], row[1]) for row in rows] == [
+        ("a: check, estimate and pack", "ASCII prose"),
+        ("a: check, estimate and pack", "mixed-script text"),
+        ("b: verify the ledger", "ASCII prose"),
+        ("b: verify the ledger", "mixed-script text"),
+    ]
+    assert all(len(row) == 13 for row in rows)
+    # (a) offers sources larger than the budget: all omitted. (b) sends all and verifies all.
+    assert [row[2:6] for row in rows] == [["4", "0", "4", "0"]] * 2 + [["8", "8", "0", "32"]] * 2
+    assert all(row[-1] in {"yes", "NO"} for row in rows)
