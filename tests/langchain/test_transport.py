@@ -80,7 +80,7 @@ def test_something_that_is_not_a_chat_model_is_refused():
 
 
 def test_openai_compatible_models_get_json_schema_output_and_no_retries():
-    llm = _openai()
+    llm = _openai(extra_body={"top_k": 1})
     strict = strict_chat_model(llm, timeout=7.5, max_tokens=321)
     assert strict.provider == "openai-compatible"
     model = strict.model
@@ -93,10 +93,13 @@ def test_openai_compatible_models_get_json_schema_output_and_no_retries():
     request = _request(json_schema={"type": "object", "title": "ledger"})
     kwargs = strict.request_kwargs(request)
     payload = model._get_request_payload([SystemMessage("s"), HumanMessage("u")], **kwargs)
-    assert payload["response_format"] == {
+    # In the request body as-is (extra_body), not through ChatOpenAI's `.parse()` route.
+    assert payload["extra_body"]["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
     }
+    assert "response_format" not in payload
+    assert payload["extra_body"]["top_k"] == 1  # the caller's extra body is kept
     assert payload.get("max_tokens", payload.get("max_completion_tokens")) == 321
     assert payload["temperature"] == 0.0
     assert "tools" not in payload
@@ -191,7 +194,7 @@ def test_reasoning_blocks_are_not_parsed(scripted_chat_model):
     assert answer.status == "answered"
 
 
-def test_openai_length_error_under_json_schema_is_truncated_output():
+def test_an_openai_reply_cut_at_the_token_limit_is_truncated_output():
     completion = openai.types.chat.ChatCompletion.model_validate(
         {
             "id": "c",
@@ -208,10 +211,10 @@ def test_openai_length_error_under_json_schema_is_truncated_output():
         }
     )
 
-    def raise_length(request: httpx.Request) -> httpx.Response:
+    def cut_at_length(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, json=completion.model_dump())
 
-    llm = _openai(http_client=httpx.Client(transport=httpx.MockTransport(raise_length)))
+    llm = _openai(http_client=httpx.Client(transport=httpx.MockTransport(cut_at_length)))
     answer = EvidenceAnswerer(llm=llm).invoke({"question": "q?", "sources": [SOURCE]})
     assert answer.status == "invalid_response"
     assert answer.reason_codes == ("output_truncated",)

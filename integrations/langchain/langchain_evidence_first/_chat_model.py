@@ -66,27 +66,15 @@ class _Reader:
         self._config = config
 
     def generate(self, request: ModelRequest) -> ModelResponse:
-        try:
-            message = self._strict.model.invoke(
-                _messages(request), config=self._config, **self._strict.request_kwargs(request)
-            )
-        except Exception as exc:
-            truncated = _truncated_response(exc)
-            if truncated is None:
-                raise
-            return truncated
+        message = self._strict.model.invoke(
+            _messages(request), config=self._config, **self._strict.request_kwargs(request)
+        )
         return _response(message)
 
     async def agenerate(self, request: ModelRequest) -> ModelResponse:
-        try:
-            message = await self._strict.model.ainvoke(
-                _messages(request), config=self._config, **self._strict.request_kwargs(request)
-            )
-        except Exception as exc:
-            truncated = _truncated_response(exc)
-            if truncated is None:
-                raise
-            return truncated
+        message = await self._strict.model.ainvoke(
+            _messages(request), config=self._config, **self._strict.request_kwargs(request)
+        )
         return _response(message)
 
 
@@ -189,14 +177,19 @@ def _prepare_openai(
         update["async_client"] = strict_async.chat.completions
     strict = model.model_copy(update=update)
     send_temperature = not _NO_TEMPERATURE.match(str(getattr(model, "model_name", "")))
+    extra_body = dict(getattr(model, "extra_body", None) or {})
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
+        # The schema travels in the body as-is. As a `response_format` argument, ChatOpenAI
+        # would route the call through the SDK's slower `.parse()`, which raises on a
+        # length-limited reply instead of reporting finish_reason "length".
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+        }
         kwargs: dict[str, Any] = {
             "max_tokens": request.max_tokens,
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
-            },
+            "extra_body": {**extra_body, "response_format": response_format},
         }
         if send_temperature:
             kwargs["temperature"] = request.temperature
@@ -263,15 +256,3 @@ def _response(message: object) -> ModelResponse:
         if usage
         else None,
     )
-
-
-def _truncated_response(exc: Exception) -> ModelResponse | None:
-    """ChatOpenAI raises on a length-limited JSON-schema reply; that is truncated output."""
-    if "LengthFinishReasonError" not in _class_names(exc):
-        return None
-    completion = getattr(exc, "completion", None)
-    try:
-        text = completion.choices[0].message.content or ""  # type: ignore[union-attr]
-    except (AttributeError, IndexError):
-        text = ""
-    return ModelResponse(text=text, finish_reason="length")
