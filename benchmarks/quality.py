@@ -1,0 +1,461 @@
+"""Answer quality on the project's own eval set, in both citation modes side by side.
+
+Every question of ``data/quality/questions.json`` is answered from the documents it lists in
+``data/quality/documents.json`` (2 to 4 each: the relevant ones and distractors), once per
+citation mode, through ``answer_from_evidence``. The modes alternate question by question,
+so a change in machine load affects both alike. The figures, per mode:
+
+- status counts, and model errors (a timeout or a failed call, which is not a status);
+- answered accuracy, over the answerable questions: the status is ``answered``, a gold answer
+  string appears in the answer (case-insensitively), and a verified citation's span overlaps a
+  gold quote's span in the same source (half-open intervals; every ``evidence_spans`` group of
+  a passage-mode citation counts);
+- abstention on the unanswerable questions: the share that did not end ``answered``
+  (``insufficient_evidence`` or ``invalid_response``; a model error counts as neither), and
+  the share that ended exactly ``insufficient_evidence``;
+- citation validity: the share of every citation the model produced (``citation_checks``, so
+  including those of invalid responses) that verified;
+- citation support: the share of verified citations, on answerable questions, whose span
+  overlaps a gold quote's span in the same source;
+- the median output tokens the endpoint reported, and the median wall time per question.
+
+A second table counts the ``invalid_response`` results carrying each reason code, and a third
+gives answered accuracy by kind of question.
+
+Run from the workspace root (the embedded local model by default, or any OpenAI-compatible
+endpoint)::
+
+    uv run python benchmarks/quality.py [--modes quote,passage] [--quick | --limit N]
+        [--json PATH] [--base-url URL --model NAME --api-key-env VAR]
+
+It prints the Python version and platform, the model line, then the Markdown tables; progress
+goes to stderr. ``--json`` also writes every result (status, codes, answer, citations).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast, get_args
+
+from evidence_first import (
+    AnswerTimeoutError,
+    CitationCheck,
+    CitationMode,
+    Evidence,
+    EvidenceAnswer,
+    ModelCallError,
+    ReaderModel,
+    answer_from_evidence,
+)
+from evidence_first.chat_completions import ChatCompletionsModel
+from evidence_first.local import LocalModel
+
+DATA = Path(__file__).parent / "data" / "quality"
+MODES: tuple[CitationMode, ...] = get_args(CitationMode)
+QUICK_QUESTIONS = 4
+MAX_OUTPUT_TOKENS = 512
+# The slowest answers on a loaded 2-core machine take a few minutes; 300 s is the contract's cap.
+TIMEOUT_SECONDS = 300.0
+# Every question's sources fit easily; a larger allowance keeps packing from omitting any.
+MAX_CONTEXT_TOKENS = 4096
+MODEL_ERROR = "model_error"
+KINDS = ("single", "two-source", "superseded", "contradicted", "unanswerable")
+
+Span = tuple[str, int, int]
+"""A source ID and a half-open ``[start, end)`` range of its text."""
+
+
+@dataclass(frozen=True)
+class Question:
+    id: str
+    kind: str
+    question: str
+    sources: tuple[str, ...]
+    answerable: bool
+    gold_answers: tuple[str, ...]
+    gold_quotes: tuple[tuple[str, str], ...]
+
+
+def load_documents(path: Path = DATA / "documents.json") -> dict[str, Evidence]:
+    """The eval set's documents by ID, as ``Evidence`` (ISO 8601 times are parsed)."""
+    items = json.loads(path.read_text(encoding="utf-8"))["documents"]
+    return {item["id"]: Evidence.model_validate(item) for item in items}
+
+
+def load_questions(path: Path = DATA / "questions.json") -> list[Question]:
+    items = json.loads(path.read_text(encoding="utf-8"))["questions"]
+    return [
+        Question(
+            id=item["id"],
+            kind=item["kind"],
+            question=item["question"],
+            sources=tuple(item["sources"]),
+            answerable=item["answerable"],
+            gold_answers=tuple(item["gold_answers"]),
+            gold_quotes=tuple((gold["source_id"], gold["quote"]) for gold in item["gold_quotes"]),
+        )
+        for item in items
+    ]
+
+
+def gold_spans(question: Question, documents: dict[str, Evidence]) -> list[Span]:
+    spans: list[Span] = []
+    for source_id, quote in question.gold_quotes:
+        start = documents[source_id].text.find(quote)
+        if start < 0:
+            msg = f"{question.id}: a gold quote is not in {source_id}"
+            raise ValueError(msg)
+        spans.append((source_id, start, start + len(quote)))
+    return spans
+
+
+def citation_spans(check: CitationCheck) -> list[Span]:
+    """The spans a verified citation points at: every group of a passage-mode citation."""
+    citation = check.citation
+    if citation is None:
+        return []
+    if citation.evidence_spans:
+        return [(citation.source_id, s.char_start, s.char_end) for s in citation.evidence_spans]
+    return [(citation.source_id, citation.char_start, citation.char_end)]
+
+
+def overlaps(a: Span, b: Span) -> bool:
+    return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
+
+
+def supports_gold(check: CitationCheck, gold: Sequence[Span]) -> bool:
+    return any(overlaps(span, g) for span in citation_spans(check) for g in gold)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One question answered in one mode."""
+
+    question: Question
+    mode: CitationMode
+    status: str  # an AnswerStatus, or MODEL_ERROR
+    answer: EvidenceAnswer | None
+    gold: tuple[Span, ...]
+    latency_s: float
+    error: str | None = None
+
+    @property
+    def checks(self) -> tuple[CitationCheck, ...]:
+        return () if self.answer is None else self.answer.citation_checks
+
+    @property
+    def verified(self) -> list[CitationCheck]:
+        return [check for check in self.checks if check.verdict == "verified"]
+
+    @property
+    def supporting(self) -> list[CitationCheck]:
+        return [check for check in self.verified if supports_gold(check, self.gold)]
+
+    @property
+    def reason_codes(self) -> tuple[str, ...]:
+        return () if self.answer is None else self.answer.reason_codes
+
+    @property
+    def output_tokens(self) -> int | None:
+        usage = None if self.answer is None else self.answer.usage
+        return None if usage is None else usage.output_tokens
+
+    @property
+    def correct(self) -> bool:
+        if not self.question.answerable or self.answer is None or self.status != "answered":
+            return False
+        text = (self.answer.answer or "").casefold()
+        has_gold_answer = any(gold.casefold() in text for gold in self.question.gold_answers)
+        return has_gold_answer and bool(self.supporting)
+
+    def as_json(self) -> dict[str, Any]:
+        answer = self.answer
+        return {
+            "id": self.question.id,
+            "kind": self.question.kind,
+            "mode": self.mode,
+            "question": self.question.question,
+            "answerable": self.question.answerable,
+            "status": self.status,
+            "correct": self.correct,
+            "reason_codes": list(self.reason_codes),
+            "answer": None if answer is None else answer.answer,
+            "missing_evidence": [] if answer is None else list(answer.missing_evidence),
+            "citations": [self._check_json(check) for check in self.checks],
+            "output_tokens": self.output_tokens,
+            "latency_s": round(self.latency_s, 2),
+            "error": self.error,
+            "raw_response": None if answer is None else answer.raw_response,
+        }
+
+    def _check_json(self, check: CitationCheck) -> dict[str, Any]:
+        return {
+            "path": check.path,
+            "source_id": check.source_id,
+            "quote": check.quote,
+            "verdict": check.verdict,
+            "code": check.code,
+            "passages": [] if check.citation is None else list(check.citation.passages),
+            "spans": [[start, end] for _, start, end in citation_spans(check)],
+            "overlaps_gold": supports_gold(check, self.gold),
+        }
+
+
+def answer_one(
+    question: Question, mode: CitationMode, documents: dict[str, Evidence], model: ReaderModel
+) -> Outcome:
+    """Answer one question in one mode; a timeout or failed call is recorded, not raised."""
+    gold = tuple(gold_spans(question, documents))
+    sources = [documents[source_id] for source_id in question.sources]
+    start = time.perf_counter()
+    try:
+        answer = answer_from_evidence(
+            question.question,
+            sources,
+            model,
+            citation_mode=mode,
+            max_context_tokens=MAX_CONTEXT_TOKENS,
+            max_output_tokens=MAX_OUTPUT_TOKENS,
+            timeout=TIMEOUT_SECONDS,
+        )
+    except (AnswerTimeoutError, ModelCallError) as exc:
+        latency = time.perf_counter() - start
+        return Outcome(question, mode, MODEL_ERROR, None, gold, latency, type(exc).__name__)
+    latency = time.perf_counter() - start
+    if len(answer.used_source_ids) != len(sources):
+        msg = f"{question.id}: not every source was sent ({answer.omissions})"
+        raise RuntimeError(msg)
+    return Outcome(question, mode, answer.status, answer, gold, latency)
+
+
+def run(
+    questions: Sequence[Question],
+    modes: Sequence[CitationMode],
+    documents: dict[str, Evidence],
+    model: ReaderModel,
+) -> dict[CitationMode, list[Outcome]]:
+    """Answer every question in every mode, alternating modes question by question."""
+    outcomes: dict[CitationMode, list[Outcome]] = {mode: [] for mode in modes}
+    total = len(questions) * len(modes)
+    for question in questions:
+        for mode in modes:
+            outcome = answer_one(question, mode, documents, model)
+            outcomes[mode].append(outcome)
+            done = sum(len(runs) for runs in outcomes.values())
+            verdict = " (correct)" if outcome.correct else ""
+            print(
+                f"[{done}/{total}] {question.id} {mode}: {outcome.status}{verdict} "
+                f"{outcome.latency_s:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
+    return outcomes
+
+
+def share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.0f}%)" if whole else "-"
+
+
+def median(values: Sequence[float]) -> str:
+    return f"{statistics.median(values):.1f}" if values else "-"
+
+
+def count_status(status: str) -> Callable[[list[Outcome]], str]:
+    return lambda outcomes: str(sum(o.status == status for o in outcomes))
+
+
+def answered_accuracy(outcomes: list[Outcome]) -> str:
+    answerable = [o for o in outcomes if o.question.answerable]
+    return share(sum(o.correct for o in answerable), len(answerable))
+
+
+def abstained(outcomes: list[Outcome]) -> str:
+    unanswerable = [o for o in outcomes if not o.question.answerable]
+    ended = sum(o.status in ("insufficient_evidence", "invalid_response") for o in unanswerable)
+    return share(ended, len(unanswerable))
+
+
+def abstained_exactly(outcomes: list[Outcome]) -> str:
+    unanswerable = [o for o in outcomes if not o.question.answerable]
+    return share(sum(o.status == "insufficient_evidence" for o in unanswerable), len(unanswerable))
+
+
+def citation_validity(outcomes: list[Outcome]) -> str:
+    produced = sum(len(o.checks) for o in outcomes)
+    return share(sum(len(o.verified) for o in outcomes), produced)
+
+
+def citation_support(outcomes: list[Outcome]) -> str:
+    answerable = [o for o in outcomes if o.question.answerable]
+    verified = sum(len(o.verified) for o in answerable)
+    return share(sum(len(o.supporting) for o in answerable), verified)
+
+
+def median_output_tokens(outcomes: list[Outcome]) -> str:
+    return median([o.output_tokens for o in outcomes if o.output_tokens is not None])
+
+
+def median_latency(outcomes: list[Outcome]) -> str:
+    return median([o.latency_s for o in outcomes])
+
+
+METRICS: tuple[tuple[str, Callable[[list[Outcome]], str]], ...] = (
+    ("questions", lambda outcomes: str(len(outcomes))),
+    ("answered", count_status("answered")),
+    ("insufficient_evidence", count_status("insufficient_evidence")),
+    ("invalid_response", count_status("invalid_response")),
+    ("model errors (timeout, failed call)", count_status(MODEL_ERROR)),
+    ("answered accuracy (answerable questions)", answered_accuracy),
+    ("abstention: not answered (unanswerable questions)", abstained),
+    ("abstention: insufficient_evidence (unanswerable questions)", abstained_exactly),
+    ("citation validity (verified / produced)", citation_validity),
+    ("citation support (verified citations overlapping gold)", citation_support),
+    ("median output tokens", median_output_tokens),
+    ("median latency per question (s)", median_latency),
+)
+
+
+def markdown_table(first: str, modes: Sequence[str], rows: list[list[str]]) -> list[str]:
+    lines = [
+        "| " + " | ".join([first, *modes]) + " |",
+        "|---|" + "---:|" * len(modes),
+    ]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def metrics_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
+    rows = [[name, *(metric(outcomes[mode]) for mode in outcomes)] for name, metric in METRICS]
+    return markdown_table("metric", list(outcomes), rows)
+
+
+def reason_code_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
+    counts = {
+        mode: Counter(code for o in runs for code in o.reason_codes)
+        for mode, runs in outcomes.items()
+    }
+    codes = sorted(set().union(*counts.values()))
+    rows = [[f"`{code}`", *(str(counts[mode][code]) for mode in outcomes)] for code in codes]
+    if not rows:
+        rows = [["(none)", *("0" for _ in outcomes)]]
+    return markdown_table("invalid_response reason code", list(outcomes), rows)
+
+
+def kind_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
+    rows = []
+    for kind in KINDS:
+        cells = []
+        for runs in outcomes.values():
+            of_kind = [o for o in runs if o.question.kind == kind]
+            cells.append(
+                abstained(of_kind) if kind == "unanswerable" else answered_accuracy(of_kind)
+            )
+        rows.append([kind, *cells])
+    return markdown_table(
+        "answered accuracy by kind (unanswerable: abstained)", list(outcomes), rows
+    )
+
+
+def render(outcomes: dict[CitationMode, list[Outcome]], model_line: str, documents: int) -> str:
+    questions = next(iter(outcomes.values()))
+    answerable = sum(o.question.answerable for o in questions)
+    lines = [
+        f"Python {platform.python_version()} ({platform.python_implementation()}) "
+        f"on {platform.platform()}",
+        model_line,
+        f"Eval set: {len(questions)} questions ({answerable} answerable, "
+        f"{len(questions) - answerable} unanswerable) over {documents} documents; "
+        f"max_output_tokens {MAX_OUTPUT_TOKENS}, timeout {TIMEOUT_SECONDS:g} s, temperature 0.",
+        "",
+        *metrics_table(outcomes),
+        "",
+        *reason_code_table(outcomes),
+        "",
+        *kind_table(outcomes),
+    ]
+    return "\n".join(lines)
+
+
+@contextmanager
+def open_model(args: argparse.Namespace) -> Iterator[tuple[ReaderModel, str]]:
+    """The reader: any OpenAI-compatible endpoint, else the embedded local model."""
+    if args.base_url:
+        api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
+        model = ChatCompletionsModel(args.base_url, model=args.model, api_key=api_key)
+        yield model, f"Model: {args.model} at {args.base_url} (OpenAI-compatible chat completions)"
+        return
+    with LocalModel() as local:
+        yield (
+            local,
+            f"Model: the embedded local model, {local.model_name} (Gemma 3 270M, Q4_K_M) on "
+            f"llama.cpp at {local.base_url}, seed {local.seed}",
+        )
+
+
+def parse_modes(value: str) -> list[CitationMode]:
+    modes = [mode.strip() for mode in value.split(",") if mode.strip()]
+    unknown = [mode for mode in modes if mode not in MODES]
+    if not modes or unknown or len(set(modes)) != len(modes):
+        msg = f"give distinct modes from {', '.join(MODES)}, comma-separated"
+        raise argparse.ArgumentTypeError(msg)
+    return [cast(CitationMode, mode) for mode in modes]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--modes",
+        type=parse_modes,
+        default=list(MODES),
+        help="citation modes to compare, comma-separated (default: quote,passage)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help=f"the first {QUICK_QUESTIONS} questions only"
+    )
+    parser.add_argument("--limit", type=int, default=None, help="the first N questions only")
+    parser.add_argument("--json", type=Path, default=None, help="also write every result here")
+    parser.add_argument(
+        "--base-url", help="an OpenAI-compatible API root; default: the embedded local model"
+    )
+    parser.add_argument("--model", default="default", help="model name sent with --base-url")
+    parser.add_argument(
+        "--api-key-env",
+        default=None,
+        help="environment variable that holds the API key for --base-url",
+    )
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
+    if args.api_key_env and args.api_key_env not in os.environ:
+        parser.error(f"the environment variable {args.api_key_env} is not set")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    documents = load_documents()
+    questions = load_questions()
+    limit = args.limit if args.limit is not None else QUICK_QUESTIONS if args.quick else None
+    questions = questions[:limit]
+    with open_model(args) as (model, model_line):
+        outcomes = run(questions, args.modes, documents, model)
+    print(render(outcomes, model_line, len(documents)))
+    if args.json is not None:
+        results = [o.as_json() for runs in outcomes.values() for o in runs]
+        args.json.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
