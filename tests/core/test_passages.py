@@ -74,14 +74,15 @@ def test_sources_are_sent_as_labeled_passages(scripted):
         ],
     }
     citation = request.json_schema["properties"]["facts"]["items"]["properties"]["citations"]
-    properties = citation["items"]["properties"]
-    assert properties["source_id"]["enum"] == ["notes", "email"]
-    assert properties["passages"]["items"]["enum"] == [
-        *(f"notes#{n}" for n in range(1, 6)),
-        "email#1",
-        "email#2",
+    # One choice per source: its ID with its own labels only.
+    choices = citation["items"]["anyOf"]
+    assert [c["properties"]["source_id"]["enum"] for c in choices] == [["notes"], ["email"]]
+    assert [c["properties"]["passages"]["items"]["enum"] for c in choices] == [
+        [f"notes#{n}" for n in range(1, 6)],
+        ["email#1", "email#2"],
     ]
-    assert properties["quote"]["type"] == ["string", "null"]
+    assert all(c["properties"]["quote"]["type"] == ["string", "null"] for c in choices)
+    assert all(c["required"] == ["source_id", "passages", "quote"] for c in choices)
 
 
 def test_one_passage_resolves_to_its_exact_span(scripted):
@@ -221,8 +222,10 @@ def test_labels_past_the_enum_cap_fall_back_to_strings(scripted):
         max_context_tokens=32768,
     )
     items = model.requests[0].json_schema["properties"]["facts"]["items"]
-    labels = items["properties"]["citations"]["items"]["properties"]["passages"]["items"]
-    assert "enum" not in labels
+    citation = items["properties"]["citations"]["items"]
+    assert "anyOf" not in citation
+    assert "enum" not in citation["properties"]["passages"]["items"]
+    assert citation["properties"]["source_id"]["enum"] == ["long"]
     assert answer.facts[0].citations[0].quote == "Sentence 299."
 
 

@@ -351,7 +351,12 @@ class AnswerOptions:
                 json_schema=build_json_schema(
                     [source.id for source in packed.sent],
                     max_output_tokens=self.max_output_tokens,
-                    passage_labels=None if passages is None else list(passages.by_label),
+                    passage_labels=None
+                    if passages is None
+                    else {
+                        source_id: [p.label for p in cut]
+                        for source_id, cut in passages.by_source.items()
+                    },
                     mode=self.citation_mode,
                 ),
                 timeout=self.timeout,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -41,8 +41,10 @@ _MAX_QUOTE_CHARS = 1000
 _MAX_TERM_CHARS = 500
 _MAX_ANSWER_CHARS = 8000
 _MAX_MISSING_ITEMS = 16
-_MAX_PASSAGES_PER_CITATION = 8
-_MIN_OUTPUT_TOKENS_PER_FACT = 48
+# A fact rarely rests on more than a few passages, and adjacent ones merge into one span.
+_MAX_PASSAGES_PER_CITATION = 4
+# A fact with one citation takes about this many output tokens; the facts bound follows it.
+_MIN_OUTPUT_TOKENS_PER_FACT = 64
 # Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
 # labels are plain strings and verification alone catches an unknown one.
 _MAX_ENUM_VALUES = 256
@@ -194,6 +196,26 @@ def render_user_message(
     return "\n".join(lines)
 
 
+def _passage_citation(source_id: dict[str, Any], labels: list[str] | None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "source_id": source_id,
+            "passages": {
+                "type": "array",
+                "items": {"type": "string"}
+                if labels is None
+                else {"type": "string", "enum": labels},
+                "minItems": 1,
+                "maxItems": _MAX_PASSAGES_PER_CITATION,
+            },
+            "quote": {"type": ["string", "null"], "maxLength": _MAX_QUOTE_CHARS},
+        },
+        "required": ["source_id", "passages", "quote"],
+        "additionalProperties": False,
+    }
+
+
 def _enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "string"}
     if values is not None and 0 < len(values) <= _MAX_ENUM_VALUES:
@@ -205,7 +227,7 @@ def build_json_schema(
     source_ids: Sequence[str] | None = None,
     *,
     max_output_tokens: int | None = None,
-    passage_labels: Sequence[str] | None = None,
+    passage_labels: Mapping[str, Sequence[str]] | None = None,
     mode: CitationMode = "quote",
 ) -> dict[str, Any]:
     """Build the ledger schema for a request.
@@ -214,36 +236,33 @@ def build_json_schema(
         source_ids: The IDs sent; ``source_id`` becomes an enum of them. ``None`` for the
             general form.
         max_output_tokens: The output limit; it bounds how many facts can fit.
-        passage_labels: In passage mode, the labels sent; ``passages`` items become an enum.
+        passage_labels: In passage mode, the labels sent, by source ID. Each citation is then
+            one of a choice per source: that source's ID with that source's labels, so a
+            schema-enforcing provider can neither name a label never sent nor cite one
+            source's passage under another source's ID.
         mode: ``"quote"`` (a citation is a source ID and an exact quote) or ``"passage"`` (a
             source ID, passage labels and an optional narrowing quote).
     """
     max_facts = MAX_FACTS
     if max_output_tokens is not None:
         max_facts = max(1, min(MAX_FACTS, max_output_tokens // _MIN_OUTPUT_TOKENS_PER_FACT))
-    source_id = _enum_or_string(source_ids)
     citation: dict[str, Any]
     if mode == "passage":
-        citation = {
-            "type": "object",
-            "properties": {
-                "source_id": source_id,
-                "passages": {
-                    "type": "array",
-                    "items": _enum_or_string(passage_labels),
-                    "minItems": 1,
-                    "maxItems": _MAX_PASSAGES_PER_CITATION,
-                },
-                "quote": {"type": ["string", "null"], "maxLength": _MAX_QUOTE_CHARS},
-            },
-            "required": ["source_id", "passages", "quote"],
-            "additionalProperties": False,
-        }
+        labels_sent = sum(len(labels) for labels in (passage_labels or {}).values())
+        if passage_labels and labels_sent <= _MAX_ENUM_VALUES:
+            citation = {
+                "anyOf": [
+                    _passage_citation({"type": "string", "enum": [source_id]}, list(labels))
+                    for source_id, labels in passage_labels.items()
+                ]
+            }
+        else:
+            citation = _passage_citation(_enum_or_string(source_ids), None)
     else:
         citation = {
             "type": "object",
             "properties": {
-                "source_id": source_id,
+                "source_id": _enum_or_string(source_ids),
                 "quote": {"type": "string", "maxLength": _MAX_QUOTE_CHARS},
             },
             "required": ["source_id", "quote"],
