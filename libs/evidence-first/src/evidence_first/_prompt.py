@@ -43,8 +43,10 @@ _MAX_ANSWER_CHARS = 8000
 _MAX_MISSING_ITEMS = 16
 # A fact rarely rests on more than a few passages, and adjacent ones merge into one span.
 _MAX_PASSAGES_PER_CITATION = 4
-# A fact with one citation takes about this many output tokens; the facts bound follows it.
-_MIN_OUTPUT_TOKENS_PER_FACT = 64
+# Output tokens per allowed fact and per allowed citation of a fact: the request schema's
+# bounds follow the output limit, so a model that fills every list still fits in it.
+_OUTPUT_TOKENS_PER_FACT = 128
+_OUTPUT_TOKENS_PER_CITATION = 256
 # Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
 # labels are plain strings and verification alone catches an unknown one.
 _MAX_ENUM_VALUES = 256
@@ -72,30 +74,27 @@ recommendation or conclusion that goes beyond the facts.
 - "missing_evidence": a list of what is missing; an empty list when you answer.
 
 Facts are declarative statements, not reasoning steps. Use at most 32 facts.
-
 """
 
-# The examples are about a subject no demo or test corpus uses, so a model that copies the
-# example verbatim is caught by verification rather than rewarded by coincidence.
+# No worked example: small models copy an example's content verbatim, and in passage mode a
+# copied example lands on real labels and verifies, answering with facts no source states.
+# The shape is described in words; schema-enforcing providers get it from the request schema.
 SYSTEM_PROMPT = (
     _RULES
-    + """- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
+    + """\
+- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
 "relation": ..., "object": ..., "citations": [{"source_id": ..., "quote": ...}]}. Each fact \
 has 1 to 8 citations. "source_id" is the "id" of a source. "quote" is copied exactly, \
 character for character, from that source's "text": one contiguous excerpt, usually a sentence \
 or a clause, with nothing changed, added or left out.
 """
     + _ANSWER_KEYS
-    + """Example reply:
-{"facts": [{"subject": "the library", "relation": "opens at", "object": "9:00", \
-"citations": [{"source_id": "poster-1", "quote": "Opening hours: 9:00 to 17:00."}]}], \
-"answer": "The library opens at 9:00.", "inference": null, "missing_evidence": []}
-"""
 )
 
 PASSAGE_SYSTEM_PROMPT = (
     _RULES
-    + """- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
+    + """\
+- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
 "relation": ..., "object": ..., "citations": [{"source_id": ..., "passages": [...], \
 "quote": ...}]}. Each fact has 1 to 8 citations. Each source's text is given as numbered \
 passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
@@ -103,11 +102,6 @@ labels of that source's passages that state the fact; "quote" is null, or an exa
 those passages that pinpoints the fact.
 """
     + _ANSWER_KEYS
-    + """Example reply:
-{"facts": [{"subject": "the library", "relation": "opens at", "object": "9:00", \
-"citations": [{"source_id": "poster-1", "passages": ["poster-1#2"], "quote": null}]}], \
-"answer": "The library opens at 9:00.", "inference": null, "missing_evidence": []}
-"""
 )
 
 
@@ -235,7 +229,8 @@ def build_json_schema(
     Args:
         source_ids: The IDs sent; ``source_id`` becomes an enum of them. ``None`` for the
             general form.
-        max_output_tokens: The output limit; it bounds how many facts can fit.
+        max_output_tokens: The output limit; it bounds how many facts, and citations per
+            fact, the schema allows (verification still accepts up to 32 and 8).
         passage_labels: In passage mode, the labels sent, by source ID. Each citation is then
             one of a choice per source: that source's ID with that source's labels, so a
             schema-enforcing provider can neither name a label never sent nor cite one
@@ -243,9 +238,12 @@ def build_json_schema(
         mode: ``"quote"`` (a citation is a source ID and an exact quote) or ``"passage"`` (a
             source ID, passage labels and an optional narrowing quote).
     """
-    max_facts = MAX_FACTS
+    max_facts, max_citations = MAX_FACTS, MAX_CITATIONS_PER_FACT
     if max_output_tokens is not None:
-        max_facts = max(1, min(MAX_FACTS, max_output_tokens // _MIN_OUTPUT_TOKENS_PER_FACT))
+        max_facts = max(1, min(MAX_FACTS, max_output_tokens // _OUTPUT_TOKENS_PER_FACT))
+        max_citations = max(
+            1, min(MAX_CITATIONS_PER_FACT, max_output_tokens // _OUTPUT_TOKENS_PER_CITATION)
+        )
     citation: dict[str, Any]
     if mode == "passage":
         labels_sent = sum(len(labels) for labels in (passage_labels or {}).values())
@@ -279,7 +277,7 @@ def build_json_schema(
                 "type": "array",
                 "items": citation,
                 "minItems": 1,
-                "maxItems": MAX_CITATIONS_PER_FACT,
+                "maxItems": max_citations,
             },
         },
         "required": ["subject", "relation", "object", "citations"],
