@@ -146,12 +146,25 @@ def test_request_schema_enumerates_the_ids_actually_sent(model):
     assert citation["properties"]["source_id"]["enum"] == ["a", "b"]
     assert citation["properties"]["quote"]["maxLength"] == 1000
     assert fact["properties"]["citations"]["minItems"] == 1
-    assert fact["properties"]["citations"]["maxItems"] == 8
-    # 200 output tokens cannot hold 32 facts; the bound follows the output limit.
-    assert 1 <= schema["properties"]["facts"]["maxItems"] < 32
+    # 200 output tokens cannot hold 32 facts of 8 citations; the bounds follow the limit.
+    assert schema["properties"]["facts"]["maxItems"] == 1
+    assert fact["properties"]["citations"]["maxItems"] == 1
     assert set(schema["required"]) == {"facts", "answer", "inference", "missing_evidence"}
     assert schema["additionalProperties"] is False
     assert schema["properties"]["inference"]["type"] == ["string", "null"]
+
+
+@pytest.mark.parametrize(
+    ("max_output_tokens", "facts", "citations"),
+    [(512, 4, 2), (2048, 16, 8), (8192, 32, 8)],
+)
+def test_schema_bounds_follow_the_output_limit(model, max_output_tokens, facts, citations):
+    answer_from_evidence(
+        "q?", [Evidence(id="a", text="t")], model, max_output_tokens=max_output_tokens
+    )
+    schema = model.requests[0].json_schema["properties"]["facts"]
+    assert schema["maxItems"] == facts
+    assert schema["items"]["properties"]["citations"]["maxItems"] == citations
 
 
 def test_general_schema_is_exported_without_an_enum():
