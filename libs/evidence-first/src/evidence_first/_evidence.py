@@ -86,15 +86,18 @@ class Evidence(BaseModel):
             raise ValueError(msg)
         return value
 
+    # Read through __pydantic_private__: plain attribute access to a private attribute goes
+    # through BaseModel.__getattr__, which is slow on the verification hot path.
     @property
     def source_object(self) -> Any:
         """The framework object (Document, node) this evidence was made from, if any."""
-        return self._source_object
+        return self.__pydantic_private__["_source_object"]  # type: ignore[index]
 
     @property
     def document(self) -> tuple[str, int] | None:
         """``(doc_id, char_start)``: where ``text`` starts in a larger original document."""
-        return self._document
+        document: tuple[str, int] | None = self.__pydantic_private__["_document"]  # type: ignore[index]
+        return document
 
     def with_provenance(
         self,

@@ -29,6 +29,7 @@ __all__ = [
 ]
 
 _TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens"})
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _LEADING_THINK = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", re.DOTALL)
 # Schema errors beyond this many are summarized; one hostile response should not produce
@@ -181,7 +182,8 @@ def _decode_one_object(text: str) -> dict[str, Any] | ValidationIssue:
         return invalid("the JSON is nested too deeply")
     if not isinstance(value, dict):
         return invalid(f"expected a JSON object, got a JSON {_json_type(value)}")
-    if not _all_strings_are_unicode(value):
+    # Raw lone surrogates were refused above; only an escaped one (\udXXX) can remain.
+    if _ESCAPED_SURROGATE.search(body) and not _all_strings_are_unicode(value):
         return invalid("a JSON string escapes a lone surrogate, which is not valid Unicode")
     return value
 
