@@ -358,9 +358,11 @@ class PassageStandIn:
         self.quote = quote
 
     def generate(self, request: ModelRequest) -> str:
-        source_id = request.json_schema["properties"]["facts"]["items"]["properties"]["citations"][
-            "items"
-        ]["properties"]["source_id"]["enum"][0]
+        citation_schema = request.json_schema["properties"]["facts"]["items"]["properties"][
+            "citations"
+        ]["items"]
+        first_choice = citation_schema.get("anyOf", [citation_schema])[0]
+        source_id = first_choice["properties"]["source_id"]["enum"][0]
         citation = {"source_id": source_id, "passages": [f"{source_id}#2"], "quote": self.quote}
         fact = {"subject": "launch", "relation": "is on", "object": "June 15"}
         return json.dumps(
