@@ -100,6 +100,7 @@ async def test_additional_kwargs_cannot_override_the_strict_settings(
             "response_format": {"type": "text"},
             "stream": True,
             "seed": 7,
+            "extra_body": {"top_k": 20, "response_format": {"type": "text"}},
         }
     )
     synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=256)
@@ -112,6 +113,8 @@ async def test_additional_kwargs_cannot_override_the_strict_settings(
     assert body["response_format"]["type"] == "json_schema"
     assert body["stream"] is False
     assert body["seed"] == 7  # settings this call does not control are kept
+    assert body["top_k"] == 20
+    assert llm.additional_kwargs["extra_body"] == {"top_k": 20, "response_format": {"type": "text"}}
 
 
 @pytest.mark.parametrize("status", [500, 429])
