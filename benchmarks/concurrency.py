@@ -44,7 +44,6 @@ import asyncio
 import contextlib
 import json
 import math
-import platform
 import statistics
 import subprocess
 import sys
@@ -54,6 +53,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import httpx
+from _common import machine_line, run_flags
 
 # The frameworks are imported where each client is built, so the endpoint's child process
 # (this script with --serve) starts in well under a second instead of importing them all.
@@ -523,8 +523,7 @@ async def measure_all(config: Config) -> list[Result]:
 
 def render(results: list[Result]) -> str:
     lines = [
-        f"Python {platform.python_version()} ({platform.python_implementation()}) "
-        f"on {platform.platform()}",
+        machine_line(),
         "",
         "| system | max_concurrency | questions | endpoint delay ms | peak in flight "
         "| client CPU ms per question | wall ms | ideal ms | ratio | target | met |",
@@ -547,20 +546,14 @@ def render(results: list[Result]) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--repeat", type=int, default=None, help="timed runs per configuration (default 5)"
-    )
-    parser.add_argument(
-        "--quick",
-        action="store_true",
-        help="8 questions, max_concurrency 4, a 50 ms endpoint, one run: a smoke test",
-    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--delay", type=float, default=0.2, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.repeat is not None and args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    return args
+    return run_flags(
+        argv,
+        parser,
+        repeat_help="timed runs per configuration (default 5)",
+        quick_help="8 questions, max_concurrency 4, a 50 ms endpoint, one run: a smoke test",
+    )
 
 
 def config_for(args: argparse.Namespace) -> Config:

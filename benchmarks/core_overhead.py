@@ -25,14 +25,15 @@ import argparse
 import gc
 import json
 import math
-import platform
 import random
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from evidence_first import Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from _common import InstantModel, machine_line, p90, run_flags
+
+from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
 from evidence_first import estimate_tokens as default_estimate_tokens
 from evidence_first._prompt import serialize_source
 
@@ -106,16 +107,6 @@ def unique_quote(evidence: Evidence, quote: str) -> str:
     """Check that ``quote`` occurs exactly once, so the search cannot stop early."""
     _require(evidence.text.find(quote) == evidence.text.rfind(quote) >= 0, "quote not unique")
     return quote
-
-
-class InstantModel:
-    """A reader model that answers at once with a prepared ledger."""
-
-    def __init__(self, ledger: str) -> None:
-        self.ledger = ledger
-
-    def generate(self, request: ModelRequest) -> str:
-        return self.ledger
 
 
 @dataclass(frozen=True)
@@ -223,8 +214,7 @@ class Result:
 
     @property
     def p90(self) -> float:
-        ordered = sorted(self.timings_ms)
-        return ordered[math.ceil(0.9 * len(ordered)) - 1]
+        return p90(self.timings_ms)
 
     @property
     def met(self) -> bool:
@@ -252,8 +242,7 @@ def verified_citations(answer: EvidenceAnswer) -> int:
 
 def render(results: list[Result]) -> str:
     lines = [
-        f"Python {platform.python_version()} ({platform.python_implementation()}) "
-        f"on {platform.platform()}",
+        machine_line(),
         "",
         "| scenario | sources sent | citations verified | median ms | p90 ms | target | met |",
         "|---|---:|---:|---:|---:|---|---|",
@@ -272,18 +261,12 @@ def render(results: list[Result]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=None,
-        help="timed runs per scenario (default: 200 for the small case, 50 for the large one)",
+    return run_flags(
+        argv,
+        argparse.ArgumentParser(description=__doc__.splitlines()[0]),
+        repeat_help="timed runs per scenario (default: 200 small, 50 large)",
+        quick_help="a few runs only, as a smoke test",
     )
-    parser.add_argument("--quick", action="store_true", help="a few runs only, as a smoke test")
-    args = parser.parse_args(argv)
-    if args.repeat is not None and args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -50,8 +50,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import math
-import platform
 import random
 import statistics
 import time
@@ -60,6 +58,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from _common import machine_line, p90, run_flags
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -522,8 +521,7 @@ class Result:
 
     @property
     def p90(self) -> float:
-        ordered = sorted(self.timings_ms)
-        return ordered[math.ceil(0.9 * len(ordered)) - 1]
+        return p90(self.timings_ms)
 
     @property
     def all_sent(self) -> bool:
@@ -580,8 +578,7 @@ def verdict(result: Result, reference: Result) -> tuple[str, str]:
 def render(results: list[Result]) -> str:
     reference = {r.chunks: r for r in results if r.system == CITATION_ENGINE}
     lines = [
-        f"Python {platform.python_version()} ({platform.python_implementation()}) "
-        f"on {platform.platform()}",
+        machine_line(),
         "",
         "| system | chunks | median ms | p90 ms | model calls | prompt chars | all chunks sent "
         "| CitationQueryEngine median / this | target | met |",
@@ -606,18 +603,12 @@ def render(results: list[Result]) -> str:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=None,
-        help="timed runs per system and size (default: 100 for ours, 20 to 40 for the peers)",
+    return run_flags(
+        argv,
+        argparse.ArgumentParser(description=__doc__.splitlines()[0]),
+        repeat_help="timed runs per system and size (default: 100 ours, 20 to 40 peers)",
+        quick_help="one run each, as a smoke test",
     )
-    parser.add_argument("--quick", action="store_true", help="one run each, as a smoke test")
-    args = parser.parse_args(argv)
-    if args.repeat is not None and args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    return args
 
 
 def run_all(quick: bool, repeat: int | None) -> Iterator[Result]:

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
@@ -47,6 +46,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast, get_args
+
+from _common import machine_line
 
 from evidence_first import (
     AnswerTimeoutError,
@@ -371,8 +372,7 @@ def render(outcomes: dict[CitationMode, list[Outcome]], model_line: str, documen
     questions = next(iter(outcomes.values()))
     answerable = sum(o.question.answerable for o in questions)
     lines = [
-        f"Python {platform.python_version()} ({platform.python_implementation()}) "
-        f"on {platform.platform()}",
+        machine_line(),
         model_line,
         f"Eval set: {len(questions)} questions ({answerable} answerable, "
         f"{len(questions) - answerable} unanswerable) over {documents} documents; "

@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import platform
 import random
 import statistics
 import subprocess
@@ -47,7 +46,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evidence_first import Evidence, ModelRequest, ModelResponse, answer_from_evidence
+from _common import InstantModel, machine_line, run_flags
+
+from evidence_first import Evidence, ModelResponse, answer_from_evidence
 from evidence_first import estimate_tokens as default_estimate_tokens
 from evidence_first._prompt import serialize_source
 from evidence_first.adapters import AnswerOptions
@@ -183,16 +184,6 @@ def ledger_citing_the_ends(
         "missing_evidence": [],
     }
     return json.dumps(ledger, ensure_ascii=False)
-
-
-class InstantModel:
-    """A reader model that answers at once with a prepared reply."""
-
-    def __init__(self, reply: str) -> None:
-        self.reply = reply
-
-    def generate(self, request: ModelRequest) -> str:
-        return self.reply
 
 
 # --- Scenarios (run in the child process) ----------------------------------------------------
@@ -373,8 +364,7 @@ def megabytes(size: int) -> str:
 
 def render(results: list[Result]) -> str:
     lines = [
-        f"Python {platform.python_version()} ({platform.python_implementation()}) "
-        f"on {platform.platform()}",
+        machine_line(),
         "",
         "| scenario | text | sources offered | sent | omitted over_budget | citations verified "
         "| characters | input MB (str / UTF-8) | median ms | peak above baseline MB "
@@ -398,18 +388,13 @@ def render(results: list[Result]) -> str:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--repeat",
-        type=int,
-        default=None,
-        help="timed runs per scenario (default: 5 for a, 50 for b)",
-    )
-    parser.add_argument("--quick", action="store_true", help="tiny inputs, as a smoke test")
     parser.add_argument("--measure", choices=sorted(SCENARIOS), help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.repeat is not None and args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    return args
+    return run_flags(
+        argv,
+        parser,
+        repeat_help="timed runs per scenario (default: 5 for a, 50 for b)",
+        quick_help="tiny inputs, as a smoke test",
+    )
 
 
 def repeats(key: str, quick: bool, override: int | None) -> int:

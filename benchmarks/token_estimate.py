@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import platform
 import statistics
 import sys
 from collections.abc import Callable, Iterator
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tiktoken
+from _common import machine_line
 
 from evidence_first import Evidence, estimate_tokens
 from evidence_first._prompt import serialize_source
@@ -119,8 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer windows, for a smoke run")
     args = parser.parse_args(argv)
-    machine = f"Python {platform.python_version()} on {platform.platform()}"
-    print(f"{machine}; reference = max(cl100k, Gemma 3)")
+    print(f"{machine_line()}; reference = max(cl100k, Gemma 3)")
     with LocalModel(context_tokens=4096) as local:
         gemma_cache: dict[str, int] = {}
 

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-QUALITY = Path(__file__).parents[2] / "benchmarks" / "quality.py"
 MODES = ["quote", "passage"]
 METRICS = [
     "questions",
@@ -26,17 +21,6 @@ METRICS = [
     "median output tokens",
     "median latency per question (s)",
 ]
-
-
-def _load_quality() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("benchmark_quality", QUALITY)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Dataclasses look their module up in sys.modules.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _tables(output: str) -> list[list[list[str]]]:
@@ -55,10 +39,12 @@ def _tables(output: str) -> list[list[list[str]]]:
 
 
 @pytest.mark.live
-def test_quality_quick_run_prints_both_modes_side_by_side(local_model, capsys, tmp_path):
+def test_quality_quick_run_prints_both_modes_side_by_side(
+    local_model, capsys, tmp_path, load_benchmark
+):
     results = tmp_path / "results.json"
     argv = ["--quick", "--base-url", local_model.base_url, "--model", local_model.model_name]
-    assert _load_quality().main([*argv, "--json", str(results)]) == 0
+    assert load_benchmark("quality").main([*argv, "--json", str(results)]) == 0
 
     output = capsys.readouterr().out
     assert output.startswith("Python ")

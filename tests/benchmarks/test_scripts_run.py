@@ -2,25 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
-
-BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Dataclasses look their module up in sys.modules.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _table_rows(output: str) -> list[list[str]]:
@@ -30,8 +12,8 @@ def _table_rows(output: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
 
 
-def test_core_overhead_prints_its_table(capsys):
-    assert _load("core_overhead").main(["--quick"]) == 0
+def test_core_overhead_prints_its_table(capsys, load_benchmark):
+    assert load_benchmark("core_overhead").main(["--quick"]) == 0
     rows = _table_rows(capsys.readouterr().out)
     assert [row[0] for row in rows] == [
         "8 x 2 KB",
@@ -42,15 +24,15 @@ def test_core_overhead_prints_its_table(capsys):
 
 
 @pytest.mark.live
-def test_token_estimate_prints_its_table(capsys):
-    assert _load("token_estimate").main(["--quick"]) == 0
+def test_token_estimate_prints_its_table(capsys, load_benchmark):
+    assert load_benchmark("token_estimate").main(["--quick"]) == 0
     rows = _table_rows(capsys.readouterr().out)
     assert [row[0] for row in rows] == ["English prose", "Python code", "Chinese text"]
     assert all(row[-1] == "yes" for row in rows)
 
 
-def test_peers_prints_one_row_per_system_and_chunk_count(capsys):
-    peers = _load("peers")
+def test_peers_prints_one_row_per_system_and_chunk_count(capsys, load_benchmark):
+    peers = load_benchmark("peers")
     assert peers.main(["--quick"]) == 0
     rows = _table_rows(capsys.readouterr().out)
     assert [(row[0], row[1]) for row in rows] == [
@@ -64,8 +46,8 @@ def test_peers_prints_one_row_per_system_and_chunk_count(capsys):
     assert [row[-1] in {"yes", "NO"} for row in ours] == [False, False] * 2 + [True, True]
 
 
-def test_concurrency_prints_one_row_per_system(capsys):
-    concurrency = _load("concurrency")
+def test_concurrency_prints_one_row_per_system(capsys, load_benchmark):
+    concurrency = load_benchmark("concurrency")
     assert concurrency.main(["--quick"]) == 0
     rows = _table_rows(capsys.readouterr().out)
     assert [row[0] for row in rows] == list(concurrency.CLIENTS)
@@ -74,8 +56,8 @@ def test_concurrency_prints_one_row_per_system(capsys):
     assert all(row[-1] in {"yes", "NO"} for row in rows)
 
 
-def test_scale_prints_the_pack_and_verify_scenarios(capsys):
-    assert _load("scale").main(["--quick"]) == 0
+def test_scale_prints_the_pack_and_verify_scenarios(capsys, load_benchmark):
+    assert load_benchmark("scale").main(["--quick"]) == 0
     rows = _table_rows(capsys.readouterr().out)
     assert [(row[0], row[1]) for row in rows] == [
         ("a: check, estimate and pack", "ASCII prose"),
