@@ -151,7 +151,17 @@ def test_request_schema_enumerates_the_ids_actually_sent(model):
     assert fact["properties"]["citations"]["maxItems"] == 1
     assert set(schema["required"]) == {"facts", "answer", "inference", "missing_evidence"}
     assert schema["additionalProperties"] is False
-    assert schema["properties"]["inference"]["type"] == ["string", "null"]
+    # Under the default evidence-only policy an inference could only be rejected.
+    assert schema["properties"]["inference"] == {"type": "null"}
+
+
+def test_request_schema_allows_an_inference_only_when_the_policy_does(model):
+    answer_from_evidence(
+        "q?", [Evidence(id="a", text="t")], model, knowledge="allow-general-inference"
+    )
+    inference = model.requests[0].json_schema["properties"]["inference"]
+    assert inference["type"] == ["string", "null"]
+    assert LEDGER_JSON_SCHEMA["properties"]["inference"]["type"] == ["string", "null"]
 
 
 @pytest.mark.parametrize(

@@ -351,13 +351,9 @@ class AnswerOptions:
                 json_schema=build_json_schema(
                     [source.id for source in packed.sent],
                     max_output_tokens=self.max_output_tokens,
-                    passage_labels=None
-                    if passages is None
-                    else {
-                        source_id: [p.label for p in cut]
-                        for source_id, cut in passages.by_source.items()
-                    },
+                    passages=None if passages is None else passages.by_source,
                     mode=self.citation_mode,
+                    knowledge=self.knowledge,
                 ),
                 timeout=self.timeout,
                 prompt_version=prompt_version,

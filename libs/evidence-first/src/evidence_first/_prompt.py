@@ -190,7 +190,9 @@ def render_user_message(
     return "\n".join(lines)
 
 
-def _passage_citation(source_id: dict[str, Any], labels: list[str] | None) -> dict[str, Any]:
+def _passage_citation(
+    source_id: dict[str, Any], labels: list[str] | None, max_quote_chars: int = _MAX_QUOTE_CHARS
+) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
@@ -203,11 +205,17 @@ def _passage_citation(source_id: dict[str, Any], labels: list[str] | None) -> di
                 "minItems": 1,
                 "maxItems": _MAX_PASSAGES_PER_CITATION,
             },
-            "quote": {"type": ["string", "null"], "maxLength": _MAX_QUOTE_CHARS},
+            "quote": {"type": ["string", "null"], "maxLength": max_quote_chars},
         },
         "required": ["source_id", "passages", "quote"],
         "additionalProperties": False,
     }
+
+
+def _longest_quote(passages: Sequence[Passage]) -> int:
+    """The most characters a quote inside at most four of ``passages`` can have."""
+    lengths = sorted((p.char_end - p.char_start for p in passages), reverse=True)
+    return max(1, min(_MAX_QUOTE_CHARS, sum(lengths[:_MAX_PASSAGES_PER_CITATION])))
 
 
 def _enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:
@@ -221,22 +229,28 @@ def build_json_schema(
     source_ids: Sequence[str] | None = None,
     *,
     max_output_tokens: int | None = None,
-    passage_labels: Mapping[str, Sequence[str]] | None = None,
+    passages: Mapping[str, Sequence[Passage]] | None = None,
     mode: CitationMode = "quote",
+    knowledge: KnowledgePolicy = "allow-general-inference",
 ) -> dict[str, Any]:
     """Build the ledger schema for a request.
+
+    Each bound only rules out output that could never pass verification.
 
     Args:
         source_ids: The IDs sent; ``source_id`` becomes an enum of them. ``None`` for the
             general form.
         max_output_tokens: The output limit; it bounds how many facts, and citations per
             fact, the schema allows (verification still accepts up to 32 and 8).
-        passage_labels: In passage mode, the labels sent, by source ID. Each citation is then
+        passages: In passage mode, the passages sent, by source ID. Each citation is then
             one of a choice per source: that source's ID with that source's labels, so a
             schema-enforcing provider can neither name a label never sent nor cite one
-            source's passage under another source's ID.
+            source's passage under another source's ID. A narrowing quote is bounded by the
+            longest text four of that source's passages can hold.
         mode: ``"quote"`` (a citation is a source ID and an exact quote) or ``"passage"`` (a
             source ID, passage labels and an optional narrowing quote).
+        knowledge: Under ``"evidence-only"`` the ``inference`` must be ``null``; the general
+            form allows a string.
     """
     max_facts, max_citations = MAX_FACTS, MAX_CITATIONS_PER_FACT
     if max_output_tokens is not None:
@@ -246,12 +260,16 @@ def build_json_schema(
         )
     citation: dict[str, Any]
     if mode == "passage":
-        labels_sent = sum(len(labels) for labels in (passage_labels or {}).values())
-        if passage_labels and labels_sent <= _MAX_ENUM_VALUES:
+        labels_sent = sum(len(cut) for cut in (passages or {}).values())
+        if passages and labels_sent <= _MAX_ENUM_VALUES:
             citation = {
                 "anyOf": [
-                    _passage_citation({"type": "string", "enum": [source_id]}, list(labels))
-                    for source_id, labels in passage_labels.items()
+                    _passage_citation(
+                        {"type": "string", "enum": [source_id]},
+                        [passage.label for passage in cut],
+                        _longest_quote(cut),
+                    )
+                    for source_id, cut in passages.items()
                 ]
             }
         else:
@@ -289,7 +307,7 @@ def build_json_schema(
         "properties": {
             "facts": {"type": "array", "items": fact, "maxItems": max_facts},
             "answer": nullable_text,
-            "inference": nullable_text,
+            "inference": {"type": "null"} if knowledge == "evidence-only" else nullable_text,
             "missing_evidence": {
                 "type": "array",
                 "items": {"type": "string", "maxLength": _MAX_TERM_CHARS},
