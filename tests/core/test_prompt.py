@@ -165,12 +165,24 @@ def test_request_schema_allows_an_inference_only_when_the_policy_does(model):
 
 
 @pytest.mark.parametrize(
-    ("max_output_tokens", "facts", "citations"),
-    [(512, 4, 2), (2048, 16, 8), (8192, 32, 8)],
+    ("mode", "max_output_tokens", "facts", "citations"),
+    [
+        ("quote", 512, 4, 2),
+        ("quote", 2048, 16, 8),
+        ("quote", 8192, 32, 8),
+        # A passage citation lists labels besides its quote: half as many fit.
+        ("passage", 512, 2, 1),
+        ("passage", 2048, 8, 4),
+        ("passage", 8192, 32, 8),
+    ],
 )
-def test_schema_bounds_follow_the_output_limit(model, max_output_tokens, facts, citations):
+def test_schema_bounds_follow_the_output_limit(model, mode, max_output_tokens, facts, citations):
     answer_from_evidence(
-        "q?", [Evidence(id="a", text="t")], model, max_output_tokens=max_output_tokens
+        "q?",
+        [Evidence(id="a", text="t")],
+        model,
+        max_output_tokens=max_output_tokens,
+        citation_mode=mode,
     )
     schema = model.requests[0].json_schema["properties"]["facts"]
     assert schema["maxItems"] == facts
