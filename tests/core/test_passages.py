@@ -81,10 +81,8 @@ def test_sources_are_sent_as_labeled_passages(scripted):
         [f"notes#{n}" for n in range(1, 6)],
         ["email#1", "email#2"],
     ]
-    assert all(c["properties"]["quote"]["type"] == ["string", "null"] for c in choices)
-    # A narrowing quote lies inside at most four cited passages: the four longest of notes
-    # hold 28 + 21 + 18 + 18 characters, so a longer quote could never verify.
-    assert choices[0]["properties"]["quote"]["maxLength"] == 85
+    # The request asks for labels only; a narrowing quote is still verified if one comes.
+    assert all(c["properties"]["quote"] == {"type": "null"} for c in choices)
     assert all(c["required"] == ["source_id", "passages", "quote"] for c in choices)
 
 

@@ -47,9 +47,9 @@ _MAX_PASSAGES_PER_CITATION = 4
 # bounds follow the output limit, so a model that fills every list still fits in it.
 _OUTPUT_TOKENS_PER_FACT = 128
 _OUTPUT_TOKENS_PER_CITATION = 256
-# A passage citation carries up to four labels besides its quote (measured on the quality
-# set, with 512 output tokens the quote-mode bounds let passage-mode output run out of
-# tokens in most answers), so passage mode allows half as many facts and citations.
+# A passage citation lists up to four labels (measured on the quality set, with 512 output
+# tokens the quote-mode bounds let passage-mode output run out of tokens in most answers),
+# so passage mode allows half as many facts and citations.
 _PASSAGE_COST_FACTOR = 2
 # Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
 # labels are plain strings and verification alone catches an unknown one.
@@ -102,8 +102,8 @@ PASSAGE_SYSTEM_PROMPT = (
 "relation": ..., "object": ..., "citations": [{"source_id": ..., "passages": [...], \
 "quote": ...}]}. Each fact has 1 to 8 citations. Each source's text is given as numbered \
 passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
-labels of that source's passages that state the fact; "quote" is null, or an exact excerpt of \
-those passages that pinpoints the fact.
+labels of that source's passages that state the fact; "quote" is null (the passages are \
+turned into exact positions for you).
 """
     + _ANSWER_KEYS
 )
@@ -194,9 +194,7 @@ def render_user_message(
     return "\n".join(lines)
 
 
-def _passage_citation(
-    source_id: dict[str, Any], labels: list[str] | None, max_quote_chars: int = _MAX_QUOTE_CHARS
-) -> dict[str, Any]:
+def _passage_citation(source_id: dict[str, Any], labels: list[str] | None) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
@@ -209,17 +207,14 @@ def _passage_citation(
                 "minItems": 1,
                 "maxItems": _MAX_PASSAGES_PER_CITATION,
             },
-            "quote": {"type": ["string", "null"], "maxLength": max_quote_chars},
+            # Labels only: the engine resolves them to spans. Measured on the quality set, a
+            # small model filled an allowed narrowing quote with text the cited passages do
+            # not hold in most citations, costing the whole answer.
+            "quote": {"type": "null"},
         },
         "required": ["source_id", "passages", "quote"],
         "additionalProperties": False,
     }
-
-
-def _longest_quote(passages: Sequence[Passage]) -> int:
-    """The most characters a quote inside at most four of ``passages`` can have."""
-    lengths = sorted((p.char_end - p.char_start for p in passages), reverse=True)
-    return max(1, min(_MAX_QUOTE_CHARS, sum(lengths[:_MAX_PASSAGES_PER_CITATION])))
 
 
 def _enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:
@@ -249,10 +244,9 @@ def build_json_schema(
         passages: In passage mode, the passages sent, by source ID. Each citation is then
             one of a choice per source: that source's ID with that source's labels, so a
             schema-enforcing provider can neither name a label never sent nor cite one
-            source's passage under another source's ID. A narrowing quote is bounded by the
-            longest text four of that source's passages can hold.
+            source's passage under another source's ID.
         mode: ``"quote"`` (a citation is a source ID and an exact quote) or ``"passage"`` (a
-            source ID, passage labels and an optional narrowing quote).
+            source ID and passage labels; the quote is ``null``).
         knowledge: Under ``"evidence-only"`` the ``inference`` must be ``null``; the general
             form allows a string.
     """
@@ -270,7 +264,6 @@ def build_json_schema(
                     _passage_citation(
                         {"type": "string", "enum": [source_id]},
                         [passage.label for passage in cut],
-                        _longest_quote(cut),
                     )
                     for source_id, cut in passages.items()
                 ]
@@ -327,4 +320,4 @@ LEDGER_JSON_SCHEMA: dict[str, Any] = build_json_schema()
 required."""
 
 PASSAGE_LEDGER_JSON_SCHEMA: dict[str, Any] = build_json_schema(mode="passage")
-"""The general passage-mode ledger schema: citations name passages, with an optional quote."""
+"""The general passage-mode ledger schema: citations name passages, and the quote is null."""
