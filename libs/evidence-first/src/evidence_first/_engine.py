@@ -85,8 +85,8 @@ def answer_from_evidence(
         knowledge: ``"evidence-only"``, or ``"allow-general-inference"`` to let the model add
             an inference kept apart from the facts.
         citation_mode: ``"quote"``: the model copies an exact quote. ``"passage"``: sources are
-            sent as labeled passages, the model cites labels (and optionally a narrowing
-            quote), and the engine resolves them to spans.
+            sent as labeled passages, the model cites labels, and the engine resolves them to
+            spans (a narrowing quote, asked for by no prompt, is still verified).
         output_language: The answer's language (a model instruction); ``None`` for the
             question's language.
         question_time: Anchor for relative-time questions: Unix milliseconds or an aware
