@@ -234,7 +234,8 @@ def build_json_schema(
 ) -> dict[str, Any]:
     """Build the ledger schema for a request.
 
-    Each bound only rules out output that could never pass verification.
+    Each bound rules out output that could never verify, or that would not fit the output
+    limit.
 
     Args:
         source_ids: The IDs sent; ``source_id`` becomes an enum of them. ``None`` for the
