@@ -1,4 +1,4 @@
-"""What the benchmark scripts share: the machine line, the p90, the run flags, an instant model.
+"""What the benchmark scripts share: reporting, flags, an instant model and generated prose.
 
 Each script imports it as ``_common``: run as ``python benchmarks/<script>.py``, the scripts'
 folder is first on ``sys.path``.
@@ -9,11 +9,32 @@ from __future__ import annotations
 import argparse
 import math
 import platform
+import random
 from collections.abc import Sequence
 
 from evidence_first import ModelRequest
 
-__all__ = ["InstantModel", "machine_line", "p90", "run_flags"]
+__all__ = [
+    "NUMBERS",
+    "WORDS",
+    "InstantModel",
+    "machine_line",
+    "p90",
+    "prose_sentence",
+    "require",
+    "run_flags",
+]
+
+_VOCABULARY = """
+the a river valley survey team north south old new bridge village road map notes report
+engineer farmer council winter summer spring autumn morning evening rain snow stone
+timber water field orchard market school harbour mill tower station boundary measured
+recorded found moved built repaired crossed visited described noticed agreed quickly
+slowly carefully early late nearly almost again still later before after near above
+below beside along across through under between every several many few
+"""
+WORDS = tuple(_VOCABULARY.split())
+NUMBERS = ("two", "three", "seven", "twelve", "forty", "1894", "1902", "1931", "3.5", "17")
 
 
 def machine_line() -> str:
@@ -54,3 +75,20 @@ class InstantModel:
 
     def generate(self, request: ModelRequest) -> str:
         return self.reply
+
+
+def prose_sentence(rng: random.Random) -> str:
+    """One pseudo-English sentence of 7 to 16 words, sometimes with a comma or a number."""
+    words = [rng.choice(WORDS) for _ in range(rng.randint(7, 16))]
+    if rng.random() < 0.3:
+        words.insert(rng.randrange(1, len(words)), rng.choice(NUMBERS))
+    if rng.random() < 0.4:
+        words[rng.randrange(2, len(words) - 1)] += ","
+    words[0] = words[0].capitalize()
+    return " ".join(words) + rng.choice(".....!?")
+
+
+def require(condition: bool, message: str) -> None:
+    """Stop the benchmark when a measured run did not do what it claims."""
+    if not condition:
+        raise RuntimeError(message)

@@ -31,36 +31,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from _common import InstantModel, machine_line, p90, run_flags
+from _common import InstantModel, machine_line, p90, prose_sentence, require, run_flags
 
 from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
 from evidence_first import estimate_tokens as default_estimate_tokens
 from evidence_first._prompt import serialize_source
 
 QUESTION = "What do the field notes say about the survey of the northern valley?"
-
-_VOCABULARY = """
-the a river valley survey team north south old new bridge village road map notes report
-engineer farmer council winter summer spring autumn morning evening rain snow stone
-timber water field orchard market school harbour mill tower station boundary measured
-recorded found moved built repaired crossed visited described noticed agreed quickly
-slowly carefully early late nearly almost again still later before after near above
-below beside along across through under between every several many few
-"""
-WORDS = tuple(_VOCABULARY.split())
-NUMBERS = ("two", "three", "seven", "twelve", "forty", "1894", "1902", "1931", "3.5", "17")
-
-
-def prose_sentence(rng: random.Random) -> str:
-    """One pseudo-English sentence of 7 to 16 words, sometimes with a comma or a number."""
-    words = [rng.choice(WORDS) for _ in range(rng.randint(7, 16))]
-    if rng.random() < 0.3:
-        words.insert(rng.randrange(1, len(words)), rng.choice(NUMBERS))
-    if rng.random() < 0.4:
-        at = rng.randrange(2, len(words) - 1)
-        words[at] += ","
-    words[0] = words[0].capitalize()
-    return " ".join(words) + rng.choice(".....!?")
 
 
 def grow_source(
@@ -105,7 +82,7 @@ def make_ledger(citations: list[list[tuple[str, str]]]) -> str:
 
 def unique_quote(evidence: Evidence, quote: str) -> str:
     """Check that ``quote`` occurs exactly once, so the search cannot stop early."""
-    _require(evidence.text.find(quote) == evidence.text.rfind(quote) >= 0, "quote not unique")
+    require(evidence.text.find(quote) == evidence.text.rfind(quote) >= 0, "quote not unique")
     return quote
 
 
@@ -124,13 +101,13 @@ class Scenario:
         return answer_from_evidence(QUESTION, self.sources, self.model, **self.options)
 
     def check(self, answer: EvidenceAnswer) -> None:
-        _require(answer.status == "answered", f"{self.name}: status {answer.status}")
-        _require(len(answer.used_source_ids) == len(self.sources), f"{self.name}: not all sent")
-        _require(
+        require(answer.status == "answered", f"{self.name}: status {answer.status}")
+        require(len(answer.used_source_ids) == len(self.sources), f"{self.name}: not all sent")
+        require(
             verified_citations(answer) == self.expected_citations,
             f"{self.name}: {verified_citations(answer)} citations verified",
         )
-        _require(
+        require(
             answer.budget.sources_tokens >= self.min_sources_tokens,
             f"{self.name}: sources use only {answer.budget.sources_tokens} tokens",
         )
@@ -280,11 +257,6 @@ def main(argv: list[str] | None = None) -> int:
         results.append(measure(build(repeat), warmup))
     print(render(results))
     return 0
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise RuntimeError(message)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from _common import machine_line, p90, run_flags
+from _common import machine_line, p90, prose_sentence, require, run_flags
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.documents import Document
 from langchain_core.language_models import BaseChatModel
@@ -111,18 +111,6 @@ SYSTEMS = (
 )
 OURS = (OURS_LANGCHAIN, OURS_LLAMAINDEX)
 
-_VOCABULARY = """
-the a river valley survey team north south old new bridge village road map notes report
-engineer farmer council winter summer spring autumn morning evening rain snow stone
-timber water field orchard market school harbour mill tower station boundary measured
-recorded found moved built repaired crossed visited described noticed agreed quickly
-slowly carefully early late nearly almost again still later before after near above
-below beside along across through under between every several many few
-"""
-WORDS = tuple(_VOCABULARY.split())
-NUMBERS = ("two", "three", "seven", "twelve", "forty", "1894", "1902", "1931", "3.5", "17")
-
-
 # --- The retrieved chunks --------------------------------------------------------------------
 
 
@@ -131,17 +119,6 @@ class Chunk:
     id: str
     text: str
     sentences: tuple[str, ...]
-
-
-def prose_sentence(rng: random.Random) -> str:
-    """One pseudo-English sentence of 7 to 16 words, sometimes with a comma or a number."""
-    words = [rng.choice(WORDS) for _ in range(rng.randint(7, 16))]
-    if rng.random() < 0.3:
-        words.insert(rng.randrange(1, len(words)), rng.choice(NUMBERS))
-    if rng.random() < 0.4:
-        words[rng.randrange(2, len(words) - 1)] += ","
-    words[0] = words[0].capitalize()
-    return " ".join(words) + rng.choice(".....!?")
 
 
 def make_chunks(count: int, seed: int = 200) -> list[Chunk]:
@@ -544,14 +521,9 @@ def measure(system: System, chunks: Sequence[Chunk], warmup: int, repeat: int) -
         start = time.perf_counter()
         system.run()
         timings.append((time.perf_counter() - start) * 1000)
-        _require(system.log.calls == calls, f"{system.name}: the call count changed")
+        require(system.log.calls == calls, f"{system.name}: the call count changed")
     system.log.reset()
     return Result(system.name, len(chunks), timings, calls, chars, sent, used)
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise RuntimeError(message)
 
 
 def repeats(system: str, chunks: int, quick: bool, override: int | None) -> int:

@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import InstantModel, machine_line, run_flags
+from _common import NUMBERS, WORDS, InstantModel, machine_line, require, run_flags
 
 from evidence_first import Evidence, ModelResponse, answer_from_evidence
 from evidence_first import estimate_tokens as default_estimate_tokens
@@ -60,22 +60,12 @@ TARGET_A_MS = 2000.0
 TARGET_B_MS = 50.0
 TARGET_MEMORY_RATIO = 3.0
 
-_ENGLISH_WORDS = """
-the a river valley survey team north south old new bridge village road map notes report
-engineer farmer council winter summer spring autumn morning evening rain snow stone
-timber water field orchard market school harbour mill tower station boundary measured
-recorded found moved built repaired crossed visited described noticed agreed quickly
-slowly carefully early late nearly almost again still later before after near above
-below beside along across through under between every several many few
-"""
 # Accented Latin and Chinese words, all in the Basic Multilingual Plane.
 _OTHER_SCRIPT_WORDS = """
 café Zürich naïve façade São Łódź Ærø señor déjà crème 河流 山谷 调查 北方 桥梁 村庄 地图 报告
 工程师 农民 委员会 冬天 夏天 石头 木材 港口 磨坊 车站 边界 测量 记录
 """
-ENGLISH = tuple(_ENGLISH_WORDS.split())
 OTHER_SCRIPTS = tuple(_OTHER_SCRIPT_WORDS.split())
-NUMBERS = ("two", "three", "seven", "twelve", "forty", "1894", "1902", "1931", "3.5", "17")
 ASCII = "ASCII prose"
 MIXED = "mixed-script text"
 
@@ -85,7 +75,7 @@ MIXED = "mixed-script text"
 
 def vocabulary(kind: str) -> tuple[str, ...]:
     # Mixed: about three words in ten come from the other scripts.
-    return ENGLISH if kind == ASCII else ENGLISH + OTHER_SCRIPTS
+    return WORDS if kind == ASCII else WORDS + OTHER_SCRIPTS
 
 
 def prose_sentence(rng: random.Random, words: Sequence[str]) -> str:
@@ -114,7 +104,7 @@ def limit_sized_sources(count: int, kind: str) -> list[Evidence]:
             length += len(sentence) + 1
         # Every character is in the BMP, so characters are UTF-16 units.
         text = " ".join(parts)[:MAX_UNITS]
-        _require(len(text.encode("utf-16-le")) // 2 == MAX_UNITS, "a source is not at the limit")
+        require(len(text.encode("utf-16-le")) // 2 == MAX_UNITS, "a source is not at the limit")
         sources.append(Evidence(id=f"big-{index:02d}", text=text))
     return sources
 
@@ -167,7 +157,7 @@ def ledger_citing_the_ends(
         for n in range(8 * fact, 8 * fact + 8):
             source, quote = sources[n % count], sentences[n % count][-1 - n // count]
             text = source.text
-            _require(text.find(quote) == text.rfind(quote) >= 0, "quote not unique")
+            require(text.find(quote) == text.rfind(quote) >= 0, "quote not unique")
             citations.append({"source_id": source.id, "quote": quote})
         items.append(
             {
@@ -239,15 +229,15 @@ def prepare_verify(sizes: Sizes, kind: str) -> Prepared:
         max_context_tokens=sizes.budget_tokens, max_output_tokens=8192, max_response_chars=131_072
     )
     plan = options.plan(QUESTION, sources, InstantModel(ledger))
-    _require(len(plan.packed.sent) == len(sources), "not every source was packed")
-    _require(plan.budget.sources_tokens >= 0.9 * sizes.budget_tokens, "the budget is not full")
+    require(len(plan.packed.sent) == len(sources), "not every source was packed")
+    require(plan.budget.sources_tokens >= 0.9 * sizes.budget_tokens, "the budget is not full")
     response = ModelResponse(text=ledger)
 
     def run() -> dict[str, int]:
         answer = plan.judge(response)
-        _require(answer.status == "answered", f"status {answer.status}")
+        require(answer.status == "answered", f"status {answer.status}")
         verified = sum(check.verdict == "verified" for check in answer.citation_checks)
-        _require(verified == 8 * sizes.facts, f"{verified} citations verified")
+        require(verified == 8 * sizes.facts, f"{verified} citations verified")
         return {
             "offered": len(sources),
             "sent": len(sources),
@@ -415,11 +405,6 @@ def main(argv: list[str] | None = None) -> int:
     ]
     print(render(results))
     return 0
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise RuntimeError(message)
 
 
 if __name__ == "__main__":
