@@ -77,15 +77,15 @@ class InstantModel:
         return self.reply
 
 
-def prose_sentence(rng: random.Random) -> str:
-    """One pseudo-English sentence of 7 to 16 words, sometimes with a comma or a number."""
-    words = [rng.choice(WORDS) for _ in range(rng.randint(7, 16))]
+def prose_sentence(rng: random.Random, words: Sequence[str] = WORDS) -> str:
+    """One pseudo sentence of 7 to 16 of ``words``, sometimes with a comma or a number."""
+    chosen = [rng.choice(words) for _ in range(rng.randint(7, 16))]
     if rng.random() < 0.3:
-        words.insert(rng.randrange(1, len(words)), rng.choice(NUMBERS))
+        chosen.insert(rng.randrange(1, len(chosen)), rng.choice(NUMBERS))
     if rng.random() < 0.4:
-        words[rng.randrange(2, len(words) - 1)] += ","
-    words[0] = words[0].capitalize()
-    return " ".join(words) + rng.choice(".....!?")
+        chosen[rng.randrange(2, len(chosen) - 1)] += ","
+    chosen[0] = chosen[0].capitalize()
+    return " ".join(chosen) + rng.choice(".....!?")
 
 
 def require(condition: bool, message: str) -> None:

@@ -46,7 +46,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import NUMBERS, WORDS, InstantModel, machine_line, require, run_flags
+from _common import WORDS, InstantModel, machine_line, prose_sentence, require, run_flags
 
 from evidence_first import Evidence, ModelResponse, answer_from_evidence
 from evidence_first import estimate_tokens as default_estimate_tokens
@@ -76,17 +76,6 @@ MIXED = "mixed-script text"
 def vocabulary(kind: str) -> tuple[str, ...]:
     # Mixed: about three words in ten come from the other scripts.
     return WORDS if kind == ASCII else WORDS + OTHER_SCRIPTS
-
-
-def prose_sentence(rng: random.Random, words: Sequence[str]) -> str:
-    """One pseudo sentence of 7 to 16 words, sometimes with a comma or a number."""
-    chosen = [rng.choice(words) for _ in range(rng.randint(7, 16))]
-    if rng.random() < 0.3:
-        chosen.insert(rng.randrange(1, len(chosen)), rng.choice(NUMBERS))
-    if rng.random() < 0.4:
-        chosen[rng.randrange(2, len(chosen) - 1)] += ","
-    chosen[0] = chosen[0].capitalize()
-    return " ".join(chosen) + rng.choice(".....!?")
 
 
 def limit_sized_sources(count: int, kind: str) -> list[Evidence]:
