@@ -35,6 +35,7 @@ goes to stderr. ``--json`` also writes every result (status, codes, answer, cita
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -59,8 +60,9 @@ from evidence_first import (
     ReaderModel,
     answer_from_evidence,
 )
+from evidence_first._prompt import prompt_for
 from evidence_first.chat_completions import ChatCompletionsModel
-from evidence_first.local import LocalModel
+from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 
 DATA = Path(__file__).parent / "data" / "quality"
 MODES: tuple[CitationMode, ...] = get_args(CitationMode)
@@ -72,6 +74,7 @@ TIMEOUT_SECONDS = 300.0
 MAX_CONTEXT_TOKENS = 4096
 MODEL_ERROR = "model_error"
 KINDS = ("single", "two-source", "superseded", "contradicted", "unanswerable")
+SPLITS = ("tune", "report")
 
 Span = tuple[str, int, int]
 """A source ID and a half-open ``[start, end)`` range of its text."""
@@ -86,6 +89,7 @@ class Question:
     answerable: bool
     gold_answers: tuple[str, ...]
     gold_quotes: tuple[tuple[str, str], ...]
+    split: str
 
 
 def load_documents(path: Path = DATA / "documents.json") -> dict[str, Evidence]:
@@ -105,6 +109,7 @@ def load_questions(path: Path = DATA / "questions.json") -> list[Question]:
             answerable=item["answerable"],
             gold_answers=tuple(item["gold_answers"]),
             gold_quotes=tuple((gold["source_id"], gold["quote"]) for gold in item["gold_quotes"]),
+            split=item["split"],
         )
         for item in items
     ]
@@ -141,76 +146,95 @@ def supports_gold(check: CitationCheck, gold: Sequence[Span]) -> bool:
 
 @dataclass(frozen=True)
 class Outcome:
-    """One question answered in one mode."""
+    """One question answered in one mode, as the tables count it and ``--json`` stores it."""
 
-    question: Question
-    mode: CitationMode
+    id: str
+    kind: str
+    answerable: bool
+    mode: str
     status: str  # an AnswerStatus, or MODEL_ERROR
-    answer: EvidenceAnswer | None
-    gold: tuple[Span, ...]
+    correct: bool
+    reason_codes: tuple[str, ...]
+    produced: int  # citations the model produced (citation_checks)
+    verified: int
+    supporting: int  # verified citations overlapping a gold span
+    input_tokens: int | None
+    cached_input_tokens: int | None
+    output_tokens: int | None
     latency_s: float
-    error: str | None = None
+    detail: dict[str, Any]  # answer, citations, raw response: for reading, not counting
 
-    @property
-    def checks(self) -> tuple[CitationCheck, ...]:
-        return () if self.answer is None else self.answer.citation_checks
-
-    @property
-    def verified(self) -> list[CitationCheck]:
-        return [check for check in self.checks if check.verdict == "verified"]
-
-    @property
-    def supporting(self) -> list[CitationCheck]:
-        return [check for check in self.verified if supports_gold(check, self.gold)]
-
-    @property
-    def reason_codes(self) -> tuple[str, ...]:
-        return () if self.answer is None else self.answer.reason_codes
-
-    @property
-    def output_tokens(self) -> int | None:
-        usage = None if self.answer is None else self.answer.usage
-        return None if usage is None else usage.output_tokens
-
-    @property
-    def correct(self) -> bool:
-        if not self.question.answerable or self.answer is None or self.status != "answered":
-            return False
-        text = (self.answer.answer or "").casefold()
-        has_gold_answer = any(gold.casefold() in text for gold in self.question.gold_answers)
-        return has_gold_answer and bool(self.supporting)
+    @classmethod
+    def of(
+        cls,
+        question: Question,
+        mode: CitationMode,
+        answer: EvidenceAnswer | None,
+        gold: Sequence[Span],
+        latency_s: float,
+        error: str | None = None,
+    ) -> Outcome:
+        checks = () if answer is None else answer.citation_checks
+        verified = [check for check in checks if check.verdict == "verified"]
+        supporting = [check for check in verified if supports_gold(check, gold)]
+        usage = None if answer is None else answer.usage
+        status = MODEL_ERROR if answer is None else answer.status
+        text = "" if answer is None else (answer.answer or "")
+        correct = (
+            question.answerable
+            and status == "answered"
+            and any(g.casefold() in text.casefold() for g in question.gold_answers)
+            and bool(supporting)
+        )
+        return cls(
+            id=question.id,
+            kind=question.kind,
+            answerable=question.answerable,
+            mode=mode,
+            status=status,
+            correct=correct,
+            reason_codes=() if answer is None else answer.reason_codes,
+            produced=len(checks),
+            verified=len(verified),
+            supporting=len(supporting),
+            input_tokens=None if usage is None else usage.input_tokens,
+            cached_input_tokens=None if usage is None else usage.cached_input_tokens,
+            output_tokens=None if usage is None else usage.output_tokens,
+            latency_s=round(latency_s, 2),
+            detail={
+                "question": question.question,
+                "error": error,
+                "answer": None if answer is None else answer.answer,
+                "missing_evidence": [] if answer is None else list(answer.missing_evidence),
+                "citations": [_check_json(check, gold) for check in checks],
+                "raw_response": None if answer is None else answer.raw_response,
+            },
+        )
 
     def as_json(self) -> dict[str, Any]:
-        answer = self.answer
-        return {
-            "id": self.question.id,
-            "kind": self.question.kind,
-            "mode": self.mode,
-            "question": self.question.question,
-            "answerable": self.question.answerable,
-            "status": self.status,
-            "correct": self.correct,
-            "reason_codes": list(self.reason_codes),
-            "answer": None if answer is None else answer.answer,
-            "missing_evidence": [] if answer is None else list(answer.missing_evidence),
-            "citations": [self._check_json(check) for check in self.checks],
-            "output_tokens": self.output_tokens,
-            "latency_s": round(self.latency_s, 2),
-            "error": self.error,
-            "raw_response": None if answer is None else answer.raw_response,
-        }
+        record = dataclasses.asdict(self)
+        record["reason_codes"] = list(self.reason_codes)
+        return record
 
-    def _check_json(self, check: CitationCheck) -> dict[str, Any]:
-        return {
-            "path": check.path,
-            "source_id": check.source_id,
-            "quote": check.quote,
-            "verdict": check.verdict,
-            "code": check.code,
-            "passages": [] if check.citation is None else list(check.citation.passages),
-            "spans": [[start, end] for _, start, end in citation_spans(check)],
-            "overlaps_gold": supports_gold(check, self.gold),
-        }
+    @classmethod
+    def from_json(cls, record: dict[str, Any]) -> Outcome:
+        fields = {field.name for field in dataclasses.fields(cls)}
+        values = {name: record[name] for name in fields}
+        values["reason_codes"] = tuple(values["reason_codes"])
+        return cls(**values)
+
+
+def _check_json(check: CitationCheck, gold: Sequence[Span]) -> dict[str, Any]:
+    return {
+        "path": check.path,
+        "source_id": check.source_id,
+        "quote": check.quote,
+        "verdict": check.verdict,
+        "code": check.code,
+        "passages": [] if check.citation is None else list(check.citation.passages),
+        "spans": [[start, end] for _, start, end in citation_spans(check)],
+        "overlaps_gold": supports_gold(check, gold),
+    }
 
 
 def answer_one(
@@ -232,12 +256,33 @@ def answer_one(
         )
     except (AnswerTimeoutError, ModelCallError) as exc:
         latency = time.perf_counter() - start
-        return Outcome(question, mode, MODEL_ERROR, None, gold, latency, type(exc).__name__)
+        return Outcome.of(question, mode, None, gold, latency, type(exc).__name__)
     latency = time.perf_counter() - start
     if len(answer.used_source_ids) != len(sources):
         msg = f"{question.id}: not every source was sent ({answer.omissions})"
         raise RuntimeError(msg)
-    return Outcome(question, mode, answer.status, answer, gold, latency)
+    return Outcome.of(question, mode, answer, gold, latency)
+
+
+def run_key(model_line: str, mode: CitationMode) -> str:
+    """What a stored result must match to be reused: the model, the prompt and the limits."""
+    _, version = prompt_for(mode)
+    return f"{model_line} | {version} | max_output_tokens {MAX_OUTPUT_TOKENS}"
+
+
+def load_done(path: Path | None, keys: dict[CitationMode, str]) -> dict[tuple[str, str], Outcome]:
+    """Results a previous run stored in ``path`` (JSON Lines) for the same run key."""
+    done: dict[tuple[str, str], Outcome] = {}
+    if path is None or not path.exists():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        mode = record.get("mode")
+        if mode in keys and record.get("run_key") == keys[mode]:
+            done[(record["id"], mode)] = Outcome.from_json(record)
+    return done
 
 
 def run(
@@ -245,19 +290,37 @@ def run(
     modes: Sequence[CitationMode],
     documents: dict[str, Evidence],
     model: ReaderModel,
+    *,
+    model_line: str,
+    store: Path | None = None,
 ) -> dict[CitationMode, list[Outcome]]:
-    """Answer every question in every mode, alternating modes question by question."""
+    """Answer every question in every mode, alternating modes question by question.
+
+    With ``store``, each result is appended to it as a JSON line as soon as it is known, and
+    results already there for the same run key are reused, so a stopped run picks up where it
+    stopped.
+    """
+    keys = {mode: run_key(model_line, mode) for mode in modes}
+    done = load_done(store, keys)
     outcomes: dict[CitationMode, list[Outcome]] = {mode: [] for mode in modes}
     total = len(questions) * len(modes)
     for question in questions:
         for mode in modes:
-            outcome = answer_one(question, mode, documents, model)
+            outcome = done.get((question.id, mode))
+            reused = outcome is not None
+            if outcome is None:
+                outcome = answer_one(question, mode, documents, model)
+                if store is not None:
+                    with store.open("a", encoding="utf-8") as handle:
+                        record = {"run_key": keys[mode], **outcome.as_json()}
+                        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             outcomes[mode].append(outcome)
-            done = sum(len(runs) for runs in outcomes.values())
+            count = sum(len(runs) for runs in outcomes.values())
             verdict = " (correct)" if outcome.correct else ""
+            origin = " (stored)" if reused else ""
             print(
-                f"[{done}/{total}] {question.id} {mode}: {outcome.status}{verdict} "
-                f"{outcome.latency_s:.1f} s",
+                f"[{count}/{total}] {question.id} {mode}: {outcome.status}{verdict} "
+                f"{outcome.latency_s:.1f} s{origin}",
                 file=sys.stderr,
                 flush=True,
             )
@@ -277,34 +340,42 @@ def count_status(status: str) -> Callable[[list[Outcome]], str]:
 
 
 def answered_accuracy(outcomes: list[Outcome]) -> str:
-    answerable = [o for o in outcomes if o.question.answerable]
+    answerable = [o for o in outcomes if o.answerable]
     return share(sum(o.correct for o in answerable), len(answerable))
 
 
 def abstained(outcomes: list[Outcome]) -> str:
-    unanswerable = [o for o in outcomes if not o.question.answerable]
+    unanswerable = [o for o in outcomes if not o.answerable]
     ended = sum(o.status in ("insufficient_evidence", "invalid_response") for o in unanswerable)
     return share(ended, len(unanswerable))
 
 
 def abstained_exactly(outcomes: list[Outcome]) -> str:
-    unanswerable = [o for o in outcomes if not o.question.answerable]
+    unanswerable = [o for o in outcomes if not o.answerable]
     return share(sum(o.status == "insufficient_evidence" for o in unanswerable), len(unanswerable))
 
 
 def citation_validity(outcomes: list[Outcome]) -> str:
-    produced = sum(len(o.checks) for o in outcomes)
-    return share(sum(len(o.verified) for o in outcomes), produced)
+    produced = sum(o.produced for o in outcomes)
+    return share(sum(o.verified for o in outcomes), produced)
 
 
 def citation_support(outcomes: list[Outcome]) -> str:
-    answerable = [o for o in outcomes if o.question.answerable]
-    verified = sum(len(o.verified) for o in answerable)
-    return share(sum(len(o.supporting) for o in answerable), verified)
+    answerable = [o for o in outcomes if o.answerable]
+    verified = sum(o.verified for o in answerable)
+    return share(sum(o.supporting for o in answerable), verified)
 
 
 def median_output_tokens(outcomes: list[Outcome]) -> str:
     return median([o.output_tokens for o in outcomes if o.output_tokens is not None])
+
+
+def median_input_tokens(outcomes: list[Outcome]) -> str:
+    return median([o.input_tokens for o in outcomes if o.input_tokens is not None])
+
+
+def median_cached_tokens(outcomes: list[Outcome]) -> str:
+    return median([o.cached_input_tokens for o in outcomes if o.cached_input_tokens is not None])
 
 
 def median_latency(outcomes: list[Outcome]) -> str:
@@ -322,6 +393,8 @@ METRICS: tuple[tuple[str, Callable[[list[Outcome]], str]], ...] = (
     ("abstention: insufficient_evidence (unanswerable questions)", abstained_exactly),
     ("citation validity (verified / produced)", citation_validity),
     ("citation support (verified citations overlapping gold)", citation_support),
+    ("median prompt tokens", median_input_tokens),
+    ("median prompt tokens reused from the server's cache", median_cached_tokens),
     ("median output tokens", median_output_tokens),
     ("median latency per question (s)", median_latency),
 )
@@ -358,7 +431,7 @@ def kind_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
     for kind in KINDS:
         cells = []
         for runs in outcomes.values():
-            of_kind = [o for o in runs if o.question.kind == kind]
+            of_kind = [o for o in runs if o.kind == kind]
             cells.append(
                 abstained(of_kind) if kind == "unanswerable" else answered_accuracy(of_kind)
             )
@@ -368,13 +441,15 @@ def kind_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
     )
 
 
-def render(outcomes: dict[CitationMode, list[Outcome]], model_line: str, documents: int) -> str:
+def render(
+    outcomes: dict[CitationMode, list[Outcome]], model_line: str, documents: int, split: str
+) -> str:
     questions = next(iter(outcomes.values()))
-    answerable = sum(o.question.answerable for o in questions)
+    answerable = sum(o.answerable for o in questions)
     lines = [
         machine_line(),
         model_line,
-        f"Eval set: {len(questions)} questions ({answerable} answerable, "
+        f"Eval set: {len(questions)} questions of the {split} split ({answerable} answerable, "
         f"{len(questions) - answerable} unanswerable) over {documents} documents; "
         f"max_output_tokens {MAX_OUTPUT_TOKENS}, timeout {TIMEOUT_SECONDS:g} s, temperature 0.",
         "",
@@ -388,18 +463,24 @@ def render(outcomes: dict[CitationMode, list[Outcome]], model_line: str, documen
 
 
 @contextmanager
-def open_model(args: argparse.Namespace) -> Iterator[tuple[ReaderModel, str]]:
-    """The reader: any OpenAI-compatible endpoint, else the embedded local model."""
+def open_model(args: argparse.Namespace) -> Iterator[tuple[ReaderModel, str, str]]:
+    """The reader, its model line and its identity in run keys (no port: it changes).
+
+    Any OpenAI-compatible endpoint, else an embedded local model (the default reader).
+    """
     if args.base_url:
         api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
         model = ChatCompletionsModel(args.base_url, model=args.model, api_key=api_key)
-        yield model, f"Model: {args.model} at {args.base_url} (OpenAI-compatible chat completions)"
+        identity = f"{args.model} at {args.base_url}"
+        yield model, f"Model: {identity} (OpenAI-compatible chat completions)", identity
         return
-    with LocalModel() as local:
+    with LocalModel(args.local, threads=args.threads) as local:
+        identity = f"{local.title}, seed {local.seed}"
         yield (
             local,
-            f"Model: the embedded local model, {local.model_name} (Gemma 3 270M, Q4_K_M) on "
-            f"llama.cpp at {local.base_url}, seed {local.seed}",
+            f"Model: the embedded local model, {identity}, on llama.cpp at {local.base_url} "
+            f"with {local.threads} threads",
+            identity,
         )
 
 
@@ -421,10 +502,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="citation modes to compare, comma-separated (default: quote,passage)",
     )
     parser.add_argument(
+        "--split",
+        choices=[*SPLITS, "all"],
+        default="report",
+        help="which half of the set: tune (for developing prompts), report (the default: "
+        "what the README reports), or all",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help=f"the first {QUICK_QUESTIONS} questions only"
     )
     parser.add_argument("--limit", type=int, default=None, help="the first N questions only")
-    parser.add_argument("--json", type=Path, default=None, help="also write every result here")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        help="append each result to this JSON Lines file as it finishes, and reuse the "
+        "results already there for the same model, prompt version and limits",
+    )
+    parser.add_argument(
+        "--local",
+        default=DEFAULT_READER,
+        help=f"the embedded model: {', '.join(KNOWN_MODELS)} or a GGUF path "
+        f"(default {DEFAULT_READER})",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     parser.add_argument(
         "--base-url", help="an OpenAI-compatible API root; default: the embedded local model"
     )
@@ -445,15 +546,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     documents = load_documents()
-    questions = load_questions()
+    questions = [q for q in load_questions() if args.split in ("all", q.split)]
     limit = args.limit if args.limit is not None else QUICK_QUESTIONS if args.quick else None
     questions = questions[:limit]
-    with open_model(args) as (model, model_line):
-        outcomes = run(questions, args.modes, documents, model)
-    print(render(outcomes, model_line, len(documents)))
-    if args.json is not None:
-        results = [o.as_json() for runs in outcomes.values() for o in runs]
-        args.json.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    with open_model(args) as (model, model_line, identity):
+        outcomes = run(
+            questions, args.modes, documents, model, model_line=identity, store=args.json
+        )
+    print(render(outcomes, model_line, len(documents), args.split))
     return 0
 
 

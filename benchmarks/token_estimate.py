@@ -24,7 +24,7 @@ from _common import machine_line
 
 from evidence_first import Evidence, estimate_tokens
 from evidence_first._prompt import serialize_source
-from evidence_first.local import LocalModel
+from evidence_first.local import TINY_MODEL, LocalModel
 
 SAMPLES = Path(__file__).parent / "data" / "token_samples"
 WINDOWS = (60, 200, 800)
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer windows, for a smoke run")
     args = parser.parse_args(argv)
     print(f"{machine_line()}; reference = max(cl100k, Gemma 3)")
-    with LocalModel(context_tokens=4096) as local:
+    with LocalModel(TINY_MODEL, context_tokens=4096) as local:
         gemma_cache: dict[str, int] = {}
 
         def gemma(text: str) -> int:

@@ -1,4 +1,4 @@
-"""Fixtures shared by every test folder: the embedded local model and the cassette setup.
+"""Fixtures shared by every test folder: the embedded local models and the cassette setup.
 
 Cassette tests replay HTTP exchanges recorded from the local model server (and from a loopback
 stub that answers with provider errors). They replay with ``record_mode="none"`` by default;
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from evidence_first import EvidenceAnswer
-from evidence_first.local import LocalModel
+from evidence_first.local import DEFAULT_READER, TINY_MODEL, LocalModel
 
 CASSETTES = Path(__file__).parent / "cassettes"
 # During replay no server runs; vcrpy answers every request. Nothing listens on port 9.
@@ -34,11 +35,78 @@ SECRET_HEADERS = [
 ]
 
 
+class ModelSlot:
+    """At most one local model server at a time: asking for another model stops the current one.
+
+    Two llama.cpp servers on two cores slow each other down badly, so the session keeps one
+    slot; tests are ordered (below) so that each model starts once.
+    """
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._current: LocalModel | None = None
+
+    def _say(self, line: str) -> None:
+        reporter = self._config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line)
+
+    def get(self, name: str) -> LocalModel:
+        """The running server of model ``name``, started (and any other stopped) if needed."""
+        current = self._current
+        if current is not None and current.model_name == name and current.running:
+            return current
+        self.stop()
+        model = LocalModel(name)
+        self._say(f"[live] starting {model.title} on llama.cpp (one server at a time)")
+        started = time.monotonic()
+        self._current = model.start()
+        self._say(f"[live] {model.title} ready in {time.monotonic() - started:.0f} s")
+        return self._current
+
+    def stop(self) -> None:
+        """Stop the running server, if any, so a test can start its own."""
+        if self._current is not None:
+            self._current.stop()
+            self._current = None
+
+
 @pytest.fixture(scope="session")
-def local_model() -> Iterator[LocalModel]:
-    """The embedded local model, started once per session and stopped at its end."""
-    with LocalModel() as model:
-        yield model
+def model_slot(pytestconfig: pytest.Config) -> Iterator[ModelSlot]:
+    slot = ModelSlot(pytestconfig)
+    yield slot
+    slot.stop()
+
+
+@pytest.fixture
+def local_model(model_slot: ModelSlot) -> LocalModel:
+    """The default reader (``DEFAULT_READER``): for tests whose point is a real answer."""
+    return model_slot.get(DEFAULT_READER)
+
+
+@pytest.fixture
+def tiny_model(model_slot: ModelSlot) -> LocalModel:
+    """The tiny model (``TINY_MODEL``): fast, for plumbing tests that assert invariants only."""
+    return model_slot.get(TINY_MODEL)
+
+
+@pytest.fixture
+def no_model_server(model_slot: ModelSlot) -> None:
+    """For a test that starts a model server of its own: none of the session's is running."""
+    model_slot.stop()
+
+
+# Offline tests first, then the tiny model's, then the reader's, then those that start servers
+# of their own: each model starts once, and the fast feedback comes first.
+_ORDER = ("tiny_model", "local_model", "no_model_server")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        names = getattr(item, "fixturenames", ())
+        return next((n + 1 for n, name in enumerate(_ORDER) if name in names), 0)
+
+    items.sort(key=rank)
 
 
 def _skip_server_probes(request: Any) -> Any:
@@ -76,7 +144,7 @@ def model_base_url(recording: bool, request: pytest.FixtureRequest) -> str:
     recording, a placeholder when replaying."""
     if not recording:
         return REPLAY_BASE_URL
-    model: LocalModel = request.getfixturevalue("local_model")
+    model: LocalModel = request.getfixturevalue("tiny_model")
     return model.base_url
 
 

@@ -40,15 +40,15 @@ def _tables(output: str) -> list[list[list[str]]]:
 
 @pytest.mark.live
 def test_quality_quick_run_prints_both_modes_side_by_side(
-    local_model, capsys, tmp_path, load_benchmark
+    tiny_model, capsys, tmp_path, load_benchmark
 ):
     results = tmp_path / "results.json"
-    argv = ["--quick", "--base-url", local_model.base_url, "--model", local_model.model_name]
+    argv = ["--quick", "--base-url", tiny_model.base_url, "--model", tiny_model.model_name]
     assert load_benchmark("quality").main([*argv, "--json", str(results)]) == 0
 
     output = capsys.readouterr().out
     assert output.startswith("Python ")
-    assert f"Model: {local_model.model_name} at {local_model.base_url}" in output
+    assert f"Model: {tiny_model.model_name} at {tiny_model.base_url}" in output
     metrics, codes, kinds = _tables(output)
 
     assert metrics[0] == ["metric", *MODES]

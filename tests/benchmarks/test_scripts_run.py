@@ -24,7 +24,7 @@ def test_core_overhead_prints_its_table(capsys, load_benchmark):
 
 
 @pytest.mark.live
-def test_token_estimate_prints_its_table(capsys, load_benchmark):
+def test_token_estimate_prints_its_table(no_model_server, capsys, load_benchmark):
     assert load_benchmark("token_estimate").main(["--quick"]) == 0
     rows = _table_rows(capsys.readouterr().out)
     assert [row[0] for row in rows] == ["English prose", "Python code", "Chinese text"]

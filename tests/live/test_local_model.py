@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evidence_first.local import LocalModel
+from evidence_first.local import TINY_MODEL, LocalModel
 
 
 def _listening_addresses(port: int) -> set[str]:
@@ -25,15 +25,15 @@ def _listening_addresses(port: int) -> set[str]:
     return addresses
 
 
-def test_the_server_listens_on_loopback_only(local_model):
-    assert local_model.host == "127.0.0.1"
-    assert local_model.base_url.startswith("http://127.0.0.1:")
+def test_the_server_listens_on_loopback_only(tiny_model):
+    assert tiny_model.host == "127.0.0.1"
+    assert tiny_model.base_url.startswith("http://127.0.0.1:")
     # 0100007F is 127.0.0.1 in /proc's little-endian hex; 00000000 would be every interface.
-    assert _listening_addresses(local_model.port) == {"0100007F"}
+    assert _listening_addresses(tiny_model.port) == {"0100007F"}
 
 
-def test_the_server_stops_when_the_context_exits_even_on_error():
-    model = LocalModel(context_tokens=2048)
+def test_the_server_stops_when_the_context_exits_even_on_error(no_model_server):
+    model = LocalModel(TINY_MODEL, context_tokens=2048)
     seen: dict[str, object] = {}
 
     def fail_inside() -> None:
@@ -50,5 +50,5 @@ def test_the_server_stops_when_the_context_exits_even_on_error():
         assert probe.connect_ex(("127.0.0.1", port)) != 0
 
 
-def test_tokenize_uses_the_models_own_tokenizer(local_model):
-    assert 0 < len(local_model.tokenize("The launch moved to June 15.")) < 20
+def test_tokenize_uses_the_models_own_tokenizer(tiny_model):
+    assert 0 < len(tiny_model.tokenize("The launch moved to June 15.")) < 20

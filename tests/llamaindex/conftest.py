@@ -102,8 +102,8 @@ def retriever(index: SummaryIndex) -> BM25Retriever:
 
 
 def sources_in(user_message: str) -> list[dict[str, Any]]:
-    """The sources array the core put at the end of the user message."""
-    return json.loads(user_message[user_message.index("\n[\n") + 1 :])
+    """The sources array the core put in the user message."""
+    return json.JSONDecoder().raw_decode(user_message, user_message.index("\n[\n") + 1)[0]
 
 
 def _cite(source: dict[str, Any], quote: str) -> dict[str, Any] | None:

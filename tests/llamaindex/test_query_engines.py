@@ -432,4 +432,4 @@ def test_node_postprocessors_run_before_answering(retriever, fake_openai):
 def _sources_sent(fake_openai) -> list[dict]:
     (body,) = fake_openai.bodies
     user = body["messages"][1]["content"]
-    return json.loads(user[user.index("\n[\n") + 1 :])
+    return json.JSONDecoder().raw_decode(user, user.index("\n[\n") + 1)[0]

@@ -190,10 +190,15 @@ class PromptBudget(_Frozen):
 
 
 class TokenUsage(_Frozen):
-    """Tokens the provider reports for the call, when it reports them."""
+    """Tokens the provider reports for the call, when it reports them.
+
+    ``cached_input_tokens`` is the part of the input the provider took from its prompt cache
+    (OpenAI's and llama.cpp's ``usage.prompt_tokens_details.cached_tokens``).
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    cached_input_tokens: int | None = None
 
 
 class EvidenceAnswer(_Frozen):

@@ -15,6 +15,7 @@ from typing import Any
 from evidence_first._answer import TokenUsage
 from evidence_first._errors import ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
+from evidence_first._prompt import branch_on_answer
 
 __all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
 
@@ -22,8 +23,16 @@ SCHEMA_NAME = "evidence_ledger"
 """The name given to the ledger schema in an OpenAI ``json_schema`` response format."""
 
 
-def chat_completions_body(request: ModelRequest, *, model: str, seed: int | None) -> dict[str, Any]:
-    """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output."""
+def chat_completions_body(
+    request: ModelRequest, *, model: str, seed: int | None, branched: bool = False
+) -> dict[str, Any]:
+    """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output.
+
+    With ``branched``, the schema sent is :func:`~evidence_first._prompt.branch_on_answer` of
+    the request's: a top-level ``anyOf`` that llama.cpp's grammars enforce but OpenAI's strict
+    structured outputs reject.
+    """
+    schema = branch_on_answer(request.json_schema) if branched else request.json_schema
     body: dict[str, Any] = {
         "model": model,
         "messages": [
@@ -34,7 +43,7 @@ def chat_completions_body(request: ModelRequest, *, model: str, seed: int | None
         "temperature": request.temperature,
         "response_format": {
             "type": "json_schema",
-            "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+            "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
         },
         "stream": False,
     }
@@ -51,6 +60,10 @@ class ChatCompletionsModel:
         model: The model name to send.
         api_key: Sent as a bearer token when given. Never logged or put in errors.
         seed: A sampling seed, for providers that honour one.
+        branched_schema: Send the ledger schema as two branches, answered or abstained
+            (:func:`~evidence_first._prompt.branch_on_answer`), for servers whose grammars
+            enforce ``anyOf`` at the top level, such as llama.cpp. Off by default: OpenAI's
+            strict structured outputs reject a top-level ``anyOf``.
     """
 
     def __init__(
@@ -60,10 +73,12 @@ class ChatCompletionsModel:
         model: str = "default",
         api_key: str | None = None,
         seed: int | None = None,
+        branched_schema: bool = False,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.seed = seed
+        self.branched_schema = branched_schema
         self._api_key = api_key
 
     def __repr__(self) -> str:
@@ -79,7 +94,9 @@ class ChatCompletionsModel:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        body = chat_completions_body(request, model=self.model, seed=self.seed)
+        body = chat_completions_body(
+            request, model=self.model, seed=self.seed, branched=self.branched_schema
+        )
         http_request = urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode("utf-8"),
@@ -90,6 +107,7 @@ class ChatCompletionsModel:
             with urllib.request.urlopen(http_request, timeout=request.timeout) as reply:
                 payload = json.loads(reply.read())
         except urllib.error.HTTPError as exc:
+            exc.close()  # the error holds the open response
             msg = f"the endpoint answered HTTP {exc.code}"
             raise ModelCallError(msg, cause_type="urllib.error.HTTPError") from exc
         return _parse_reply(payload)
@@ -108,11 +126,14 @@ def _parse_reply(payload: Any) -> ModelResponse:
         msg = "the endpoint's reply is not a chat completion"
         raise ModelCallError(msg, cause_type=type(exc).__qualname__) from exc
     usage = payload.get("usage") or {}
+    details = usage.get("prompt_tokens_details") or {}
     return ModelResponse(
         text=text or "",
         tool_calls=tool_calls,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=TokenUsage(
-            input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens")
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            cached_input_tokens=details.get("cached_tokens"),
         ),
     )

