@@ -14,6 +14,7 @@ from evidence_first import Evidence
 
 DATA = Path(__file__).parents[2] / "benchmarks" / "data" / "quality"
 KINDS = {"single", "two-source", "superseded", "contradicted", "unanswerable"}
+SPLITS = {"tune", "report"}
 DOCUMENT_KEYS = {"id", "text", "speaker", "observed_at", "status"}
 QUESTION_KEYS = {
     "id",
@@ -23,6 +24,7 @@ QUESTION_KEYS = {
     "answerable",
     "gold_answers",
     "gold_quotes",
+    "split",
 }
 
 
@@ -36,9 +38,9 @@ QUESTIONS = _load("questions.json", "questions")
 TEXTS = {document["id"]: document["text"] for document in DOCUMENTS}
 
 
-def test_the_set_has_at_least_20_documents_and_40_questions():
+def test_the_set_has_at_least_20_documents_and_90_questions():
     assert len(DOCUMENTS) >= 20
-    assert len(QUESTIONS) >= 40
+    assert len(QUESTIONS) >= 90
 
 
 def test_ids_are_unique():
@@ -74,6 +76,7 @@ def test_each_question_sends_2_to_4_distinct_existing_sources(question):
     assert set(question) == QUESTION_KEYS
     assert question["question"].strip()
     assert question["kind"] in KINDS
+    assert question["split"] in SPLITS
     assert 2 <= len(question["sources"]) <= 4
     assert len(set(question["sources"])) == len(question["sources"])
     assert all(source_id in TEXTS for source_id in question["sources"])
@@ -113,6 +116,14 @@ def test_every_kind_is_present_more_than_once():
     assert min(kinds.values()) >= 2
 
 
+@pytest.mark.parametrize("split", sorted(SPLITS))
+def test_each_split_has_at_least_4_questions_of_every_kind(split):
+    assert {question["split"] for question in QUESTIONS} == SPLITS
+    kinds = Counter(question["kind"] for question in QUESTIONS if question["split"] == split)
+    assert set(kinds) == KINDS
+    assert min(kinds.values()) >= 4, kinds
+
+
 def test_two_source_questions_have_gold_quotes_in_two_sources():
     for question in QUESTIONS:
         if question["kind"] == "two-source":
@@ -128,5 +139,7 @@ def test_superseded_and_contradicted_questions_send_that_evidence_and_its_curren
             assert {status, "current"} <= sent, question["id"]
 
 
-def test_the_quick_subset_covers_four_kinds():
-    assert len({question["kind"] for question in QUESTIONS[:4]}) == 4
+@pytest.mark.parametrize("split", sorted(SPLITS))
+def test_the_quick_subset_of_each_split_covers_four_kinds(split):
+    in_split = [question for question in QUESTIONS if question["split"] == split]
+    assert len({question["kind"] for question in in_split[:4]}) == 4
