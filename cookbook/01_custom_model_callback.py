@@ -5,7 +5,8 @@ and want verified citations from ``answer_from_evidence``.
 
 Shows: a reader class of about 20 lines that maps a ``ModelRequest`` onto the ``openai``
 client: one call, no retries, the request's timeout, output limit, temperature and JSON schema.
-Here it points at the embedded local model; give it any ``base_url`` and ``model`` instead.
+Here it points at the embedded default reader (Qwen2.5-Coder-1.5B-Instruct on llama.cpp);
+give it any ``base_url`` and ``model`` instead.
 
 Run: ``uv run python cookbook/01_custom_model_callback.py``
 """
@@ -74,13 +75,13 @@ SOURCES = [
 
 
 def main(local: LocalModel | None = None) -> EvidenceAnswer:
-    """Answer one question with the given local model, or start one for the run."""
+    """Answer one question with the given local model, or start the default reader."""
     if local is None:
         with LocalModel() as started:
             return main(started)
     client = OpenAI(base_url=local.base_url, api_key="unused")
     reader = OpenAIReader(client, model=local.model_name)
-    # On a busy CPU the small model can take minutes: a modest output, the longest timeout.
+    # On a busy CPU a local model can take minutes: a modest output, the longest timeout.
     answer = answer_from_evidence(
         "When is the launch?", SOURCES, reader, max_output_tokens=512, timeout=300
     )

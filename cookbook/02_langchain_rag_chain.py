@@ -5,8 +5,8 @@ citation is checked against the retrieved documents.
 
 Shows: a ``BaseRetriever`` over the maintained ``bm25s`` package (lexical, offline, no torch),
 the chain ``{"question": ..., "sources": retriever} | EvidenceAnswerer(llm=ChatOpenAI(...))``,
-and ``to_content_blocks`` for chat UIs. ``ChatOpenAI`` points at the embedded local model; any
-chat model works the same way.
+and ``to_content_blocks`` for chat UIs. ``ChatOpenAI`` points at the embedded default reader
+(Qwen2.5-Coder-1.5B-Instruct on llama.cpp); any chat model works the same way.
 
 Run: ``uv run python cookbook/02_langchain_rag_chain.py``
 """
@@ -77,16 +77,17 @@ DOCUMENTS = [
 
 
 def main(local: LocalModel | None = None) -> EvidenceAnswer:
-    """Run the chain with the given local model, or start one for the run."""
+    """Run the chain with the given local model, or start the default reader for the run."""
     if local is None:
         with LocalModel() as started:
             return main(started)
     retriever = BM25Retriever(documents=DOCUMENTS, k=2)
     llm = ChatOpenAI(base_url=local.base_url, api_key="unused", model=local.model_name)
-    # On a busy CPU the small model can take minutes: a modest output, the longest timeout.
+    # On a busy CPU a local model can take minutes: a modest output, the longest timeout.
     answerer = EvidenceAnswerer(llm=llm, max_output_tokens=512, timeout=300)
     chain = {"question": RunnablePassthrough(), "sources": retriever} | answerer
     # The same chain in one call: EvidenceAnswerer.from_retriever(retriever, llm=llm)
+    # Without llm=, EvidenceAnswerer() uses the default reader: langchain-evidence-first[local].
 
     answer = chain.invoke("When is the launch?")
     print(answer)  # status, answer, facts with verified spans, omissions, or reason codes

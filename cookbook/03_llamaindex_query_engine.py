@@ -5,7 +5,8 @@ nodes, and of the original documents the nodes were cut from.
 
 Shows: documents split into nodes, an index over them, ``BM25Retriever`` from
 ``llama-index-retrievers-bm25`` (lexical, offline, no torch), and ``EvidenceQueryEngine`` with
-``OpenAILike`` pointed at the embedded local model; any chat LLM works the same way.
+``OpenAILike`` pointed at the embedded default reader (Qwen2.5-Coder-1.5B-Instruct on
+llama.cpp); any chat LLM works the same way.
 
 Run: ``uv run python cookbook/03_llamaindex_query_engine.py``
 """
@@ -45,7 +46,7 @@ DOCUMENTS = [
 
 
 def main(local: LocalModel | None = None) -> Response:
-    """Query the index with the given local model, or start one for the run."""
+    """Query the index with the given local model, or start the default reader for the run."""
     if local is None:
         with LocalModel() as started:
             return main(started)
@@ -64,8 +65,13 @@ def main(local: LocalModel | None = None) -> Response:
         api_key="unused",
         is_chat_model=True,  # required: the call sends system and user chat messages
     )
-    # On a busy CPU the small model can take minutes: a modest output, the longest timeout.
+    # On a busy CPU a local model can take minutes: a modest output, the longest timeout.
     engine = EvidenceQueryEngine.from_args(retriever, llm=llm, max_output_tokens=512, timeout=300)
+    # Or the LlamaIndex convention: set Settings.llm once and leave llm out, since
+    # from_args(retriever) with llm=None uses Settings.llm:
+    #     from llama_index.core import Settings
+    #     Settings.llm = llm
+    #     engine = EvidenceQueryEngine.from_args(retriever, max_output_tokens=512, timeout=300)
 
     response = engine.query("When is the launch?")
     assert isinstance(response, Response)  # not a streaming response

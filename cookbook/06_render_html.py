@@ -5,9 +5,9 @@ For: anyone who shows answers to people: a report, an internal tool, a review qu
 Shows: ``render_html`` in a standalone page, written to the file named on the command line
 (default: a temporary file). Each citation's exact span is in a ``<mark>`` inside an excerpt of
 its source; all source text and model output is escaped. The answer uses passage mode, where
-the model cites labeled passages instead of copying quotes: small models verify more often that
-way. A rejected answer shows its reason codes instead. A verified citation proves the span is
-in the source, not that it supports the answer.
+the model cites labeled passages instead of copying quotes: the embedded reader verifies more
+often that way. A rejected answer shows its reason codes instead. A verified citation proves
+the span is in the source, not that it supports the answer.
 
 Run: ``uv run python cookbook/06_render_html.py [answer.html]``
 """
@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None, model: ReaderModel | None = None) ->
 
     Args:
         argv: Command-line arguments; ``None`` reads ``sys.argv``.
-        model: Any reader, such as a running ``LocalModel``; ``None`` starts the local model.
+        model: Any reader, such as a running ``LocalModel``; ``None`` starts the default reader.
     """
     parser = argparse.ArgumentParser(description="Render an answer as an HTML page.")
     parser.add_argument("output", nargs="?", type=Path, help="HTML file (default: a temp file)")

@@ -1,7 +1,7 @@
 """Re-record every cassette: the local-model exchanges and the crafted provider errors.
 
 Run from the workspace root: ``uv run python tests/record_cassettes.py``. It starts the
-embedded local model (and a loopback stub for HTTP errors) and rewrites every test marked
+embedded tiny model (and a loopback stub for HTTP errors) and rewrites every test marked
 ``@pytest.mark.vcr``. Review the diff of ``tests/cassettes/`` before committing.
 """
 

@@ -69,3 +69,18 @@ def test_scale_prints_the_pack_and_verify_scenarios(capsys, load_benchmark):
     # (a) offers sources larger than the budget: all omitted. (b) sends all and verifies all.
     assert [row[2:6] for row in rows] == [["4", "0", "4", "0"]] * 2 + [["8", "8", "0", "32"]] * 2
     assert all(row[-1] in {"yes", "NO"} for row in rows)
+
+
+@pytest.mark.live
+def test_local_model_prints_one_row_per_model(no_model_server, capsys, load_benchmark):
+    assert load_benchmark("local_model").main(["--quick", "--models", "gemma-3-270m"]) == 0
+    output = capsys.readouterr().out
+    assert output.startswith("Python ")
+    (row,) = [line for line in output.splitlines() if line.startswith("| Gemma")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert len(cells) == 8
+    assert float(cells[2]) > 0  # start seconds
+    assert int(cells[3]) > 100  # the whole prompt was read
+    assert float(cells[4]) > 0
+    assert float(cells[5]) > 0
+    assert int(cells[6]) > 100  # the next question reused the cached system prompt

@@ -1,6 +1,6 @@
 """Every cookbook recipe runs, and does what its header promises.
 
-Recipes that need a model share the session's local model (``live``); they assert invariants,
+Recipes that need a model run on the session's tiny model (``live``); they assert invariants,
 never the model's wording. Recipes 4 and 5 use instant stand-in models and run offline.
 """
 

@@ -84,6 +84,12 @@ class ChatCompletionsModel:
     def __repr__(self) -> str:
         return f"ChatCompletionsModel(base_url={self.base_url!r}, model={self.model!r})"
 
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body :meth:`generate` posts for ``request``."""
+        return chat_completions_body(
+            request, model=self.model, seed=self.seed, branched=self.branched_schema
+        )
+
     def generate(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the message text, finish reason, tool calls and usage.
 
@@ -94,9 +100,7 @@ class ChatCompletionsModel:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        body = chat_completions_body(
-            request, model=self.model, seed=self.seed, branched=self.branched_schema
-        )
+        body = self.body(request)
         http_request = urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode("utf-8"),

@@ -283,6 +283,11 @@ class LocalModel:
         return self._process is not None and self._process.poll() is None
 
     @property
+    def pid(self) -> int | None:
+        """The server process's ID while it runs (the server runs in a child process)."""
+        return self._process.pid if self._process is not None else None
+
+    @property
     def host(self) -> str:
         """The address the server listens on: always loopback."""
         return HOST
@@ -393,12 +398,17 @@ class LocalModel:
             self._log = None
         self._port = None
 
-    def generate(self, request: ModelRequest) -> ModelResponse:
-        """Read evidence with the local model: one request, no retries."""
+    @property
+    def reader(self) -> ChatCompletionsModel:
+        """The client that sends this server its requests (its ``body()`` shows one)."""
         if self._reader is None:
             msg = "the local model is not running; use it inside a with block"
             raise LocalModelError(msg)
-        return self._reader.generate(request)
+        return self._reader
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        """Read evidence with the local model: one request, no retries."""
+        return self.reader.generate(request)
 
     def tokenize(self, text: str) -> list[int]:
         """Tokenize ``text`` with the model's own tokenizer (llama.cpp ``/tokenize``)."""
