@@ -46,7 +46,8 @@ class ModelSlot:
         self._config = config
         self._current: LocalModel | None = None
 
-    def _say(self, line: str) -> None:
+    def say(self, line: str) -> None:
+        """Print a progress line on the terminal, past pytest's capture."""
         reporter = self._config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             reporter.write_line(line)
@@ -58,10 +59,10 @@ class ModelSlot:
             return current
         self.stop()
         model = LocalModel(name)
-        self._say(f"[live] starting {model.title} on llama.cpp (one server at a time)")
+        self.say(f"[live] starting {model.title} on llama.cpp (one server at a time)")
         started = time.monotonic()
         self._current = model.start()
-        self._say(f"[live] {model.title} ready in {time.monotonic() - started:.0f} s")
+        self.say(f"[live] {model.title} ready in {time.monotonic() - started:.0f} s")
         return self._current
 
     def stop(self) -> None:

@@ -18,6 +18,8 @@ METRICS = [
     "abstention: insufficient_evidence (unanswerable questions)",
     "citation validity (verified / produced)",
     "citation support (verified citations overlapping gold)",
+    "median prompt tokens",
+    "median prompt tokens reused from the server's cache",
     "median output tokens",
     "median latency per question (s)",
 ]
@@ -42,13 +44,14 @@ def _tables(output: str) -> list[list[list[str]]]:
 def test_quality_quick_run_prints_both_modes_side_by_side(
     tiny_model, capsys, tmp_path, load_benchmark
 ):
-    results = tmp_path / "results.json"
+    results = tmp_path / "results.jsonl"
     argv = ["--quick", "--base-url", tiny_model.base_url, "--model", tiny_model.model_name]
     assert load_benchmark("quality").main([*argv, "--json", str(results)]) == 0
 
     output = capsys.readouterr().out
     assert output.startswith("Python ")
     assert f"Model: {tiny_model.model_name} at {tiny_model.base_url}" in output
+    assert "questions of the report split" in output
     metrics, codes, kinds = _tables(output)
 
     assert metrics[0] == ["metric", *MODES]
@@ -69,9 +72,10 @@ def test_quality_quick_run_prints_both_modes_side_by_side(
         "unanswerable",
     ]
 
-    records = json.loads(results.read_text(encoding="utf-8"))
+    records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
+    first_report = ["q46", "q47", "q48", "q49"]
     assert sorted((r["mode"], r["id"]) for r in records) == sorted(
-        (mode, f"q0{n}") for mode in MODES for n in range(1, 5)
+        (mode, question) for mode in MODES for question in first_report
     )
     for record in records:
         assert record["status"] in {
@@ -80,4 +84,33 @@ def test_quality_quick_run_prints_both_modes_side_by_side(
             "invalid_response",
             "model_error",
         }
-        assert all(c["verdict"] in {"verified", "rejected"} for c in record["citations"])
+        assert all(c["verdict"] in {"verified", "rejected"} for c in record["detail"]["citations"])
+
+
+def test_a_stopped_run_picks_up_where_it_stopped(capsys, tmp_path, load_benchmark):
+    quality = load_benchmark("quality")
+    ledger = json.dumps({"facts": [], "answer": None, "inference": None, "missing_evidence": ["x"]})
+    calls: list[str] = []
+
+    class Abstaining:
+        def generate(self, request):
+            calls.append(request.user)
+            return ledger
+
+    documents = quality.load_documents()
+    questions = [q for q in quality.load_questions() if q.split == "report"][:3]
+    store = tmp_path / "results.jsonl"
+    run = quality.run
+    first = run(questions[:2], ["passage"], documents, Abstaining(), model_line="m", store=store)
+    assert len(calls) == 2
+    assert len(store.read_text().splitlines()) == 2
+
+    again = run(questions, ["passage"], documents, Abstaining(), model_line="m", store=store)
+    assert len(calls) == 3  # only the third question was asked
+    assert again["passage"][:2] == first["passage"]
+    assert len(store.read_text().splitlines()) == 3
+
+    other = run(questions[:1], ["passage"], documents, Abstaining(), model_line="n", store=store)
+    assert len(calls) == 4  # another model's results are not reused
+    assert other["passage"][0].status == "insufficient_evidence"
+    assert "(stored)" in capsys.readouterr().err

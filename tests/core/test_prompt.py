@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta, timezone
 
+import jsonschema
 import pytest
 
 from evidence_first import (
@@ -13,6 +14,8 @@ from evidence_first import (
     Evidence,
     answer_from_evidence,
 )
+from evidence_first._prompt import branch_on_answer, build_json_schema
+from evidence_first.chat_completions import ChatCompletionsModel
 
 SECRET = "sk-live-51H8yTOPSECRET"
 
@@ -213,3 +216,78 @@ def test_general_schema_is_exported_without_an_enum():
     assert "enum" not in citation["items"]["properties"]["source_id"]
     assert LEDGER_JSON_SCHEMA["properties"]["facts"]["maxItems"] == 32
     assert citation["maxItems"] == 8
+
+
+# The local reader's two-branch schema: "an answer xor missing evidence" made structural.
+
+FACT = {
+    "subject": "the launch",
+    "relation": "moved to",
+    "object": "June 15",
+    "citations": [{"source_id": "a", "quote": "The launch moved to June 15."}],
+}
+
+
+def _branched() -> dict:
+    return branch_on_answer(
+        build_json_schema(["a"], max_output_tokens=512, knowledge="evidence-only")
+    )
+
+
+@pytest.mark.parametrize(
+    "ledger",
+    [
+        {"missing_evidence": [], "facts": [FACT], "answer": "June 15", "inference": None},
+        {"missing_evidence": ["the date"], "facts": [], "answer": None, "inference": None},
+        {"missing_evidence": ["the year"], "facts": [FACT], "answer": None, "inference": None},
+    ],
+    ids=["answered", "abstained", "abstained-with-partial-facts"],
+)
+def test_the_branched_schema_accepts_each_consistent_ledger_in_exactly_one_branch(ledger):
+    schema = _branched()
+    jsonschema.validate(ledger, schema)
+    matches = [jsonschema.Draft202012Validator(b).is_valid(ledger) for b in schema["anyOf"]]
+    assert matches.count(True) == 1
+
+
+@pytest.mark.parametrize(
+    "ledger",
+    [
+        {"missing_evidence": ["x"], "facts": [FACT], "answer": "June 15", "inference": None},
+        {"missing_evidence": [], "facts": [], "answer": None, "inference": None},
+        {"missing_evidence": [], "facts": [], "answer": "June 15", "inference": None},
+        {"missing_evidence": [], "facts": [FACT], "answer": "", "inference": None},
+        {"missing_evidence": [], "facts": [FACT], "answer": "June 15", "inference": "maybe"},
+    ],
+    ids=["both", "neither", "answer-without-facts", "blank-answer", "inference"],
+)
+def test_the_branched_schema_rules_out_inconsistent_ledgers(ledger):
+    assert not jsonschema.Draft202012Validator(_branched()).is_valid(ledger)
+
+
+def test_the_branched_schema_keeps_every_bound_and_puts_the_decision_first():
+    plain = build_json_schema(["a"], max_output_tokens=512, knowledge="evidence-only")
+    for branch in _branched()["anyOf"]:
+        assert next(iter(branch["properties"])) == "missing_evidence"
+        assert branch["required"] == plain["required"]
+        assert branch["additionalProperties"] is False
+        assert branch["properties"]["facts"]["items"] == plain["properties"]["facts"]["items"]
+        assert branch["properties"]["facts"]["maxItems"] == plain["properties"]["facts"]["maxItems"]
+
+
+def test_only_a_branched_chat_completions_model_sends_the_branches():
+    captured = []
+
+    class Capture:
+        def generate(self, request):
+            captured.append(request)
+            return "{}"
+
+    answer_from_evidence("q?", [Evidence(id="a", text="t")], Capture())
+    (request,) = captured
+    plain = ChatCompletionsModel("http://127.0.0.1:9/v1").body(request)
+    branched = ChatCompletionsModel("http://127.0.0.1:9/v1", branched_schema=True).body(request)
+    assert plain["response_format"]["json_schema"]["schema"] == request.json_schema
+    assert branched["response_format"]["json_schema"]["schema"] == branch_on_answer(
+        request.json_schema
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import pytest
@@ -19,8 +20,11 @@ QUESTION_LINE = re.compile(r"^\[(\d+)/(\d+)\] (.+?)  \[(quote|passage) mode\]")
 def demo(model_slot) -> tuple[int, str]:
     """One run of ``evidence-first demo``, as a user runs it: its exit status and output."""
     model_slot.stop()  # the demo starts its own servers, one at a time
+    model_slot.say("[live] running `evidence-first demo` (a few minutes on a busy 2-core machine)")
+    started = time.monotonic()
     command = [sys.executable, "-m", "evidence_first.cli", "demo"]
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=1200)
+    model_slot.say(f"[live] the demo took {time.monotonic() - started:.0f} s")
     return result.returncode, result.stdout
 
 

@@ -30,7 +30,6 @@ from evidence_first._model import ReaderModel
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import (
     DEFAULT_READER,
-    INSTALL_HINT,
     KNOWN_MODELS,
     TINY_MODEL,
     LocalModel,
@@ -223,7 +222,14 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
     reader = LocalModel(args.model)
     items = corpus["questions"]
     tours = [item for item in items if not item.get("tiny")]
-    rejections = [item for item in items if item.get("tiny")]
+    # The last questions go to the tiny model, to show what the verifier rejects.
+    rejections = [item for item in items if item.get("tiny")] if args.rejection else []
+    if rejections and not is_installed(TINY_MODEL):
+        say(
+            "(Skipping what the verifier rejects, shown on the tiny model: install it with "
+            f"{KNOWN_MODELS[TINY_MODEL].install_hint}.)"
+        )
+        rejections = []
     if not args.json:
         out.write(
             f"evidence-first demo: {corpus['project']}\n"
@@ -236,29 +242,17 @@ def _demo(args: argparse.Namespace, out: TextIO) -> int:
         )
         out.flush()
     answers: list[EvidenceAnswer] = []
-    total = len(tours) * len(modes) + (len(rejections) if args.rejection else 0)
-    ask = _Asker(args, out, say, by_id, total, answers)
+    ask = _Asker(args, out, say, by_id, len(tours) * len(modes) + len(rejections), answers)
     with _started(reader, say):
         for item in tours:
             for mode in modes:
-                answer = ask(item, mode, reader)
-                if answer is not None and not answer.model_called:
-                    break  # the same sources are omitted in every mode
-    if args.rejection and rejections:
+                ask(item, mode, reader)
+    if rejections:
         tiny = LocalModel(TINY_MODEL)
-        if not is_installed(TINY_MODEL):
-            say(
-                f"(Skipped: what the verifier rejects, shown on the tiny model; install it "
-                f"with {tiny.known.install_hint if tiny.known else INSTALL_HINT}.)"
-            )
-        else:
-            say(
-                f"What the verifier rejects: the tiny model, {tiny.title}, reads badly. "
-                "The same kind of question in quote mode:"
-            )
-            with _started(tiny, say):
-                for item in rejections:
-                    ask(item, item.get("mode", "quote"), tiny)
+        say(f"\nWhat the verifier rejects: the tiny model, {tiny.title}, reads badly.")
+        with _started(tiny, say):  # the reader has stopped: one server at a time
+            for item in rejections:
+                ask(item, item.get("mode", "quote"), tiny)
     if args.json:
         _emit(answers, as_json=True, out=out)
     else:
