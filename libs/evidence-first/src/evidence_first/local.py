@@ -147,27 +147,29 @@ def default_cache_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "evidence-first"
 
 
+def _modules(known: KnownModel | None) -> tuple[str, ...]:
+    """The modules serving ``known`` takes: llama.cpp and the model's parts."""
+    return ("xllamacpp", *(module for module, _ in (known.parts if known else ())))
+
+
+def _found(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package is missing, or a module blocked
+        return False
+
+
 def is_installed(model: str = DEFAULT_READER) -> bool:
     """Whether llama.cpp and a known model's parts are installed."""
-    known = KNOWN_MODELS[model]
-    return all(
-        importlib.util.find_spec(name) is not None
-        for name in ("xllamacpp", *(module for module, _ in known.parts))
-    )
+    return all(_found(module) for module in _modules(KNOWN_MODELS[model]))
 
 
 def _require(known: KnownModel | None) -> None:
-    """Import llama.cpp and check the parts are installed; the error names the install."""
-    hint = INSTALL_HINT if known is None else known.install_hint
-    modules = ["xllamacpp", *(module for module, _ in (known.parts if known else ()))]
-    for name in modules:
-        try:
-            found = importlib.util.find_spec(name) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            msg = f"the embedded local model needs its extra: {hint}"
-            raise ImportError(msg)
+    """Check that llama.cpp and the parts are installed; the error names the install."""
+    if not all(_found(module) for module in _modules(known)):
+        hint = INSTALL_HINT if known is None else known.install_hint
+        msg = f"the embedded local model needs its extra: {hint}"
+        raise ImportError(msg)
 
 
 def _sha256_of(path: Path) -> str:
