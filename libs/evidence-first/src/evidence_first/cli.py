@@ -119,23 +119,18 @@ def _folded(lines: Sequence[str]) -> list[str]:
 
 
 def _fact_lines(answer: EvidenceAnswer) -> list[str]:
+    """One line per distinct fact, naming the spans it cites (shown in context below)."""
     p = _printable
-    blocks: Counter[tuple[str, ...]] = Counter()
+    facts: Counter[str] = Counter()
     for fact in answer.facts:
-        head = f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}"
-        spans = [
-            f"{p(c.source_id)} chars {c.char_start}-{c.char_end}: "
-            f"{_in_context(answer.source(c.source_id), c.char_start, c.char_end)}"
-            for c in fact.citations
-        ]
-        block = (head, *_folded(spans))
-        blocks[block] += 1
-    lines: list[str] = []
-    for number, (block, count) in enumerate(blocks.items(), start=1):
-        repeat = f"  (the same fact x{count})" if count > 1 else ""
-        lines.append(f"  Fact {number}: {block[0]}{repeat}")
-        lines.extend(f"    {line}" for line in block[1:])
-    return lines
+        spans = ", ".join(
+            f"{p(c.source_id)} chars {c.char_start}-{c.char_end}" for c in fact.citations
+        )
+        facts[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  [{spans}]"] += 1
+    return [
+        f"  Fact {number}: {line}" + (f"  (the same fact x{count})" if count > 1 else "")
+        for number, (line, count) in enumerate(facts.items(), start=1)
+    ]
 
 
 def render_report(answer: EvidenceAnswer) -> str:
