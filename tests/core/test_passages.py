@@ -73,6 +73,12 @@ def test_sources_are_sent_as_labeled_passages(scripted):
             {"label": "notes#5", "text": "One is fixed."},
         ],
     }
+    # Each label comes right after its own text, never right before the next passage's text.
+    for passage in sent[0]["passages"]:
+        assert list(passage) == ["text", "label"]
+    user = request.user
+    assert user.index('"Standup, April 28."') < user.index('"notes#1"')
+    assert user.index('"notes#1"') < user.index('"The launch moved to June 15."')
     citation = request.json_schema["properties"]["facts"]["items"]["properties"]["citations"]
     # One choice per source: its ID with its own labels only.
     choices = citation["items"]["anyOf"]

@@ -30,7 +30,7 @@ __all__ = [
 
 PROMPT_VERSION = "evidence-first/quote/2"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
-PASSAGE_PROMPT_VERSION = "evidence-first/passage/2"
+PASSAGE_PROMPT_VERSION = "evidence-first/passage/3"
 """Passage mode, versioned separately from quote mode."""
 
 MAX_FACTS = 32
@@ -163,8 +163,11 @@ def serialize_source(evidence: Evidence, passages: Sequence[Passage] | None = No
         item["text"] = evidence.text
     else:
         text = evidence.text
+        # Each label follows its text: the label a model reads right after a passage is that
+        # passage's own. With the label first, the next passage's label came right after the
+        # text, and the reader cited the passage after the one that states the fact.
         item["passages"] = [
-            {"label": p.label, "text": text[p.char_start : p.char_end]} for p in passages
+            {"text": text[p.char_start : p.char_end], "label": p.label} for p in passages
         ]
     return json.dumps(item, ensure_ascii=False)
 
