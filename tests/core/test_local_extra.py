@@ -128,3 +128,33 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
     assert local.default_cache_dir() == tmp_path
     monkeypatch.delenv("EVIDENCE_FIRST_CACHE")
     assert local.default_cache_dir() == Path.home() / ".cache" / "evidence-first"
+
+
+def test_idle_cores_counts_the_cores_left_idle(monkeypatch):
+    readings = iter([(1000, 1000), (2000, 1500)])  # half of all CPU time idle
+    monkeypatch.setattr(local, "_cpu_times", lambda: next(readings))
+    monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(local.time, "sleep", lambda _: None)
+    assert local.idle_cores() == 1
+
+
+@pytest.mark.parametrize(
+    ("readings", "expected"),
+    [
+        ([(0, 0), (100, 0)], 1),  # every core busy: still one thread
+        ([(0, 0), (100, 100)], 4),  # all idle
+        ([None], 4),  # no /proc/stat: all cores
+        ([(100, 0), (100, 0)], 4),  # no time passed: all cores
+    ],
+)
+def test_idle_cores_is_at_least_one_and_at_most_all(monkeypatch, readings, expected):
+    values = iter(readings)
+    monkeypatch.setattr(local, "_cpu_times", lambda: next(values))
+    monkeypatch.setattr(local.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(local.time, "sleep", lambda _: None)
+    assert local.idle_cores() == expected
+
+
+def test_an_explicit_thread_count_is_kept():
+    assert LocalModel(threads=3).threads == 3
+    assert LocalModel().threads is None  # counted at start

@@ -57,6 +57,7 @@ __all__ = [
     "LocalModelError",
     "assemble",
     "default_cache_dir",
+    "idle_cores",
     "is_installed",
     "shared_local_model",
 ]
@@ -226,6 +227,37 @@ def assemble(known: KnownModel, cache_dir: Path) -> Path:
     return target
 
 
+def _cpu_times() -> tuple[int, int] | None:
+    """Total and idle jiffies of all CPUs, from ``/proc/stat``; ``None`` where there is none."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    values = [int(field) for field in fields]
+    return sum(values), values[3] + values[4]  # idle + iowait
+
+
+def idle_cores(window: float = 0.25) -> int:
+    """How many cores are idle now: the default thread count of :class:`LocalModel`.
+
+    llama.cpp's threads wait for each other at every step, so a thread that shares its core
+    with another busy process slows them all: on 2 cores with one kept busy, the reader wrote
+    9.8 tokens/s with 2 threads and 20.4 with 1 (``benchmarks/local_model.py``). This counts
+    the cores left idle over ``window`` seconds, at least 1; all cores where ``/proc/stat`` is
+    missing.
+    """
+    cores = os.cpu_count() or 1
+    before = _cpu_times()
+    if before is None:
+        return cores
+    time.sleep(window)
+    after = _cpu_times()
+    if after is None or after[0] <= before[0]:
+        return cores
+    idle = (after[1] - before[1]) / (after[0] - before[0])
+    return max(1, min(cores, round(idle * cores)))
+
+
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((HOST, 0))
@@ -244,7 +276,8 @@ class LocalModel:
             of any GGUF file (served as it is: only known models have a pinned SHA-256).
         cache_dir: Where known models are assembled; default :func:`default_cache_dir`.
         context_tokens: The server's context window, prompt and output together.
-        threads: CPU threads; default all cores.
+        threads: CPU threads; default :func:`idle_cores`, counted at each start (``threads``
+            then holds the count used).
         seed: The sampling seed, so runs repeat as closely as llama.cpp allows.
 
     Raises:
@@ -272,7 +305,8 @@ class LocalModel:
             raise ValueError(msg)
         self.cache_dir = cache_dir or default_cache_dir()
         self.context_tokens = context_tokens
-        self.threads = threads or os.cpu_count() or 1
+        self._requested_threads = threads
+        self.threads: int | None = threads
         self.seed = seed
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -346,6 +380,7 @@ class LocalModel:
             return self
         _require(self.known)
         path = self.model_path()
+        self.threads = self._requested_threads or idle_cores()
         last_error: LocalModelError | None = None
         for _ in range(_START_ATTEMPTS):  # a free port can be taken before the server binds it
             try:
