@@ -45,8 +45,8 @@ class CountingModel:
 
 # The demo's easy questions, with the answer each must contain.
 EASY = {
-    "When does Harbor launch?": "June 15",
     "Who owns the payment provider security review?": "Dana Whitfield",
+    "When is the Harbor budget review?": "May 8",
 }
 
 
