@@ -49,7 +49,10 @@ class ModelSlot:
     def say(self, line: str) -> None:
         """Print a progress line on the terminal, past pytest's capture."""
         reporter = self._config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None:
+        capture = self._config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None or capture is None:
+            return
+        with capture.global_and_fixture_disabled():
             reporter.write_line(line)
 
     def get(self, name: str) -> LocalModel:

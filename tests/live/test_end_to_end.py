@@ -52,7 +52,7 @@ EASY = {
 
 @pytest.mark.parametrize("question", list(EASY))
 def test_the_default_reader_answers_the_easy_demo_questions(local_model, invariants, question):
-    (item,) = [q for q in CORPUS["questions"] if q["question"] == question]
+    (item,) = [q for q in CORPUS["questions"] if q["question"] == question and not q.get("tiny")]
     model = CountingModel(local_model)
     sources = [{**SOURCES[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
     answer = answer_from_evidence(
@@ -160,8 +160,10 @@ def test_cli_ask_works_against_any_openai_compatible_base_url(tiny_model, tmp_pa
         "384",
         "--json",
     ]
-    result = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300)
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
     answer = json.loads(result.stdout)
     assert answer["status"] in {"answered", "insufficient_evidence", "invalid_response"}
+    # 0 when answered, 3 when not: a script can tell without parsing the report.
+    assert result.returncode == (0 if answer["status"] == "answered" else 3), result.stderr
     assert answer["used_source_ids"] == [str(source)]
     assert answer["model_called"] is True
