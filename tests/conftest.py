@@ -152,37 +152,31 @@ def model_base_url(recording: bool, request: pytest.FixtureRequest) -> str:
     return model.base_url
 
 
-class _ErrorHandler(BaseHTTPRequestHandler):
-    status = 500
+class _JsonHandler(BaseHTTPRequestHandler):
+    status = 200
+    payload = b"{}"
 
     def do_POST(self) -> None:
-        length = int(self.headers.get("Content-Length", 0))
-        self.rfile.read(length)
-        body = json.dumps(
-            {"error": {"message": "crafted provider error", "type": "server_error"}}
-        ).encode()
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.send_response(self.status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Length", str(len(self.payload)))
         self.end_headers()
-        self.wfile.write(body)
+        self.wfile.write(self.payload)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
 @pytest.fixture
-def error_base_url(recording: bool) -> Iterator[Callable[[int], str]]:
-    """Return the API root of a provider that answers every request with ``status``.
-
-    When recording, a loopback stub answers; when replaying, the cassette does.
-    """
+def json_endpoint() -> Iterator[Callable[[int, Any], str]]:
+    """Return a starter of loopback endpoints that answer every POST with ``status`` and the
+    JSON ``body``; it returns each one's API root. They stop when the test ends."""
     servers: list[ThreadingHTTPServer] = []
 
-    def start(status: int) -> str:
-        if not recording:
-            return REPLAY_BASE_URL
-        handler = type("Handler", (_ErrorHandler,), {"status": status})
+    def start(status: int, body: Any) -> str:
+        payload = json.dumps(body).encode()
+        handler = type("Handler", (_JsonHandler,), {"status": status, "payload": payload})
         server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         servers.append(server)
@@ -192,6 +186,24 @@ def error_base_url(recording: bool) -> Iterator[Callable[[int], str]]:
     for server in servers:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def error_base_url(
+    recording: bool, json_endpoint: Callable[[int, Any], str]
+) -> Callable[[int], str]:
+    """Return the API root of a provider that answers every request with ``status``.
+
+    When recording, a loopback stub answers; when replaying, the cassette does.
+    """
+
+    def start(status: int) -> str:
+        if not recording:
+            return REPLAY_BASE_URL
+        error = {"error": {"message": "crafted provider error", "type": "server_error"}}
+        return json_endpoint(status, error)
+
+    return start
 
 
 def check_invariants(answer: EvidenceAnswer) -> None:

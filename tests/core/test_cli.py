@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 from collections import Counter
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -36,40 +34,17 @@ def _ledger(**overrides: Any) -> str:
     return json.dumps(ledger)
 
 
-class _Reply(BaseHTTPRequestHandler):
-    status = 200
-    content = ""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        message = {"role": "assistant", "content": self.content}
-        body = {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
-        payload = json.dumps(body).encode()
-        self.send_response(self.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def endpoint() -> Iterator[Any]:
-    servers: list[ThreadingHTTPServer] = []
+def endpoint(json_endpoint: Callable[[int, Any], str]) -> Callable[..., str]:
+    """A chat-completions endpoint on loopback that replies with ``content``."""
 
     def start(content: str, status: int = 200) -> str:
-        handler = type("Handler", (_Reply,), {"status": status, "content": content})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+        message = {"role": "assistant", "content": content}
+        return json_endpoint(
+            status, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+        )
 
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    return start
 
 
 @pytest.fixture(autouse=True)
