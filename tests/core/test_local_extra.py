@@ -3,6 +3,7 @@ their extra. Offline: assembly is tested on small parts made here."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import sys
 from pathlib import Path
@@ -116,7 +117,7 @@ def test_a_partial_or_corrupt_file_is_rebuilt_never_served(small_model, tmp_path
 
 
 def test_parts_that_do_not_match_the_pin_are_refused_and_leave_nothing(small_model, tmp_path):
-    wrong = KnownModel(**{**small_model.__dict__, "sha256": "0" * 64})
+    wrong = dataclasses.replace(small_model, sha256="0" * 64)
     cache = tmp_path / "cache"
     with pytest.raises(LocalModelError, match="do not assemble into the pinned file"):
         assemble(wrong, cache)

@@ -50,21 +50,27 @@ EASY = {
 }
 
 
+def _ask_once(model, item, mode, max_output_tokens):
+    """Answer a demo question from its retrieved sources; return the answer and the calls."""
+    counting = CountingModel(model)
+    sources = [{**SOURCES[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
+    answer = answer_from_evidence(
+        item["question"],
+        sources,
+        counting,
+        citation_mode=mode,
+        max_output_tokens=max_output_tokens,
+        timeout=LIVE_TIMEOUT,
+    )
+    return answer, counting.calls
+
+
 @pytest.mark.parametrize("question", list(EASY))
 def test_the_default_reader_answers_the_easy_demo_questions(local_model, invariants, question):
     (item,) = [q for q in CORPUS["questions"] if q["question"] == question and not q.get("tiny")]
-    model = CountingModel(local_model)
-    sources = [{**SOURCES[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
-    answer = answer_from_evidence(
-        question,
-        sources,
-        model,
-        citation_mode=RECOMMENDED_MODE,
-        max_output_tokens=512,
-        timeout=LIVE_TIMEOUT,
-    )
+    answer, calls = _ask_once(local_model, item, RECOMMENDED_MODE, 512)
     invariants(answer)
-    assert model.calls == 1
+    assert calls == 1
     assert answer.status == "answered", answer.reason_codes
     assert answer.citations_verified
     assert EASY[question] in (answer.answer or "")
@@ -74,18 +80,9 @@ def test_the_default_reader_answers_the_easy_demo_questions(local_model, invaria
 
 @pytest.mark.parametrize("mode", ["quote", "passage"])
 def test_core_calls_the_tiny_model_once_in_each_mode(tiny_model, invariants, mode):
-    model = CountingModel(tiny_model)
-    sources = [SOURCES[hit["id"]] for hit in QUESTION["retrieved"]]
-    answer = answer_from_evidence(
-        QUESTION["question"],
-        sources,
-        model,
-        citation_mode=mode,
-        max_output_tokens=384,
-        timeout=LIVE_TIMEOUT,
-    )
+    answer, calls = _ask_once(tiny_model, QUESTION, mode, 384)
     invariants(answer)
-    assert model.calls == 1
+    assert calls == 1
     assert answer.model_called
 
 
