@@ -58,9 +58,9 @@ from evidence_first import (
     EvidenceAnswer,
     ModelCallError,
     ReaderModel,
-    answer_from_evidence,
 )
-from evidence_first._prompt import prompt_for
+from evidence_first._engine import AnswerOptions, run_plan
+from evidence_first._prompt import DEFAULT_DEFENCES, Defences, prompt_for
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 
@@ -234,39 +234,50 @@ def _check_json(check: CitationCheck, gold: Sequence[Span]) -> dict[str, Any]:
         "passages": [] if check.citation is None else list(check.citation.passages),
         "spans": [[start, end] for _, start, end in citation_spans(check)],
         "overlaps_gold": supports_gold(check, gold),
+        "flags": list(check.flags),
     }
 
 
 def answer_one(
-    question: Question, mode: CitationMode, documents: dict[str, Evidence], model: ReaderModel
+    question: Question,
+    mode: CitationMode,
+    documents: dict[str, Evidence],
+    model: ReaderModel,
+    *,
+    defences: Defences = DEFAULT_DEFENCES,
+    min_score: float | None = None,
 ) -> Outcome:
-    """Answer one question in one mode; a timeout or failed call is recorded, not raised."""
+    """Answer one question in one mode; a timeout or failed call is recorded, not raised.
+
+    Without ``min_score`` every source must be sent; ``defences`` are the injection defences
+    the request is built with (the defaults unless a benchmark measures them).
+    """
     gold = tuple(gold_spans(question, documents))
     sources = [documents[source_id] for source_id in question.sources]
+    options = AnswerOptions.create(
+        citation_mode=mode,
+        max_context_tokens=MAX_CONTEXT_TOKENS,
+        max_output_tokens=MAX_OUTPUT_TOKENS,
+        timeout=TIMEOUT_SECONDS,
+        min_score=min_score,
+    )
+    plan = dataclasses.replace(options, defences=defences).plan(question.question, sources, model)
     start = time.perf_counter()
     try:
-        answer = answer_from_evidence(
-            question.question,
-            sources,
-            model,
-            citation_mode=mode,
-            max_context_tokens=MAX_CONTEXT_TOKENS,
-            max_output_tokens=MAX_OUTPUT_TOKENS,
-            timeout=TIMEOUT_SECONDS,
-        )
+        answer = run_plan(plan, model, cancel=None)
     except (AnswerTimeoutError, ModelCallError) as exc:
         latency = time.perf_counter() - start
         return Outcome.of(question, mode, None, gold, latency, type(exc).__name__)
     latency = time.perf_counter() - start
-    if len(answer.used_source_ids) != len(sources):
+    if min_score is None and len(answer.used_source_ids) != len(sources):
         msg = f"{question.id}: not every source was sent ({answer.omissions})"
         raise RuntimeError(msg)
     return Outcome.of(question, mode, answer, gold, latency)
 
 
-def run_key(model_line: str, mode: CitationMode) -> str:
+def run_key(model_line: str, mode: CitationMode, defences: Defences = DEFAULT_DEFENCES) -> str:
     """What a stored result must match to be reused: the model, the prompt and the limits."""
-    _, version = prompt_for(mode)
+    _, version = prompt_for(mode, defences)
     return f"{model_line} | {version} | max_output_tokens {MAX_OUTPUT_TOKENS}"
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evidence_first._evidence import Evidence
+from evidence_first._injection import CitationFlag
 
 __all__ = [
     "AnswerStatus",
@@ -159,6 +160,10 @@ class CitationCheck(_Frozen):
         verdict: ``"verified"`` or ``"rejected"``.
         code: The reason code when rejected.
         citation: The resolved spans when verified.
+        flags: Why a verified span deserves a second look: ``"control_string"`` (it holds a
+            chat-template control string such as ``<|im_end|>``) or ``"instruction_like"``
+            (it reads like an instruction to the model, such as "ignore previous
+            instructions"). A heuristic diagnostic: the verdict and the span are unchanged.
     """
 
     path: str
@@ -167,6 +172,7 @@ class CitationCheck(_Frozen):
     verdict: Literal["verified", "rejected"]
     code: ReasonCode | None = None
     citation: Citation | None = None
+    flags: tuple[CitationFlag, ...] = ()
 
 
 class PromptBudget(_Frozen):

@@ -27,6 +27,8 @@ from evidence_first._model import ModelRequest, ModelResponse, ReaderModel
 from evidence_first._packing import PackedSources, pack_sources
 from evidence_first._passages import PassageIndex
 from evidence_first._prompt import (
+    DEFAULT_DEFENCES,
+    Defences,
     build_json_schema,
     format_timestamp,
     prompt_for,
@@ -208,6 +210,7 @@ class AnswerOptions:
     scope: frozenset[str] | None
     scope_key: str
     count_tokens: Callable[[str], int]
+    defences: Defences = DEFAULT_DEFENCES
 
     @classmethod
     def create(
@@ -302,10 +305,15 @@ class AnswerOptions:
             msg = "model must have a generate(request) method or an async agenerate(request)"
             raise InvalidRequestError(msg, field="model")
 
+        defences = self.defences
+        if defences.datamark and self.citation_mode != "passage":
+            msg = "datamarking is offered in passage mode only"
+            raise InvalidRequestError(msg, field="defences")
+
         def serialize(source: Evidence) -> str:
             if self.citation_mode == "passage":
-                return serialize_source(source, PassageIndex.of(source))
-            return serialize_source(source)
+                return serialize_source(source, PassageIndex.of(source), defences)
+            return serialize_source(source, defences=defences)
 
         packed = pack_sources(
             offered,
@@ -317,13 +325,14 @@ class AnswerOptions:
             scope_key=self.scope_key,
         )
         passages = PassageIndex(packed.sent) if self.citation_mode == "passage" else None
-        system_prompt, prompt_version = prompt_for(self.citation_mode)
+        system_prompt, prompt_version = prompt_for(self.citation_mode, defences)
         user = render_user_message(
             question,
             knowledge=self.knowledge,
             output_language=self.output_language,
             question_time=self.question_time,
             serialized_sources=list(packed.serialized),
+            defences=defences,
         )
         system_tokens = self.count_tokens(system_prompt)
         frame = render_user_message(
@@ -332,6 +341,7 @@ class AnswerOptions:
             output_language=self.output_language,
             question_time=self.question_time,
             serialized_sources=[],
+            defences=defences,
         )
         question_tokens = self.count_tokens(frame)
         budget = PromptBudget(

@@ -22,6 +22,7 @@ from evidence_first._answer import (
     ValidationIssue,
 )
 from evidence_first._evidence import Evidence
+from evidence_first._injection import flags_of
 from evidence_first._ledger import Ledger, LedgerCitation, PassageCitation
 from evidence_first._passages import PassageIndex
 
@@ -181,6 +182,7 @@ def verify_ledger(
                         quote=quote,
                         verdict="verified",
                         citation=outcome,
+                        flags=flags_of("\n".join(s.text for s in outcome.evidence_spans)),
                     )
                 )
         facts.append(

@@ -1,0 +1,90 @@
+r"""Defences against instructions planted in sources: the sent form, and what gets flagged.
+
+The sent form is how caller text appears in the prompt. It differs from the caller's text
+only by documented mappings, and never in what is verified: every citation is checked against,
+and gives offsets into, the caller's original text.
+
+- **Control strings never act as control tokens.** Chat-model servers (llama.cpp, vLLM)
+  tokenize chat-template strings such as ``<|im_end|>`` or ``<end_of_turn>`` inside message
+  content as the template's special tokens, so a source could close its own turn and open a
+  forged one. In the JSON text of the user message every ``<`` and ``>`` is written as the
+  JSON escape ``\u003c`` / ``\u003e``, and the ``[`` of a bracketed control word such as
+  ``[INST]`` as ``\u005b``. A JSON reader decodes them back to exactly the caller's
+  characters, and a model that copies a quote may write either form: the ledger's JSON decodes
+  both to the same string.
+- **Datamarking** (Hines et al., 2024, "Defending Against Indirect Prompt Injection Attacks
+  With Spotlighting"), in passage mode only: every space of a passage's text is sent as
+  U+02C6 MODIFIER LETTER CIRCUMFLEX ACCENT, and the system prompt says that marked text is
+  source data. The model cites labels, never copies text, so the spans still come from the
+  caller's original text.
+
+A cited span that holds a known control string or an instruction-like phrase is flagged in
+its ``CitationCheck.flags``: a diagnostic for people and policies, never a change to the
+verdict or the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+__all__ = ["DATAMARK", "CitationFlag", "datamark", "escape_controls", "flags_of"]
+
+CitationFlag = Literal["control_string", "instruction_like"]
+"""Why a verified citation deserves a second look (``CitationCheck.flags``)."""
+
+DATAMARK = "\u02c6"
+"""The character every space of a passage's text is sent as, when datamarking."""
+
+# Outside string values, the JSON this package writes holds only ``{}[],:"`` and literals, and
+# a structural ``[`` is followed by ``{``, ``"``, ``]`` or a line break. So every ``<`` and
+# ``>`` in it, and every ``[`` that opens a bracketed upper-case word, is inside a string.
+_TO_ESCAPE = re.compile(r"[<>]|\[(?=/?[A-Z][A-Z_]*\])")
+_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "[": "\\u005b"}
+
+# Chat-template control strings of common open-weight families: ChatML and Llama 3 style
+# ``<|...|>``, DeepSeek's ``<...>`` with full-width bars (U+FF5C), Gemma's turn markers,
+# SentencePiece ``<s>`` ``</s>``, and Mistral's bracketed words.
+_CONTROL_STRING = re.compile(
+    r"<\|[^<>|\s]{1,48}\|>"
+    r"|<\uff5c[^<>\uff5c]{1,48}\uff5c>"
+    r"|</?(?:start_of_turn|end_of_turn|bos|eos|pad|s)>"
+    r"|\[/?(?:INST|SYSTEM_PROMPT|TOOL_CALLS|AVAILABLE_TOOLS|TOOL_RESULTS)\]"
+)
+
+# Phrases that address the model rather than state a fact. A heuristic for flagging only:
+# English plus the languages of the project's injection set.
+_INSTRUCTION_LIKE = re.compile(
+    r"\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules?|prompts?)\b"
+    r"|\b(?:system|developer|admin(?:istrator)?)\s+(?:note|message|prompt|override|instruction)"
+    r"|\b(?:answer|reply|respond)\s+(?:every|all|any|each)\s+questions?\b"
+    r"|\b(?:you\s+are\s+now|new\s+instructions?|from\s+now\s+on,?\s+you)\b"
+    r"|\b(?:print|reveal|show)\s+(?:your|the)\s+system\s+prompt\b"
+    r"|\bignorier(?:e|en)\b|\bignora\b|\bignorez\b|\bignorer\b"
+    r"|忽略|无视|指示を無視|以前の指示",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def escape_controls(json_text: str) -> str:
+    """Write ``<``, ``>`` and the ``[`` of ``[INST]``-like words in JSON text as escapes.
+
+    ``json_text`` must be JSON written by this package (see the module docstring); the
+    result decodes to the same value.
+    """
+    return _TO_ESCAPE.sub(lambda match: _ESCAPES[match.group()], json_text)
+
+
+def datamark(text: str) -> str:
+    """Send every space of ``text`` as :data:`DATAMARK`."""
+    return text.replace(" ", DATAMARK)
+
+
+def flags_of(text: str) -> tuple[CitationFlag, ...]:
+    """The flags a cited span earns: a control string, an instruction-like phrase, or both."""
+    flags: list[CitationFlag] = []
+    if _CONTROL_STRING.search(text):
+        flags.append("control_string")
+    if _INSTRUCTION_LIKE.search(text):
+        flags.append("instruction_like")
+    return tuple(flags)
