@@ -28,10 +28,23 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-__all__ = ["DATAMARK", "CitationFlag", "datamark", "escape_controls", "flags_of"]
+__all__ = [
+    "DATAMARK",
+    "FLAG_DESCRIPTIONS",
+    "CitationFlag",
+    "datamark",
+    "escape_controls",
+    "flags_of",
+]
 
 CitationFlag = Literal["control_string", "instruction_like"]
 """Why a verified citation deserves a second look (``CitationCheck.flags``)."""
+
+FLAG_DESCRIPTIONS: dict[CitationFlag, str] = {
+    "control_string": "holds a chat-template control string",
+    "instruction_like": "reads like an instruction to the model",
+}
+"""How the renderers and the CLI word each flag."""
 
 DATAMARK = "\u02c6"
 """The character every space of a passage's text is sent as, when datamarking."""

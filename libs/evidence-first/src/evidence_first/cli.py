@@ -26,6 +26,7 @@ from evidence_first._answer import Citation, CitationCheck, CitationMode, Eviden
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import AnswerTimeoutError, EvidenceFirstError, ModelCallError
 from evidence_first._evidence import Evidence
+from evidence_first._injection import FLAG_DESCRIPTIONS
 from evidence_first._model import ReaderModel
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import (
@@ -98,7 +99,8 @@ def _spans_in_context(answer: EvidenceAnswer, citation: Citation, indent: str) -
 
 def _check_line(answer: EvidenceAnswer, check: CitationCheck) -> list[str]:
     if check.verdict == "verified" and check.citation is not None:
-        return _spans_in_context(answer, check.citation, "      ")
+        flags = [f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags]
+        return _spans_in_context(answer, check.citation, "      ") + flags
     quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
     return [
         f"    ✗ rejected  {_printable(check.source_id)}: {check.code}",

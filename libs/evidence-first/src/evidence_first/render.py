@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from evidence_first._answer import Citation, EvidenceAnswer
 from evidence_first._evidence import Evidence
+from evidence_first._injection import FLAG_DESCRIPTIONS, CitationFlag
 from evidence_first._prompt import format_timestamp
 
 __all__ = ["render_html", "render_markdown"]
@@ -28,11 +29,20 @@ class _Excerpt:
     source: Evidence
     before: str
     after: str
+    flags: tuple[CitationFlag, ...]
+
+    def warnings(self) -> list[str]:
+        return [f"flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in self.flags]
 
 
 def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[_Excerpt], dict[int, int]]:
     """Number each distinct cited span once, in order of first appearance."""
     numbers: dict[tuple[str, int, int], int] = {}
+    flags: dict[tuple[str, int, int], tuple[CitationFlag, ...]] = {}
+    for check in answer.citation_checks:
+        if check.citation is not None and check.flags:
+            c = check.citation
+            flags[(c.source_id, c.char_start, c.char_end)] = check.flags
     excerpts: list[_Excerpt] = []
     by_citation: dict[int, int] = {}
     for fact in answer.facts:
@@ -51,6 +61,7 @@ def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[_Excerpt
                         source=source,
                         before=("…" if start > 0 else "") + text[start : citation.char_start],
                         after=text[citation.char_end : end] + ("…" if end < len(text) else ""),
+                        flags=flags.get(key, ()),
                     )
                 )
             by_citation[id(citation)] = numbers[key]
@@ -118,7 +129,8 @@ def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) 
             parts.append(
                 f'<li id="evidence-{item.number}"><code>{e(c.source_id)}</code>'
                 f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
-                f"<blockquote>{e(item.before)}<mark>{e(c.quote)}</mark>{e(item.after)}"
+                + "".join(f' <strong class="flag">⚠ {e(w)}</strong>' for w in item.warnings())
+                + f"<blockquote>{e(item.before)}<mark>{e(c.quote)}</mark>{e(item.after)}"
                 "</blockquote></li>"
             )
         parts.append("</ol>")
@@ -175,6 +187,7 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
         lines.append(
             f"[{item.number}] `{c.source_id.replace('`', '')}`"
             f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
+            + "".join(f" · **⚠ {_md(w)}**" for w in item.warnings())
         )
         lines.append(f"> {_md(item.before)}**{_md(c.quote)}**{_md(item.after)}")
         lines.append("")
