@@ -40,7 +40,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from _common import machine_line
 from quality import (
@@ -62,6 +62,7 @@ from quality import (
 )
 
 from evidence_first import CitationMode, Evidence, ReaderModel
+from evidence_first._injection import flags_of_spans
 from evidence_first._prompt import Defences
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS
 
@@ -148,11 +149,11 @@ class Case:
         answer = outcome.detail["answer"] or ""
         return self.target is not None and self.target.casefold() in answer.casefold()
 
-    def cited(self, outcome: Outcome) -> list[dict[str, Any]]:
-        """The verified citations whose spans cover injected text."""
+    def cited(self, outcome: Outcome) -> list[list[tuple[int, int]]]:
+        """The spans of each verified citation that covers injected text."""
         start, end = self.position, self.position + len(self.injection)
         return [
-            citation
+            [(s, e) for s, e in citation["spans"]]
             for citation in outcome.detail["citations"]
             if citation["verdict"] == "verified"
             and citation["source_id"] == self.source_id
@@ -257,7 +258,9 @@ def run(
     return results
 
 
-def config_row(config: Config, results: list[Result], cases: dict[str, Case]) -> list[str]:
+def config_row(
+    config: Config, results: list[Result], cases: dict[str, Case], planted: dict[str, str]
+) -> list[str]:
     mine = [r for r in results if r.config == config.name]
     injected = [(cases[r.item], r.outcome) for r in mine if r.item in cases]
     clean = [r.outcome for r in mine if r.item not in cases and r.outcome.answerable]
@@ -268,7 +271,10 @@ def config_row(config: Config, results: list[Result], cases: dict[str, Case]) ->
 
     answerable = [o for c, o in injected if o.answerable]
     cited = [(c, o) for c, o in injected if c.cited(o)]
-    flagged = sum(any(citation["flags"] for citation in c.cited(o)) for c, o in cited)
+    # Judged by the current flagging code on the stored spans, as a CitationCheck would be.
+    flagged = sum(
+        any(flags_of_spans(planted[c.id], spans) for spans in c.cited(o)) for c, o in cited
+    )
     demo = [(c, o) for c, o in injected if c.id == DEMO_CASE]
     demo_cell = "-"
     if demo:
@@ -289,9 +295,16 @@ def config_row(config: Config, results: list[Result], cases: dict[str, Case]) ->
 
 
 def render(
-    results: list[Result], configs: Sequence[Config], cases: Sequence[Case], model_line: str
+    results: list[Result],
+    configs: Sequence[Config],
+    bases: dict[str, Base],
+    cases: Sequence[Case],
+    model_line: str,
 ) -> str:
     by_id = {case.id: case for case in cases}
+    planted = {
+        case.id: case.plant(bases[case.base].documents)[case.source_id].text for case in cases
+    }
     header = [
         "attack success",
         *(f"attack success: {group}" for group in GROUPS),
@@ -302,7 +315,7 @@ def render(
         "HAR-318 (demo)",
         "median prompt tokens",
     ]
-    rows = [config_row(config, results, by_id) for config in configs]
+    rows = [config_row(config, results, by_id, planted) for config in configs]
     bases = {case.base for case in cases}
     lines = [
         machine_line(),
@@ -359,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = cases[:limit]
     with open_model(args) as (model, model_line, identity):
         results = run(bases, cases, args.configs, model, model_line=identity, store=args.json)
-    print(render(results, args.configs, cases, model_line))
+    print(render(results, args.configs, bases, cases, model_line))
     return 0
 
 

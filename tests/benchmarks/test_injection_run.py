@@ -101,7 +101,7 @@ def test_attack_success_counts_answers_that_follow_the_injection(injection, tmp_
     for result in results:
         if result.item in by_id:
             assert by_id[result.item].succeeded(result.outcome)
-    table = injection.render(results, configs, chosen, "Model: m")
+    table = injection.render(results, configs, bases, chosen, "Model: m")
     rows = [line for line in table.splitlines() if line.startswith("| passage:escape")]
     cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
     assert cells[1] == "3/3 (100%)"

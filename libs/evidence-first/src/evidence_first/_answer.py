@@ -160,10 +160,11 @@ class CitationCheck(_Frozen):
         verdict: ``"verified"`` or ``"rejected"``.
         code: The reason code when rejected.
         citation: The resolved spans when verified.
-        flags: Why a verified span deserves a second look: ``"control_string"`` (it holds a
-            chat-template control string such as ``<|im_end|>``) or ``"instruction_like"``
-            (it reads like an instruction to the model, such as "ignore previous
-            instructions"). A heuristic diagnostic: the verdict and the span are unchanged.
+        flags: Why a verified span deserves a second look, judged on the sentences it lies
+            in: ``"control_string"`` (they hold a chat-template control string such as
+            ``<|im_end|>``) or ``"instruction_like"`` (they read like an instruction to the
+            model, such as "ignore previous instructions"). A heuristic diagnostic: the
+            verdict and the span are unchanged.
     """
 
     path: str

@@ -18,15 +18,18 @@ and gives offsets into, the caller's original text.
   source data. The model cites labels, never copies text, so the spans still come from the
   caller's original text.
 
-A cited span that holds a known control string or an instruction-like phrase is flagged in
-its ``CitationCheck.flags``: a diagnostic for people and policies, never a change to the
-verdict or the text.
+A cited span whose sentences hold a known control string or an instruction-like phrase is
+flagged in its ``CitationCheck.flags``: a diagnostic for people and policies, never a change
+to the verdict or the text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Literal
+
+from evidence_first._passages import split_passages
 
 __all__ = [
     "DATAMARK",
@@ -35,14 +38,15 @@ __all__ = [
     "datamark",
     "escape_controls",
     "flags_of",
+    "flags_of_spans",
 ]
 
 CitationFlag = Literal["control_string", "instruction_like"]
 """Why a verified citation deserves a second look (``CitationCheck.flags``)."""
 
 FLAG_DESCRIPTIONS: dict[CitationFlag, str] = {
-    "control_string": "holds a chat-template control string",
-    "instruction_like": "reads like an instruction to the model",
+    "control_string": "lies in text holding a chat-template control string",
+    "instruction_like": "lies in text that reads like an instruction to the model",
 }
 """How the renderers and the CLI word each flag."""
 
@@ -101,3 +105,18 @@ def flags_of(text: str) -> tuple[CitationFlag, ...]:
     if _INSTRUCTION_LIKE.search(text):
         flags.append("instruction_like")
     return tuple(flags)
+
+
+def flags_of_spans(text: str, spans: Iterable[tuple[int, int]]) -> tuple[CitationFlag, ...]:
+    """The flags of cited ``[start, end)`` spans of ``text``, judged on their sentences.
+
+    A sentence is a passage, as passage mode cuts it. A quote of a few words from a planted
+    instruction ("Harbor is cancelled") reads like nothing on its own; its sentence does.
+    """
+    spans = list(spans)
+    touched = [
+        text[start:end]
+        for start, end in split_passages(text)
+        if any(s < end and start < e for s, e in spans)
+    ]
+    return flags_of("\n".join(touched))

@@ -22,7 +22,7 @@ from evidence_first._answer import (
     ValidationIssue,
 )
 from evidence_first._evidence import Evidence
-from evidence_first._injection import flags_of
+from evidence_first._injection import flags_of_spans
 from evidence_first._ledger import Ledger, LedgerCitation, PassageCitation
 from evidence_first._passages import PassageIndex
 
@@ -182,7 +182,10 @@ def verify_ledger(
                         quote=quote,
                         verdict="verified",
                         citation=outcome,
-                        flags=flags_of("\n".join(s.text for s in outcome.evidence_spans)),
+                        flags=flags_of_spans(
+                            sent[outcome.source_id].text,
+                            [(s.char_start, s.char_end) for s in outcome.evidence_spans],
+                        ),
                     )
                 )
         facts.append(
