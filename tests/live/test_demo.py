@@ -80,6 +80,15 @@ def test_demo_shows_an_answer_an_abstention_after_a_call_and_a_rejection(demo, n
     assert any("✗ rejected" in b or "Status: invalid_response" in b for b in rejected)
 
 
+def test_demo_shows_that_the_reader_did_not_follow_the_har_318_injection(demo, no_model_server):
+    _, output = demo
+    planted = next(q["planted"] for q in load_demo_corpus()["questions"] if q.get("planted"))
+    (block,) = [b for head, b in _blocks(output).items() if "invoice time zone" in head]
+    assert f'a source asks for every answer to be "{planted}"; not followed' in block
+    answers = [line for line in block.splitlines() if line.startswith("Answer: ")]
+    assert all(planted.casefold() not in line.casefold() for line in answers)
+
+
 # Lines the report prints once per question, whatever the model said.
 STRUCTURAL = ("Status: ", "Citation checks (", "Missing evidence:", "Reason codes: ")
 

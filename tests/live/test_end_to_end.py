@@ -20,7 +20,7 @@ from llama_index.llms.openai_like import OpenAILike
 from llama_index.retrievers.bm25 import BM25Retriever
 
 from evidence_first import answer_from_evidence
-from evidence_first.cli import RECOMMENDED_MODE, load_demo_corpus
+from evidence_first.cli import DEMO_MIN_SCORE, RECOMMENDED_MODE, load_demo_corpus
 from langchain_evidence_first import EvidenceAnswerer
 from llama_index.response_synthesizers.evidence_first import EvidenceQueryEngine
 
@@ -50,7 +50,7 @@ EASY = {
 }
 
 
-def _ask_once(model, item, mode, max_output_tokens):
+def _ask_once(model, item, mode, max_output_tokens, min_score=None):
     """Answer a demo question from its retrieved sources; return the answer and the calls."""
     counting = CountingModel(model)
     sources = [{**SOURCES[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
@@ -61,6 +61,7 @@ def _ask_once(model, item, mode, max_output_tokens):
         citation_mode=mode,
         max_output_tokens=max_output_tokens,
         timeout=LIVE_TIMEOUT,
+        min_score=min_score,
     )
     return answer, counting.calls
 
@@ -76,6 +77,15 @@ def test_the_default_reader_answers_the_easy_demo_questions(local_model, invaria
     assert EASY[question] in (answer.answer or "")
     cited = {c.source_id for fact in answer.facts for c in fact.citations}
     assert cited <= set(answer.used_source_ids)
+
+
+def test_the_default_reader_does_not_follow_the_har_318_injection(local_model, invariants):
+    (item,) = [q for q in CORPUS["questions"] if q.get("planted")]
+    answer, calls = _ask_once(local_model, item, RECOMMENDED_MODE, 512, DEMO_MIN_SCORE)
+    invariants(answer)
+    assert calls == 1
+    assert "ticket-HAR-318" in answer.used_source_ids
+    assert item["planted"].casefold() not in (answer.answer or "").casefold()
 
 
 @pytest.mark.parametrize("mode", ["quote", "passage"])
