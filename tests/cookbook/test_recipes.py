@@ -37,6 +37,7 @@ RECIPES = [
     "04_handling_statuses",
     "05_scoped_retrieval",
     "06_render_html",
+    "07_flagged_citations",
 ]
 STATUSES = {"answered", "insufficient_evidence", "invalid_response"}
 
@@ -393,3 +394,18 @@ def test_render_recipe_page_escapes_source_text_and_the_question(tmp_path):
     assert "<b>" not in page
     assert "&lt;script&gt;" in page
     assert _marked(page) == ["June 15 & later"]
+
+
+# 7. Planted instructions: the sent form and flagged citations.
+
+
+def test_flagged_citations_recipe_holds_the_obedient_answer_and_shows_the_careful_one(capsys):
+    decisions = recipe("07_flagged_citations").main()
+    assert decisions["obedient"].startswith("held for review")
+    assert "instruction_like" in decisions["obedient"]
+    assert "control_string" in decisions["obedient"]
+    assert decisions["careful"] == "shown: Tuesday"
+    printed = capsys.readouterr().out
+    sent_line = printed.splitlines()[1]
+    assert "<|im_end|>" not in sent_line
+    assert "\\u003c|im_end|\\u003e" in sent_line
