@@ -28,7 +28,7 @@ Run from the workspace root (the embedded reader by default)::
         [--local gemma-3-270m] [--quick] [--json PATH]
 
 ``--json`` appends every result as it finishes, and a rerun reuses the results there for the
-same model, prompt version (which names the defences) and limits.
+same model and a byte-identical request.
 """
 
 from __future__ import annotations
@@ -44,9 +44,6 @@ from typing import cast
 
 from _common import machine_line
 from quality import (
-    DATA as QUALITY_DATA,
-)
-from quality import (
     MAX_OUTPUT_TOKENS,
     MODES,
     TIMEOUT_SECONDS,
@@ -54,9 +51,11 @@ from quality import (
     Question,
     answer_one,
     load_documents,
+    load_done,
     load_questions,
     markdown_table,
     open_model,
+    plan_one,
     run_key,
     share,
 )
@@ -172,7 +171,7 @@ class Base:
 
 def load_set(path: Path = CASES) -> tuple[dict[str, Base], list[Case]]:
     data = json.loads(path.read_text(encoding="utf-8"))
-    documents = load_documents(QUALITY_DATA / "documents.json")
+    documents = load_documents()
     bases = {q.id: Base(q, documents, None) for q in load_questions()}
     for item in data["bases"]:
         sources = {s["id"]: Evidence.model_validate(s) for s in item["sources"]}
@@ -211,15 +210,10 @@ def run(
 ) -> list[Result]:
     """Answer every case, and each case's question without it, in every configuration.
 
-    Results already in ``store`` for the same run key are reused; new ones are appended.
+    Results already in ``store`` for the same model and request are reused; new ones are
+    appended.
     """
-    keys = {c.name: run_key(model_line, c.mode, c.defences) for c in configs}
-    done: dict[tuple[str, str], Outcome] = {}
-    if store is not None and store.exists():
-        for line in store.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                record = json.loads(line)
-                done[(record["run_key"], record["item"])] = Outcome.from_json(record)
+    done = load_done(store)
     items: list[tuple[str, Base, dict[str, Evidence]]] = []
     for case in cases:
         base = bases[case.base]
@@ -231,19 +225,22 @@ def run(
     total = len(items) * len(configs)
     for item, base, documents in items:
         for config in configs:
-            key = keys[config.name]
-            outcome = done.get((key, item))
+            plan = plan_one(
+                base.question,
+                config.mode,
+                documents,
+                model,
+                defences=config.defences,
+                min_score=base.min_score,
+            )
+            key = run_key(model_line, plan)
+            stored = done.get(key)
             origin = " (stored)"
-            if outcome is None:
+            if stored is not None:
+                outcome = Outcome.from_json(stored)
+            else:
                 origin = ""
-                outcome = answer_one(
-                    base.question,
-                    config.mode,
-                    documents,
-                    model,
-                    defences=config.defences,
-                    min_score=base.min_score,
-                )
+                outcome = answer_one(base.question, documents, model, plan)
                 if store is not None:
                     with store.open("a", encoding="utf-8") as handle:
                         record = {"run_key": key, "item": item, **outcome.as_json()}

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import os
 import statistics
@@ -59,8 +60,8 @@ from evidence_first import (
     ModelCallError,
     ReaderModel,
 )
-from evidence_first._engine import AnswerOptions, run_plan
-from evidence_first._prompt import DEFAULT_DEFENCES, Defences, prompt_for
+from evidence_first._engine import AnswerOptions, AnswerPlan, run_plan
+from evidence_first._prompt import DEFAULT_DEFENCES, Defences
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 
@@ -238,7 +239,7 @@ def _check_json(check: CitationCheck, gold: Sequence[Span]) -> dict[str, Any]:
     }
 
 
-def answer_one(
+def plan_one(
     question: Question,
     mode: CitationMode,
     documents: dict[str, Evidence],
@@ -246,13 +247,12 @@ def answer_one(
     *,
     defences: Defences = DEFAULT_DEFENCES,
     min_score: float | None = None,
-) -> Outcome:
-    """Answer one question in one mode; a timeout or failed call is recorded, not raised.
+) -> AnswerPlan:
+    """The checked request for one question in one mode, before anything is sent.
 
     Without ``min_score`` every source must be sent; ``defences`` are the injection defences
     the request is built with (the defaults unless a benchmark measures them).
     """
-    gold = tuple(gold_spans(question, documents))
     sources = [documents[source_id] for source_id in question.sources]
     options = AnswerOptions.create(
         citation_mode=mode,
@@ -262,37 +262,50 @@ def answer_one(
         min_score=min_score,
     )
     plan = dataclasses.replace(options, defences=defences).plan(question.question, sources, model)
+    if min_score is None and len(plan.packed.sent) != len(sources):
+        msg = f"{question.id}: not every source would be sent ({plan.omissions})"
+        raise RuntimeError(msg)
+    return plan
+
+
+def answer_one(
+    question: Question, documents: dict[str, Evidence], model: ReaderModel, plan: AnswerPlan
+) -> Outcome:
+    """Send a planned request; a timeout or failed call is recorded, not raised."""
+    gold = tuple(gold_spans(question, documents))
+    mode = plan.options.citation_mode
     start = time.perf_counter()
     try:
         answer = run_plan(plan, model, cancel=None)
     except (AnswerTimeoutError, ModelCallError) as exc:
         latency = time.perf_counter() - start
         return Outcome.of(question, mode, None, gold, latency, type(exc).__name__)
-    latency = time.perf_counter() - start
-    if min_score is None and len(answer.used_source_ids) != len(sources):
-        msg = f"{question.id}: not every source was sent ({answer.omissions})"
-        raise RuntimeError(msg)
-    return Outcome.of(question, mode, answer, gold, latency)
+    return Outcome.of(question, mode, answer, gold, time.perf_counter() - start)
 
 
-def run_key(model_line: str, mode: CitationMode, defences: Defences = DEFAULT_DEFENCES) -> str:
-    """What a stored result must match to be reused: the model, the prompt and the limits."""
-    _, version = prompt_for(mode, defences)
-    return f"{model_line} | {version} | max_output_tokens {MAX_OUTPUT_TOKENS}"
+def run_key(identity: str, plan: AnswerPlan) -> str:
+    """What a stored result must match to be reused: the model and the exact request.
+
+    The request is what the model reads (system prompt, user message, schema, output limit),
+    so a result is reused only for byte-identical input, whatever the prompt is named.
+    """
+    request = plan.request
+    if request is None:
+        return f"{identity} | no model call"
+    sent = [request.system, request.user, request.json_schema, request.max_tokens]
+    digest = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).hexdigest()
+    return f"{identity} | {plan.prompt_version} | request sha256 {digest[:16]}"
 
 
-def load_done(path: Path | None, keys: dict[CitationMode, str]) -> dict[tuple[str, str], Outcome]:
-    """Results a previous run stored in ``path`` (JSON Lines) for the same run key."""
-    done: dict[tuple[str, str], Outcome] = {}
+def load_done(path: Path | None) -> dict[str, dict[str, Any]]:
+    """The records a previous run stored in ``path`` (JSON Lines), by run key."""
+    done: dict[str, dict[str, Any]] = {}
     if path is None or not path.exists():
         return done
     for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        record = json.loads(line)
-        mode = record.get("mode")
-        if mode in keys and record.get("run_key") == keys[mode]:
-            done[(record["id"], mode)] = Outcome.from_json(record)
+        if line.strip():
+            record = json.loads(line)
+            done[record["run_key"]] = record
     return done
 
 
@@ -311,20 +324,23 @@ def run(
     results already there for the same run key are reused, so a stopped run picks up where it
     stopped.
     """
-    keys = {mode: run_key(model_line, mode) for mode in modes}
-    done = load_done(store, keys)
+    done = load_done(store)
     outcomes: dict[CitationMode, list[Outcome]] = {mode: [] for mode in modes}
     total = len(questions) * len(modes)
     for question in questions:
         for mode in modes:
-            outcome = done.get((question.id, mode))
-            reused = outcome is not None
-            if outcome is None:
-                outcome = answer_one(question, mode, documents, model)
+            plan = plan_one(question, mode, documents, model)
+            key = run_key(model_line, plan)
+            stored = done.get(key)
+            reused = stored is not None
+            if stored is None:
+                outcome = answer_one(question, documents, model, plan)
                 if store is not None:
                     with store.open("a", encoding="utf-8") as handle:
-                        record = {"run_key": keys[mode], **outcome.as_json()}
+                        record = {"run_key": key, **outcome.as_json()}
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            else:
+                outcome = Outcome.from_json(stored)
             outcomes[mode].append(outcome)
             count = sum(len(runs) for runs in outcomes.values())
             verdict = " (correct)" if outcome.correct else ""
