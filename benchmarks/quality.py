@@ -287,14 +287,15 @@ def run_key(identity: str, plan: AnswerPlan) -> str:
     """What a stored result must match to be reused: the model and the exact request.
 
     The request is what the model reads (system prompt, user message, schema, output limit),
-    so a result is reused only for byte-identical input, whatever the prompt is named.
+    so a result is reused only for byte-identical input, whatever its prompt version is named
+    (a prompt version names the defaults, and a change of defaults renames a prompt).
     """
     request = plan.request
     if request is None:
         return f"{identity} | no model call"
     sent = [request.system, request.user, request.json_schema, request.max_tokens]
     digest = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).hexdigest()
-    return f"{identity} | {plan.prompt_version} | request sha256 {digest[:16]}"
+    return f"{identity} | request sha256 {digest[:16]}"
 
 
 def load_done(path: Path | None) -> dict[str, dict[str, Any]]:
