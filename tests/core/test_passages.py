@@ -63,22 +63,23 @@ def test_sources_are_sent_as_labeled_passages(scripted):
     request = model.requests[0]
     assert request.prompt_version == PASSAGE_PROMPT_VERSION
     sent = _sent(request)
+    # Datamarked: every space of a passage is sent as U+02C6 (see test_injection_defences).
     assert sent[0] == {
         "id": "notes",
         "passages": [
-            {"label": "notes#1", "text": "Standup, April 28."},
-            {"label": "notes#2", "text": "The launch moved to June 15."},
-            {"label": "notes#3", "text": "Dana owns the review."},
-            {"label": "notes#4", "text": "QA found two bugs."},
-            {"label": "notes#5", "text": "One is fixed."},
+            {"label": "notes#1", "text": "Standup,ˆAprilˆ28."},
+            {"label": "notes#2", "text": "TheˆlaunchˆmovedˆtoˆJuneˆ15."},
+            {"label": "notes#3", "text": "Danaˆownsˆtheˆreview."},
+            {"label": "notes#4", "text": "QAˆfoundˆtwoˆbugs."},
+            {"label": "notes#5", "text": "Oneˆisˆfixed."},
         ],
     }
     # Each label comes right after its own text, never right before the next passage's text.
     for passage in sent[0]["passages"]:
         assert list(passage) == ["text", "label"]
     user = request.user
-    assert user.index('"Standup, April 28."') < user.index('"notes#1"')
-    assert user.index('"notes#1"') < user.index('"The launch moved to June 15."')
+    assert user.index('"Standup,ˆAprilˆ28."') < user.index('"notes#1"')
+    assert user.index('"notes#1"') < user.index('"TheˆlaunchˆmovedˆtoˆJuneˆ15."')
     citation = request.json_schema["properties"]["facts"]["items"]["properties"]["citations"]
     # One choice per source: its ID with its own labels only.
     choices = citation["items"]["anyOf"]

@@ -110,7 +110,8 @@ def _cite(source: dict[str, Any], quote: str) -> dict[str, Any] | None:
     """Cite ``quote`` in ``source``: by quote, or (passage mode) by the passage holding it."""
     if "passages" not in source:
         return {"source_id": source["id"], "quote": quote} if quote in source["text"] else None
-    labels = [p["label"] for p in source["passages"] if quote in p["text"]]
+    # Passage text is datamarked: each space is sent as U+02C6.
+    labels = [p["label"] for p in source["passages"] if quote in p["text"].replace("\u02c6", " ")]
     return {"source_id": source["id"], "passages": labels[:1], "quote": None} if labels else None
 
 

@@ -306,9 +306,6 @@ class AnswerOptions:
             raise InvalidRequestError(msg, field="model")
 
         defences = self.defences
-        if defences.datamark and self.citation_mode != "passage":
-            msg = "datamarking is offered in passage mode only"
-            raise InvalidRequestError(msg, field="defences")
 
         def serialize(source: Evidence) -> str:
             if self.citation_mode == "passage":

@@ -33,7 +33,7 @@ __all__ = [
 
 PROMPT_VERSION = "evidence-first/quote/3"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
-PASSAGE_PROMPT_VERSION = "evidence-first/passage/4"
+PASSAGE_PROMPT_VERSION = "evidence-first/passage/5"
 """Passage mode, versioned separately from quote mode."""
 
 
@@ -41,28 +41,31 @@ PASSAGE_PROMPT_VERSION = "evidence-first/passage/4"
 class Defences:
     """The injection defences a request is built with (see :mod:`evidence_first._injection`).
 
-    The defaults are what every request gets; the other settings exist so that
-    ``benchmarks/injection.py`` can measure each defence against its absence.
+    The defaults are what every request gets, chosen by ``benchmarks/injection.py``; the
+    other settings exist so that it can measure each defence against its absence.
 
     Attributes:
         escape_controls: Write ``<``, ``>`` and ``[INST]``-like brackets in caller text as JSON
             escapes, so no chat-template control string acts as a control token.
-        datamark: Passage mode only: send every space of a passage's text as
-            U+02C6 (:data:`~evidence_first._injection.DATAMARK`).
-        restate_rules: Restate after the question that the sources are data.
+        datamark: In passage mode, send every space of a passage's text as U+02C6
+            (:data:`~evidence_first._injection.DATAMARK`). Quote mode never datamarks: its
+            model copies text, and a marked copy is no excerpt of the caller's text.
+        restate_rules: Restate after the question that the sources are data. Measured, and
+            off: it raised attack success on the embedded reader.
     """
 
     escape_controls: bool = True
-    datamark: bool = False
+    datamark: bool = True
     restate_rules: bool = False
 
-    def version_suffix(self) -> str:
-        """How these settings differ from the defaults, for the prompt version."""
+    def version_suffix(self, mode: CitationMode) -> str:
+        """How these settings differ from the defaults in ``mode``, for the prompt version."""
         default = Defences()
         changed = [
             f"{field.name}={'on' if getattr(self, field.name) else 'off'}"
             for field in fields(self)
             if getattr(self, field.name) != getattr(default, field.name)
+            and (field.name != "datamark" or mode == "passage")
         ]
         return "".join(f"+{change}" for change in changed)
 
@@ -165,8 +168,8 @@ def prompt_for(mode: CitationMode, defences: Defences = DEFAULT_DEFENCES) -> tup
     """The system prompt and its version for a citation mode and set of defences."""
     if mode == "passage":
         system = PASSAGE_SYSTEM_PROMPT + (_DATAMARK_RULE if defences.datamark else "")
-        return system, PASSAGE_PROMPT_VERSION + defences.version_suffix()
-    return SYSTEM_PROMPT, PROMPT_VERSION + defences.version_suffix()
+        return system, PASSAGE_PROMPT_VERSION + defences.version_suffix(mode)
+    return SYSTEM_PROMPT, PROMPT_VERSION + defences.version_suffix(mode)
 
 
 _POLICY_TEXT: dict[KnowledgePolicy, str] = {
@@ -203,7 +206,8 @@ def serialize_source(
     """Serialize one source exactly as it appears in the prompt: only the fields the model sees.
 
     With ``passages`` (passage mode), the text is sent as labeled passages instead. The result
-    is the sent form: ``defences`` may escape control strings and datamark passages.
+    is the sent form: ``defences`` escape control strings and, in passage mode, datamark the
+    passages.
     """
     item: dict[str, Any] = {"id": evidence.id}
     if evidence.speaker is not None:
