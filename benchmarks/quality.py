@@ -2,7 +2,7 @@
 
 Every question of ``data/quality/questions.json`` is answered from the documents it lists in
 ``data/quality/documents.json`` (2 to 4 each: the relevant ones and distractors), once per
-citation mode, through ``answer_from_evidence``. The modes alternate question by question,
+citation mode, through the engine ``answer_from_evidence`` runs. The modes alternate question by question,
 so a change in machine load affects both alike. The figures, per mode:
 
 - status counts, and model errors (a timeout or a failed call, which is not a status);
@@ -545,7 +545,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=None,
         help="append each result to this JSON Lines file as it finishes, and reuse the "
-        "results already there for the same model, prompt version and limits",
+        "results already there for the same model and a byte-identical request",
     )
     parser.add_argument(
         "--local",
