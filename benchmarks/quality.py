@@ -2,8 +2,8 @@
 
 Every question of ``data/quality/questions.json`` is answered from the documents it lists in
 ``data/quality/documents.json`` (2 to 4 each: the relevant ones and distractors), once per
-citation mode, through the engine ``answer_from_evidence`` runs. The modes alternate question by question,
-so a change in machine load affects both alike. The figures, per mode:
+citation mode, through the engine ``answer_from_evidence`` runs. The modes alternate question
+by question, so a change in machine load affects both alike. The figures, per mode:
 
 - status counts, and model errors (a timeout or a failed call, which is not a status);
 - answered accuracy, over the answerable questions: the status is ``answered``, a gold answer
