@@ -5,6 +5,10 @@ from __future__ import annotations
 import html
 import json
 import re
+from html.parser import HTMLParser
+
+import pytest
+from markdown_it import MarkdownIt
 
 from evidence_first import Evidence, answer_from_evidence
 from evidence_first.render import render_html, render_markdown
@@ -134,3 +138,74 @@ def test_rejections_and_abstentions_render_their_reasons(scripted):
     )
     assert "the &lt;venue&gt;" in render_html(abstained)
     assert "the \\<venue\\>" in render_markdown(abstained)
+
+
+# Markdown rendered by a CommonMark renderer with raw HTML on (as GitHub, Jupyter and most chat
+# UIs do): every string a source or the model wrote must stay inert text on one line.
+HOSTILE_MARKDOWN = [
+    "x\n\n<script>alert(1)</script>\n",
+    "\r<script>alert(1)</script>",
+    "a\r\r<img src=x onerror=alert(1)>",
+    "a\r\r    indented code",
+    "title\r===",
+    "title\r\n---",
+    "\n# heading",
+    "\r\n- item\r\n- item",
+    "[click](javascript:alert(1))",
+    "<https://evil.example>",
+    "&lt;script&gt; &#60;b&#62;",
+    "`` ` code ` ``",
+    "x\u2028y\u0085z",
+]
+INERT_TAGS = {"p", "strong", "em", "code", "ol", "ul", "li", "blockquote"}
+
+
+class _Tags(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, list[tuple[str, str | None]]]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, attrs))
+
+
+def _commonmark_tags(markdown: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    page = MarkdownIt("commonmark", {"html": True}).render(markdown)
+    parser = _Tags()
+    parser.feed(page)
+    return parser.tags
+
+
+@pytest.mark.parametrize("payload", HOSTILE_MARKDOWN)
+def test_markdown_stays_inert_under_commonmark_with_raw_html(scripted, payload):
+    text = f"Intro {payload} The launch moved to June 15. {payload} end"
+    source = Evidence(id=payload, text=text, speaker=payload)
+    citations = [
+        {"source_id": payload, "quote": payload},
+        {"source_id": payload, "quote": "The launch moved to June 15."},
+    ]
+    fact = {"subject": payload, "relation": payload, "object": payload, "citations": citations}
+    answered = answer_from_evidence(
+        payload,
+        [source],
+        scripted(
+            json.dumps(
+                {"facts": [fact], "answer": payload, "inference": payload, "missing_evidence": []}
+            )
+        ),
+        knowledge="allow-general-inference",
+    )
+    assert answered.status == "answered"
+    abstained = answer_from_evidence(
+        "q?",
+        [source],
+        scripted(
+            json.dumps(
+                {"facts": [], "answer": None, "inference": None, "missing_evidence": [payload]}
+            )
+        ),
+    )
+    for answer in (answered, abstained):
+        tags = _commonmark_tags(render_markdown(answer))
+        assert {tag for tag, _ in tags} <= INERT_TAGS, tags
+        assert all(attrs == [] for _, attrs in tags), tags

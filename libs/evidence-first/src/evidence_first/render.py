@@ -20,6 +20,7 @@ __all__ = ["render_html", "render_markdown"]
 
 _CONTEXT_CHARS = 80
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&])")
+_LINE_ENDING = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -138,9 +139,19 @@ def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) 
     return "\n".join(parts)
 
 
+def _one_line(text: str) -> str:
+    """Every CommonMark line ending (LF, CR, CRLF) as a space: no string can end our line."""
+    return _LINE_ENDING.sub(" ", text)
+
+
 def _md(text: str) -> str:
-    """Escape Markdown and inline HTML; keep excerpts on one line."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(text.split("\n")))
+    """Escape Markdown and inline HTML; keep the text on one line."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", _one_line(text))
+
+
+def _code(text: str) -> str:
+    """A code span of ``text``: on one line, without the backticks that would close it."""
+    return f"`{_one_line(text).replace('`', '')}`"
 
 
 def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) -> str:
@@ -185,7 +196,7 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
         c = item.citation
         label = " · ".join(_md(part) for part in _source_label(item.source))
         lines.append(
-            f"[{item.number}] `{c.source_id.replace('`', '')}`"
+            f"[{item.number}] {_code(c.source_id)}"
             f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
             + "".join(f" · **⚠ {_md(w)}**" for w in item.warnings())
         )
