@@ -14,6 +14,8 @@ from evidence_first import (
     AnswerCancelledError,
     AnswerTimeoutError,
     Evidence,
+    EvidenceFirstError,
+    InvalidRequestError,
     ModelCallError,
     ModelRequest,
     ModelResponse,
@@ -256,3 +258,80 @@ def test_the_callers_context_reaches_the_model(scripted):
 
     answer_from_evidence("When?", [SOURCE], scripted(record))
     assert seen == ["run-42"]
+
+
+# A callback raising one of our own error types: only the errors our transports word safely
+# pass through; any other (InvalidRequestError included) is a ModelCallError, message dropped.
+LEAKY = f"bad option sk-live-123 Ravi said {SECRET_TEXT}"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [InvalidRequestError(LEAKY, field="x"), EvidenceFirstError(LEAKY), ValueError(LEAKY)],
+    ids=["InvalidRequestError", "EvidenceFirstError", "ValueError"],
+)
+def test_a_callbacks_own_error_type_becomes_model_call_error_without_its_message(error):
+    class Raising:
+        def generate(self, request):
+            raise error
+
+    with pytest.raises(ModelCallError) as info:
+        answer_from_evidence("When?", [SOURCE], Raising())
+    assert LEAKY not in str(info.value)
+    assert "sk-live" not in str(info.value)
+    assert info.value.__cause__ is error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [InvalidRequestError(LEAKY, field="x"), EvidenceFirstError(LEAKY)],
+    ids=["InvalidRequestError", "EvidenceFirstError"],
+)
+async def test_an_async_callbacks_own_error_type_becomes_model_call_error(error):
+    class Raising:
+        async def agenerate(self, request):
+            raise error
+
+    with pytest.raises(ModelCallError) as info:
+        await aanswer_from_evidence("When?", [SOURCE], Raising())
+    assert LEAKY not in str(info.value)
+    assert info.value.__cause__ is error
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ModelCallError("the provider refused", cause_type=None),
+        AnswerTimeoutError("slow", timeout=1.0),
+        AnswerCancelledError("stopped"),
+    ],
+)
+def test_our_transports_safely_worded_errors_pass_through(error):
+    class Raising:
+        def generate(self, request):
+            raise error
+
+    with pytest.raises(type(error)) as info:
+        answer_from_evidence("When?", [SOURCE], Raising())
+    assert info.value is error
+
+
+async def test_the_async_deadline_holds_against_a_model_that_swallows_cancellation():
+    finished = asyncio.Event()
+
+    class Stubborn:
+        async def agenerate(self, request):
+            deadline = time.monotonic() + 1.5
+            while time.monotonic() < deadline:
+                try:
+                    await asyncio.sleep(0.05)
+                except asyncio.CancelledError:
+                    continue  # swallowed: keeps going
+            finished.set()
+            return LEDGER  # a valid ledger, but late
+
+    started = time.monotonic()
+    with pytest.raises(AnswerTimeoutError):
+        await aanswer_from_evidence("When?", [SOURCE], Stubborn(), timeout=0.3)
+    assert time.monotonic() - started < 0.8
+    await asyncio.wait_for(finished.wait(), timeout=3)  # let the stubborn task end cleanly

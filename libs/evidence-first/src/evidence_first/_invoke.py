@@ -29,6 +29,8 @@ __all__ = ["call_model", "call_model_async", "has_async", "has_sync"]
 
 # How often a sync wait checks the caller's cancel event.
 _CANCEL_POLL_SECONDS = 0.02
+# The errors a callback may raise as they are: our transports word them without payloads.
+_SAFELY_WORDED = (ModelCallError, AnswerTimeoutError, AnswerCancelledError)
 
 
 def has_sync(model: object) -> bool:
@@ -77,30 +79,47 @@ def call_model(
 async def call_model_async(model: object, request: ModelRequest) -> ModelResponse:
     """Call ``model`` once from async code and return its normalized response.
 
-    Cancelling the awaiting task sets ``request.cancel`` and propagates
-    :class:`asyncio.CancelledError`.
+    The call runs as its own task, and the engine stops waiting at the deadline even if the
+    model swallows its cancellation: the task is cancelled and left behind, and whatever it
+    returns late is never judged. Cancelling the awaiting task does the same, sets
+    ``request.cancel`` and propagates :class:`asyncio.CancelledError`.
 
     Raises:
         AnswerTimeoutError: No answer within ``request.timeout``, or the client timed out.
         ModelCallError: The callback raised or returned something other than a response.
     """
     if has_async(model):
-        awaitable: Any = _await_agenerate(model, request)
+        call = asyncio.ensure_future(_await_agenerate(model, request))
     else:
-        awaitable = _await_worker(_Worker(model, request), request.timeout)
+        call = asyncio.ensure_future(_await_worker(_Worker(model, request), request.timeout))
     try:
-        result = await asyncio.wait_for(awaitable, timeout=request.timeout)
-    except asyncio.TimeoutError as exc:
-        request.cancel.set()
-        raise _timeout_error(request.timeout) from exc
+        done, _ = await asyncio.wait({call}, timeout=request.timeout)
     except asyncio.CancelledError:
-        request.cancel.set()
+        _leave_behind(call, request)
         raise
-    except EvidenceFirstError:
+    if not done:
+        _leave_behind(call, request)
+        raise _timeout_error(request.timeout)
+    try:
+        result = call.result()
+    except _SAFELY_WORDED:
         raise
     except Exception as exc:
         raise _call_error(exc, request.timeout) from exc
     return _normalize(result)
+
+
+def _leave_behind(call: asyncio.Future[object], request: ModelRequest) -> None:
+    """Stop waiting for a call: signal and cancel it, and drop whatever it ends with."""
+    request.cancel.set()
+    call.cancel()
+    call.add_done_callback(_drop_outcome)
+
+
+def _drop_outcome(call: asyncio.Future[object]) -> None:
+    # Retrieving the exception keeps asyncio from reporting it as never retrieved.
+    if not call.cancelled():
+        call.exception()
 
 
 async def _await_agenerate(model: object, request: ModelRequest) -> object:
@@ -196,8 +215,12 @@ def _timeout_error(timeout: float) -> AnswerTimeoutError:
 
 
 def _call_error(exc: BaseException, timeout: float) -> EvidenceFirstError:
-    """Map a callback's exception to ours, without repeating its message (it may hold payloads)."""
-    if isinstance(exc, EvidenceFirstError):
+    """Map a callback's exception to ours, without repeating its message (it may hold payloads).
+
+    Only the errors our own transports raise, worded without payloads, pass through; any
+    other, an ``InvalidRequestError`` a callback raised included, becomes ``ModelCallError``.
+    """
+    if isinstance(exc, _SAFELY_WORDED):
         return exc
     if _is_timeout(exc):
         return _timeout_error(timeout)

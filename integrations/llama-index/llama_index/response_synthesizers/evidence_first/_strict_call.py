@@ -66,6 +66,14 @@ class LLMReader:
         self.llm = llm
         self._prepare = prepare
 
+    def check(self) -> None:
+        """Check the LLM again before a request: its settings may have changed since.
+
+        Raises:
+            InvalidRequestError: As :func:`reader_for`; nothing is sent.
+        """
+        _refuse(self.llm)
+
     def generate(self, request: ModelRequest) -> ModelResponse:
         """Call ``chat`` once with the system and user messages and return its text."""
         llm, kwargs = self._prepare(request, self.llm, False)

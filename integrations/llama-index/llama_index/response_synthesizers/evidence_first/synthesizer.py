@@ -209,6 +209,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
             selected = select_nodes(nodes, self._keys)
+            self._reader.check()  # tools added after construction are refused before sending
             answer = answer_selection(
                 bundle.query_str, selected.selection, self._reader, self._options
             )
@@ -236,6 +237,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
             selected = select_nodes(nodes, self._keys)
+            self._reader.check()  # tools added after construction are refused before sending
             answer = await aanswer_selection(
                 bundle.query_str, selected.selection, self._reader, self._options
             )
