@@ -160,12 +160,34 @@ def test_eight_citations_are_accepted(scripted):
         {**GOOD, "missing_evidence": ["the exact date"]},  # answer plus missing evidence
         {**GOOD, "answer": None, "missing_evidence": []},  # no answer, nothing missing
         {**GOOD, "answer": "  ", "missing_evidence": []},  # blank answer, nothing missing
+        # Invisible answers are blank: zero-width, joiners, BOM, other format and separators.
+        {**GOOD, "answer": "\u200b", "missing_evidence": []},
+        {**GOOD, "answer": "\u200d\ufeff\u2060\u00ad", "missing_evidence": []},
+        {**GOOD, "answer": "\u3000\u2028\x00", "missing_evidence": []},
         {**GOOD, "facts": []},  # answer without facts
     ],
 )
 def test_inconsistent_output_is_rejected(scripted, ledger):
     text = json.dumps(ledger)
     _assert_invalid(_run(scripted, text), "inconsistent_output", raw=text)
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\u200b", "\ufeff\u200c"])
+def test_a_blank_missing_evidence_item_is_inconsistent(scripted, blank):
+    for missing in ([blank], ["the exact date", blank]):
+        text = json.dumps(
+            {"facts": [], "answer": None, "inference": None, "missing_evidence": missing}
+        )
+        answer = _run(scripted, text)
+        _assert_invalid(answer, "inconsistent_output", raw=text)
+        index = len(missing) - 1
+        assert answer.validation_errors[0].path == f"$.missing_evidence[{index}]"
+
+
+def test_an_answer_with_a_visible_character_among_invisible_ones_is_answered(scripted):
+    answer = _run(scripted, json.dumps({**GOOD, "answer": "\u200bJune 15\u200b"}))
+    assert answer.status == "answered"
+    assert answer.answer == "\u200bJune 15\u200b"  # kept exactly
 
 
 def test_inference_under_evidence_only_is_rejected(scripted):

@@ -7,6 +7,7 @@ only if it was sent, for the source the citation names; labels resolve to the pa
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -242,9 +243,21 @@ def _check(
     return citation
 
 
+# No visible character: control, format (zero-width space, joiners, BOM) and separator
+# categories, besides whatever str.isspace() counts.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
 def has_text(value: str | None) -> bool:
-    """Whether an optional answer field holds something other than whitespace."""
-    return value is not None and bool(value.strip())
+    """Whether an optional answer field holds at least one visible character.
+
+    Blank means no visible character: whitespace, zero-width and other format characters,
+    by Unicode category. ``"\u200b"`` is blank.
+    """
+    return value is not None and any(
+        not (char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES)
+        for char in value
+    )
 
 
 def _consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[ValidationIssue]:
@@ -260,6 +273,9 @@ def _consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list
         inconsistent("$.answer", "no answer is given and no missing evidence is listed")
     if answered and not ledger.facts:
         inconsistent("$.facts", "an answer is given without any fact")
+    for index, item in enumerate(ledger.missing_evidence):
+        if not has_text(item):
+            inconsistent(f"$.missing_evidence[{index}]", "a missing-evidence item is blank")
     if knowledge == "evidence-only" and has_text(ledger.inference):
         issues.append(
             ValidationIssue(
