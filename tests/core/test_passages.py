@@ -210,6 +210,28 @@ def test_a_quote_mode_citation_is_invalid_schema_in_passage_mode(scripted):
     assert set(answer.reason_codes) == {"invalid_schema"}
 
 
+def test_an_absent_narrowing_quote_means_null(scripted):
+    # A provider that does not enforce the schema omits optional keys.
+    answer, _ = _answer(scripted, {"source_id": "notes", "passages": ["notes#2"]})
+    assert answer.status == "answered"
+    (citation,) = answer.facts[0].citations
+    assert citation.quote == "The launch moved to June 15."
+
+
+@pytest.mark.parametrize(
+    "citation",
+    [
+        {"source_id": "notes", "quote": None},  # no passages
+        {"passages": ["notes#2"], "quote": None},  # no source
+        {"source_id": "notes", "passages": ["notes#2"], "quote": None, "page": 1},  # unknown key
+    ],
+    ids=["no passages", "no source", "unknown key"],
+)
+def test_only_the_quote_may_be_absent(scripted, citation):
+    answer, _ = _answer(scripted, citation)
+    assert set(answer.reason_codes) == {"invalid_schema"}
+
+
 def test_packing_counts_the_serialized_passages(scripted):
     counted: list[str] = []
 

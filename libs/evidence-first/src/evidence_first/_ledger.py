@@ -49,11 +49,15 @@ class LedgerCitation(_Strict):
 
 
 class PassageCitation(_Strict):
-    """A passage-mode citation as the model wrote it: passage labels and an optional quote."""
+    """A passage-mode citation as the model wrote it: passage labels and an optional quote.
+
+    An absent ``quote`` means ``null`` (a provider that does not enforce the schema omits
+    optional keys); every other key is required, and unknown keys are still rejected.
+    """
 
     source_id: str
     passages: list[str] = Field(min_length=1)
-    quote: str | None
+    quote: str | None = None
 
 
 CitationT = TypeVar("CitationT", LedgerCitation, PassageCitation)
