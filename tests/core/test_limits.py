@@ -7,6 +7,7 @@ from datetime import datetime
 import pytest
 
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
+from evidence_first._engine import MAX_QUESTION_TOKENS
 
 GOOD = [Evidence(id="a", text="The launch moved to June 15.")]
 
@@ -89,6 +90,21 @@ def test_empty_question_is_rejected(model, question):
 
 def test_non_string_question_is_rejected(model):
     _assert_rejected(model, "question", question=42)
+
+
+def test_a_question_over_the_token_bound_is_rejected_before_any_call(model):
+    error = _assert_rejected(model, "question", question="x" * 100_000)
+    assert f"limit is {MAX_QUESTION_TOKENS}" in str(error)
+
+
+def test_the_question_bound_uses_the_requests_token_counter(scripted, make_ledger):
+    words = " ".join(["word"] * MAX_QUESTION_TOKENS)
+    count = {"token_counter": lambda text: len(text.split())}
+    at_the_bound = scripted(make_ledger(answer=None, missing_evidence=["nothing"]))
+    _call(at_the_bound, question=words, **count)
+    assert at_the_bound.calls == 1
+    over = scripted(make_ledger(answer=None, missing_evidence=["nothing"]))
+    _assert_rejected(over, "question", question=words + " more", **count)
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ from evidence_first._tokens import estimate_tokens
 from evidence_first._verify import has_text, verify_ledger
 
 __all__ = [
+    "MAX_QUESTION_TOKENS",
     "MAX_SOURCES",
     "MAX_SOURCE_UTF16_UNITS",
     "AnswerOptions",
@@ -51,8 +52,10 @@ __all__ = [
 
 MAX_SOURCES = 64
 MAX_SOURCE_UTF16_UNITS = 262_144
-# The question is bounded like a source, so the prompt stays bounded.
+# The question is bounded, so the prompt stays bounded: first by size (cheap, before any
+# counting), then by its estimated tokens, with the request's own token counter.
 MAX_QUESTION_UTF16_UNITS = 262_144
+MAX_QUESTION_TOKENS = 2048
 _KNOWLEDGE_POLICIES: tuple[str, ...] = get_args(KnowledgePolicy)
 _CITATION_MODES: tuple[str, ...] = get_args(CitationMode)
 
@@ -80,7 +83,7 @@ def answer_from_evidence(
     """Answer ``question`` only from ``sources``, calling ``model`` at most once.
 
     Args:
-        question: The question; must not be blank.
+        question: The question; must not be blank, and at most 2,048 estimated tokens.
         sources: At most 64 :class:`Evidence` objects or mappings of their fields, considered
             in the order given. IDs must be unique; each text at most 262,144 UTF-16 units.
         model: An object with ``generate(request)`` and/or ``async agenerate(request)``.
@@ -300,6 +303,10 @@ class AnswerOptions:
             InvalidRequestError: The question, a source or the model breaks the contract.
         """
         question = _question(question)
+        tokens = self.count_tokens(question)
+        if tokens > MAX_QUESTION_TOKENS:
+            msg = f"question has about {tokens} tokens; the limit is {MAX_QUESTION_TOKENS}"
+            raise InvalidRequestError(msg, field="question")
         offered = _sources(sources)
         if not (has_sync(model) or has_async(model)):
             msg = "model must have a generate(request) method or an async agenerate(request)"
