@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import socket
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from evidence_first import answer_from_evidence
+from evidence_first import answer_from_evidence, cli
 from evidence_first.cli import EXIT_ERROR, EXIT_NOTHING_ANSWERED, main, render_report
 
 TEXT = "Standup, April 28. The launch moved to June 15. Dana Whitfield owns the security review."
@@ -80,6 +81,71 @@ def test_ask_exits_one_on_a_failed_model_call(endpoint, capsys):
     assert status == EXIT_ERROR == 1
     assert output == ""
     assert "ModelCallError" in capsys.readouterr().err
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "says"),
+    [
+        ("localhost:8080", "must start with http:// or https://"),
+        ("ftp://files.example/v1", "must start with http:// or https://"),
+        ("http://", "has no host"),
+    ],
+)
+def test_a_malformed_base_url_is_refused_before_any_call(base_url, says, capsys):
+    status, output = _ask(base_url)
+    assert status == EXIT_ERROR
+    assert output == ""
+    err = capsys.readouterr().err
+    assert err.startswith("evidence-first: InvalidRequestError: ")
+    assert says in err
+
+
+def test_a_refused_connection_says_so(capsys):
+    status, _ = _ask(f"http://127.0.0.1:{_free_port()}/v1")
+    assert status == EXIT_ERROR
+    assert "the endpoint refused the connection" in capsys.readouterr().err
+
+
+def test_an_unknown_host_says_its_name_did_not_resolve(capsys):
+    status, _ = _ask("http://no-such-host.invalid/v1")
+    assert status == EXIT_ERROR
+    assert "could not be resolved" in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_utf8_is_named(endpoint, tmp_path, capsys):
+    (tmp_path / "blob.bin").write_bytes(b"\xff\xfe\x00binary " + "The launch".encode("utf-16"))
+    out = io.StringIO()
+    argv = ["ask", "q?", "blob.bin", "--base-url", endpoint(_ledger())]
+    assert main(argv, out=out) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "blob.bin is not UTF-8 text" in err
+    assert "The launch" not in err
+
+
+def test_bad_sources_json_names_the_file_and_the_position(endpoint, tmp_path, capsys):
+    (tmp_path / "sources.json").write_text('[{"id": "a", "text": "secret text"', encoding="utf-8")
+    out = io.StringIO()
+    argv = ["ask", "q?", "--sources-json", "sources.json", "--base-url", endpoint(_ledger())]
+    assert main(argv, out=out) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "sources.json is not valid JSON (line 1, column" in err
+    assert "secret text" not in err
+
+
+def test_ctrl_c_ends_with_one_line_and_status_130(monkeypatch, capsys):
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "answer_from_evidence", interrupted)
+    status, _ = _ask("http://127.0.0.1:9/v1")
+    assert status == 130
+    assert capsys.readouterr().err == "evidence-first: interrupted\n"
 
 
 class _Fixed:

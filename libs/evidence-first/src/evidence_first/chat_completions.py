@@ -8,12 +8,15 @@ for llama.cpp, vLLM, Ollama's OpenAI endpoint, or a hosted API.
 from __future__ import annotations
 
 import json
+import socket
+import ssl
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
 from evidence_first._answer import TokenUsage
-from evidence_first._errors import ModelCallError
+from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
 from evidence_first._prompt import branch_on_answer
 
@@ -75,7 +78,7 @@ class ChatCompletionsModel:
         seed: int | None = None,
         branched_schema: bool = False,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        self.base_url = _checked_base_url(base_url)
         self.model = model
         self.seed = seed
         self.branched_schema = branched_schema
@@ -114,7 +117,41 @@ class ChatCompletionsModel:
             exc.close()  # the error holds the open response
             msg = f"the endpoint answered HTTP {exc.code}"
             raise ModelCallError(msg, cause_type="urllib.error.HTTPError") from exc
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            if isinstance(reason, TimeoutError):
+                raise reason from exc  # the engine reports it as AnswerTimeoutError
+            msg = f"the model call failed: {_connection_failure(reason)}"
+            raise ModelCallError(msg, cause_type="urllib.error.URLError") from exc
         return _parse_reply(payload)
+
+
+def _checked_base_url(base_url: object) -> str:
+    """The API root without its trailing slash; its shape is checked before any call."""
+    if not isinstance(base_url, str):
+        msg = f"base_url must be a string, got {type(base_url).__name__}"
+        raise InvalidRequestError(msg, field="base_url")
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https"):
+        msg = "base_url must start with http:// or https://, such as http://127.0.0.1:8080/v1"
+        raise InvalidRequestError(msg, field="base_url")
+    if not parts.hostname:
+        msg = "base_url has no host, such as http://127.0.0.1:8080/v1"
+        raise InvalidRequestError(msg, field="base_url")
+    return base_url.rstrip("/")
+
+
+def _connection_failure(reason: object) -> str:
+    """What kind of connection failure ``reason`` is, in words that carry no payload."""
+    if isinstance(reason, ConnectionRefusedError):
+        return "the endpoint refused the connection (is the server running on that port?)"
+    if isinstance(reason, socket.gaierror):
+        return "the endpoint's host name could not be resolved (DNS)"
+    if isinstance(reason, ssl.SSLError):
+        return "the TLS handshake with the endpoint failed"
+    if isinstance(reason, OSError):
+        return f"the connection failed ({type(reason).__name__})"
+    return "the endpoint could not be reached"
 
 
 def _parse_reply(payload: Any) -> ModelResponse:

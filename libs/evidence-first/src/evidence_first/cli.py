@@ -40,6 +40,7 @@ from evidence_first.local import (
 __all__ = [
     "DEMO_MIN_SCORE",
     "EXIT_ERROR",
+    "EXIT_INTERRUPTED",
     "EXIT_NOTHING_ANSWERED",
     "RECOMMENDED_MODE",
     "load_demo_corpus",
@@ -55,6 +56,8 @@ EXIT_NOTHING_ANSWERED = 3
 RECOMMENDED_MODE: CitationMode = "passage"
 """The citation mode the demo and ``ask`` use by default: the better one on the embedded
 reader, measured with ``benchmarks/quality.py``."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: the shell's convention for SIGINT."""
 DEMO_MIN_SCORE = 0.1
 """The demo's retrieval score floor: sources its BM25 retriever scored lower are omitted."""
 
@@ -340,12 +343,25 @@ def _summary(answers: list[EvidenceAnswer]) -> str:
     )
 
 
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        msg = f"{path} is not UTF-8 text"
+        raise ValueError(msg) from None
+
+
 def _read_sources(args: argparse.Namespace) -> list[Evidence | dict[str, Any]]:
     sources: list[Evidence | dict[str, Any]] = []
     for path in args.files:
-        sources.append(Evidence(id=str(path), text=Path(path).read_text(encoding="utf-8")))
+        sources.append(Evidence(id=str(path), text=_read_text(path)))
     if args.sources_json is not None:
-        loaded = json.loads(Path(args.sources_json).read_text(encoding="utf-8"))
+        try:
+            loaded = json.loads(_read_text(args.sources_json))
+        except json.JSONDecodeError as exc:
+            # The position, never the document: it may be private text.
+            msg = f"{args.sources_json} is not valid JSON (line {exc.lineno}, column {exc.colno})"
+            raise ValueError(msg) from None
         if not isinstance(loaded, list):
             msg = f"{args.sources_json} must hold a JSON list of sources"
             raise ValueError(msg)
@@ -450,6 +466,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         # Typed, one line, and never a payload: our errors and these carry none.
         sys.stderr.write(f"evidence-first: {type(exc).__name__}: {exc}\n")
         return EXIT_ERROR
+    except KeyboardInterrupt:
+        sys.stderr.write("evidence-first: interrupted\n")
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
