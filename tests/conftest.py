@@ -153,6 +153,8 @@ def model_base_url(recording: bool, request: pytest.FixtureRequest) -> str:
 
 
 class _JsonHandler(BaseHTTPRequestHandler):
+    # HTTP/1.1 keeps connections alive, as real providers do, so clients pool them.
+    protocol_version = "HTTP/1.1"
     status = 200
     payload = b"{}"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import warnings
 
@@ -219,3 +220,17 @@ def test_an_openai_reply_cut_at_the_token_limit_is_truncated_output():
     assert answer.status == "invalid_response"
     assert answer.reason_codes == ("output_truncated",)
     assert answer.raw_response == '{"facts": [{"subj'
+
+
+def test_the_answerer_works_on_a_second_event_loop(json_endpoint):
+    # ChatOpenAI's default async HTTP client is cached across event loops; without retries,
+    # reusing it on a second loop fails at once with "Event loop is closed".
+    message = {"role": "assistant", "content": json.dumps(GOOD)}
+    base_url = json_endpoint(
+        200, {"choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+    )
+    answerer = EvidenceAnswerer(llm=ChatOpenAI(model="m", base_url=base_url, api_key="sk-test"))
+    question = {"question": "When is the launch?", "sources": [SOURCE]}
+    for _ in range(3):  # each asyncio.run is a new event loop
+        answer = asyncio.run(answerer.ainvoke(question))
+        assert answer.status == "answered"

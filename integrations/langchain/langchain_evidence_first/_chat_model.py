@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,19 +40,52 @@ _warned_classes: set[type] = set()
 _warned_lock = threading.Lock()
 
 
+AsyncSession = Callable[[BaseChatModel], AbstractAsyncContextManager[BaseChatModel]]
+"""Gives one async call a copy of the chat model with HTTP clients of its own."""
+
+
 @dataclass(frozen=True)
 class StrictChatModel:
     """A chat model prepared for one strict call, and how to pass each request's settings.
 
     Attributes:
-        model: The chat model (a strict copy of the caller's) or binding to invoke.
+        chat: The chat model: a strict copy of the caller's.
         request_kwargs: Builds the per-call keyword arguments from the request.
         provider: The allow-list entry that matched, or ``None``.
+        bound_kwargs: The caller's binding arguments (``bind``), kept.
+        binding_config: The caller's binding config, kept.
+        async_session: For an async call, a copy of ``chat`` whose HTTP client lives on the
+            running event loop only: a client cached across loops fails on the next loop, and
+            with retries off nothing hides that. ``None`` when the caller's own client is used.
     """
 
-    model: Runnable[Any, Any]
+    chat: BaseChatModel
     request_kwargs: Callable[[ModelRequest], dict[str, Any]] = field(repr=False)
     provider: str | None
+    bound_kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
+    binding_config: RunnableConfig | None = field(default=None, repr=False)
+    async_session: AsyncSession | None = field(default=None, repr=False)
+
+    @property
+    def model(self) -> Runnable[Any, Any]:
+        """The chat model to invoke, inside the caller's binding if there was one."""
+        return self._bound(self.chat)
+
+    def _bound(self, chat: BaseChatModel) -> Runnable[Any, Any]:
+        if not (self.bound_kwargs or self.binding_config):
+            return chat
+        return RunnableBinding(
+            bound=chat, kwargs=self.bound_kwargs, config=self.binding_config or RunnableConfig()
+        )
+
+    @asynccontextmanager
+    async def async_model(self) -> AsyncIterator[Runnable[Any, Any]]:
+        """The model for one async call: see ``async_session``."""
+        if self.async_session is None:
+            yield self.model
+            return
+        async with self.async_session(self.chat) as chat:
+            yield self._bound(chat)
 
     def reader(self, config: RunnableConfig | None) -> _Reader:
         """An evidence reader that invokes the model with ``config`` (callbacks, tags)."""
@@ -72,9 +106,10 @@ class _Reader:
         return _response(message)
 
     async def agenerate(self, request: ModelRequest) -> ModelResponse:
-        message = await self._strict.model.ainvoke(
-            _messages(request), config=self._config, **self._strict.request_kwargs(request)
-        )
+        async with self._strict.async_model() as model:
+            message = await model.ainvoke(
+                _messages(request), config=self._config, **self._strict.request_kwargs(request)
+            )
         return _response(message)
 
 
@@ -107,21 +142,24 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
     if not isinstance(model, BaseChatModel):
         msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
         raise InvalidRequestError(msg, field="llm")
+    async_session: AsyncSession | None = None
     for provider in _PROVIDERS:
         if provider.matches(model):
             prepared, request_kwargs = provider.prepare(model, timeout, max_tokens)
+            if provider.async_session is not None:
+                async_session = provider.async_session(model, timeout)
             break
     else:
         provider = None
         prepared, request_kwargs = model, _no_kwargs
         _warn_once(type(model))
-    runnable: Runnable[Any, Any] = prepared
-    if bound_kwargs or binding_config:
-        runnable = RunnableBinding(
-            bound=prepared, kwargs=bound_kwargs, config=binding_config or RunnableConfig()
-        )
     return StrictChatModel(
-        runnable, request_kwargs, provider.name if provider is not None else None
+        chat=prepared,
+        request_kwargs=request_kwargs,
+        provider=provider.name if provider is not None else None,
+        bound_kwargs=bound_kwargs,
+        binding_config=binding_config,
+        async_session=async_session,
     )
 
 
@@ -154,6 +192,8 @@ class _Provider:
     prepare: Callable[
         [BaseChatModel, float, int], tuple[BaseChatModel, Callable[..., dict[str, Any]]]
     ]
+    # Given the caller's model and the timeout: the per-call async session, or None.
+    async_session: Callable[[BaseChatModel, float], AsyncSession | None] | None = None
 
     def matches(self, model: BaseChatModel) -> bool:
         return self.class_name in _class_names(model)
@@ -198,6 +238,31 @@ def _prepare_openai(
     return strict, request_kwargs
 
 
+def _openai_async_session(model: BaseChatModel, timeout: float) -> AsyncSession | None:
+    """Per-call async HTTP clients, unless the caller supplied their own (or a proxy)."""
+    if getattr(model, "http_async_client", None) is not None or getattr(
+        model, "openai_proxy", None
+    ):
+        return None
+
+    @asynccontextmanager
+    async def session(chat: BaseChatModel) -> AsyncIterator[BaseChatModel]:
+        import openai  # present wherever ChatOpenAI is
+
+        http_client = openai.DefaultAsyncHttpxClient()
+        try:
+            root = chat.root_async_client.with_options(  # type: ignore[attr-defined]
+                max_retries=0, timeout=timeout, http_client=http_client
+            )
+            yield chat.model_copy(
+                update={"root_async_client": root, "async_client": root.chat.completions}
+            )
+        finally:
+            await http_client.aclose()
+
+    return session
+
+
 def _prepare_anthropic(
     model: BaseChatModel, timeout: float, max_tokens: int
 ) -> tuple[BaseChatModel, Callable[[ModelRequest], dict[str, Any]]]:
@@ -230,7 +295,7 @@ def _prepare_ollama(
 
 
 _PROVIDERS = (
-    _Provider("openai-compatible", "BaseChatOpenAI", _prepare_openai),
+    _Provider("openai-compatible", "BaseChatOpenAI", _prepare_openai, _openai_async_session),
     _Provider("anthropic", "ChatAnthropic", _prepare_anthropic),
     _Provider("ollama", "ChatOllama", _prepare_ollama),
 )
