@@ -16,6 +16,7 @@ from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 from evidence_first import Evidence, InvalidRequestError, ModelRequest
+from evidence_first._prompt import build_json_schema
 from evidence_first.chat_completions import SCHEMA_NAME
 from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
 from langchain_evidence_first._chat_model import strict_chat_model
@@ -234,3 +235,105 @@ def test_the_answerer_works_on_a_second_event_loop(json_endpoint):
     for _ in range(3):  # each asyncio.run is a new event loop
         answer = asyncio.run(answerer.ainvoke(question))
         assert answer.status == "answered"
+
+
+# Back doors into the strict call: tools and strict settings smuggled through the model's own
+# configuration, and tool calls hidden in content blocks.
+
+TOOLS = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
+
+
+@pytest.mark.parametrize(
+    "configure",
+    [
+        lambda: _openai(model_kwargs={"tools": TOOLS, "tool_choice": "required"}),
+        lambda: _openai(extra_body={"tools": TOOLS}),
+        lambda: _openai(model_kwargs={"tool_choice": "auto"}),
+        lambda: _openai().bind(extra_body={"tools": TOOLS}),
+    ],
+    ids=["model_kwargs", "extra_body", "model_kwargs tool_choice", "bound extra_body"],
+)
+def test_tools_in_the_models_own_settings_are_refused_at_construction(configure):
+    with pytest.raises(InvalidRequestError, match="tools") as info:
+        EvidenceAnswerer(llm=configure())
+    assert info.value.field == "llm"
+
+
+def _capturing_openai(bodies: list[dict], **kwargs) -> ChatOpenAI:
+    def reply(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        message = {"role": "assistant", "content": json.dumps(GOOD)}
+        choice = {"index": 0, "message": message, "finish_reason": "stop"}
+        return httpx.Response(
+            200,
+            json={
+                "id": "c",
+                "object": "chat.completion",
+                "created": 0,
+                "model": "m",
+                "choices": [choice],
+            },
+        )
+
+    return _openai(http_client=httpx.Client(transport=httpx.MockTransport(reply)), **kwargs)
+
+
+def _sent_limit(body: dict) -> int:
+    return body.get("max_completion_tokens", body.get("max_tokens"))
+
+
+OVERRIDES = {"max_tokens": 99999, "temperature": 1.7, "n": 3, "stream": True, "top_k": 1}
+
+
+@pytest.mark.parametrize(
+    ("configure", "top_k"),
+    [
+        (lambda bodies: _capturing_openai(bodies, extra_body=OVERRIDES), 1),
+        (lambda bodies: _capturing_openai(bodies).bind(extra_body=OVERRIDES), 1),
+        (lambda bodies: _capturing_openai(bodies, n=3, temperature=1.7), None),
+    ],
+    ids=["extra_body", "bound extra_body", "fields"],
+)
+def test_strict_settings_cannot_be_overridden_by_the_models_settings(configure, top_k):
+    bodies: list[dict] = []
+    answerer = EvidenceAnswerer(llm=configure(bodies), max_output_tokens=321)
+    answer = answerer.invoke({"question": "q?", "sources": [SOURCE]})
+    assert answer.status == "answered"
+    (body,) = bodies
+    assert body.get("top_k") == top_k  # the caller's other settings are kept
+    assert _sent_limit(body) == 321
+    assert "max_tokens" not in body or "max_completion_tokens" not in body
+    assert body["temperature"] == 0.0
+    assert body.get("n", 1) == 1
+    assert not body.get("stream")
+    assert "tools" not in body
+    assert "tool_choice" not in body
+
+
+def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it():
+    bodies: list[dict] = []
+    llm = _capturing_openai(bodies, max_tokens=200)
+    answer = EvidenceAnswerer(llm=llm, max_output_tokens=2048).invoke(
+        {"question": "q?", "sources": [SOURCE]}
+    )
+    assert answer.budget.max_output_tokens == 200
+    (body,) = bodies
+    assert _sent_limit(body) == 200
+    schema = body["response_format"]["json_schema"]["schema"]
+    expected = build_json_schema(["a"], max_output_tokens=200, knowledge="evidence-only")
+    assert schema["properties"]["facts"]["maxItems"] == expected["properties"]["facts"]["maxItems"]
+
+
+@pytest.mark.parametrize("block_type", ["tool_use", "tool_call", "server_tool_call"])
+def test_a_tool_call_hidden_in_content_blocks_is_not_allowed(scripted_chat_model, block_type):
+    message = AIMessage(
+        content=[
+            {"type": "text", "text": json.dumps(GOOD)},
+            {"type": block_type, "id": "t1", "name": "search", "input": {}, "args": {}},
+        ]
+    )
+    assert message.tool_calls == []
+    model = scripted_chat_model(message=message)
+    answer = EvidenceAnswerer(llm=model).invoke({"question": "q?", "sources": [SOURCE]})
+    assert answer.status == "invalid_response"
+    assert answer.reason_codes == ("tool_call_not_allowed",)

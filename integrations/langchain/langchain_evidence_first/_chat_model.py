@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import threading
 import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +32,21 @@ __all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "strict_chat_model"]
 _TOOL_KWARGS = frozenset(
     {"tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"}
 )
+# Settings a caller's configuration may carry that the strict call always sets itself.
+_STRICT_KWARGS = _TOOL_KWARGS | {
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "n",
+    "stream",
+    "stream_options",
+    "response_format",
+}
+_LIMIT_KWARGS = ("max_tokens", "max_completion_tokens")
+# Where settings nest inside a model's or binding's keyword arguments.
+_NESTED = ("extra_body", "model_kwargs")
+# Content-block types that mean a tool was called, whatever message.tool_calls says.
+_TOOL_BLOCK = re.compile(r"tool|_call$|^function_call")
 # Models that reject a temperature other than their default.
 _NO_TEMPERATURE = re.compile(r"^(o\d|gpt-5|claude-fable-5|claude-sonnet-5-5)")
 
@@ -51,6 +66,8 @@ class StrictChatModel:
     Attributes:
         chat: The chat model: a strict copy of the caller's.
         request_kwargs: Builds the per-call keyword arguments from the request.
+        max_tokens: The output limit sent: the smaller of the one asked for and the chat
+            model's own; the request's schema bounds must follow it.
         provider: The allow-list entry that matched, or ``None``.
         bound_kwargs: The caller's binding arguments (``bind``), kept.
         binding_config: The caller's binding config, kept.
@@ -61,6 +78,7 @@ class StrictChatModel:
 
     chat: BaseChatModel
     request_kwargs: Callable[[ModelRequest], dict[str, Any]] = field(repr=False)
+    max_tokens: int
     provider: str | None
     bound_kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
     binding_config: RunnableConfig | None = field(default=None, repr=False)
@@ -87,6 +105,18 @@ class StrictChatModel:
         async with self.async_session(self.chat) as chat:
             yield self._bound(chat)
 
+    def call_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """The per-call keyword arguments, over the caller's bound ``extra_body``.
+
+        A binding's keyword arguments give way to the call's, so a bound ``extra_body``
+        (already stripped of strict settings) is merged in rather than replaced.
+        """
+        kwargs = self.request_kwargs(request)
+        bound_body = self.bound_kwargs.get("extra_body")
+        if isinstance(bound_body, Mapping) and "extra_body" in kwargs:
+            kwargs["extra_body"] = {**bound_body, **kwargs["extra_body"]}
+        return kwargs
+
     def reader(self, config: RunnableConfig | None) -> _Reader:
         """An evidence reader that invokes the model with ``config`` (callbacks, tags)."""
         return _Reader(self, config)
@@ -101,14 +131,14 @@ class _Reader:
 
     def generate(self, request: ModelRequest) -> ModelResponse:
         message = self._strict.model.invoke(
-            _messages(request), config=self._config, **self._strict.request_kwargs(request)
+            _messages(request), config=self._config, **self._strict.call_kwargs(request)
         )
         return _response(message)
 
     async def agenerate(self, request: ModelRequest) -> ModelResponse:
         async with self._strict.async_model() as model:
             message = await model.ainvoke(
-                _messages(request), config=self._config, **self._strict.request_kwargs(request)
+                _messages(request), config=self._config, **self._strict.call_kwargs(request)
             )
         return _response(message)
 
@@ -136,15 +166,21 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         if _TOOL_KWARGS & model.kwargs.keys():
             msg = "llm has bound tools (bind_tools); pass the chat model without tools"
             raise InvalidRequestError(msg, field="llm")
+        _refuse_tools(model.kwargs, "its binding (bind)")
         bound_kwargs = dict(model.kwargs)
         binding_config = model.config
         model = model.bound
     if not isinstance(model, BaseChatModel):
         msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
         raise InvalidRequestError(msg, field="llm")
+    for name in _NESTED:
+        _refuse_tools(getattr(model, name, None), name)
+    bound_kwargs = _without_strict(bound_kwargs)
     async_session: AsyncSession | None = None
     for provider in _PROVIDERS:
         if provider.matches(model):
+            own = [limit for limit in provider.own_limits(model) if limit is not None]
+            max_tokens = min([max_tokens, *own])
             prepared, request_kwargs = provider.prepare(model, timeout, max_tokens)
             if provider.async_session is not None:
                 async_session = provider.async_session(model, timeout)
@@ -156,6 +192,7 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
     return StrictChatModel(
         chat=prepared,
         request_kwargs=request_kwargs,
+        max_tokens=max_tokens,
         provider=provider.name if provider is not None else None,
         bound_kwargs=bound_kwargs,
         binding_config=binding_config,
@@ -165,6 +202,44 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
 
 def _no_kwargs(request: ModelRequest) -> dict[str, Any]:
     return {}
+
+
+def _refuse_tools(settings: object, where: str) -> None:
+    """Refuse tools anywhere in ``settings``, nested ``extra_body`` and ``model_kwargs`` too."""
+    if not isinstance(settings, Mapping):
+        return
+    found = sorted(_TOOL_KWARGS & settings.keys())
+    if found:
+        msg = (
+            f"llm is configured with tools ({where}: {', '.join(found)}); remove them: the "
+            "model must answer with text only"
+        )
+        raise InvalidRequestError(msg, field="llm")
+    for name in _NESTED:
+        _refuse_tools(settings.get(name), f"{where}.{name}")
+
+
+def _without_strict(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` without the keys the strict call sets, nested ones included."""
+    kept = {key: value for key, value in settings.items() if key not in _STRICT_KWARGS}
+    for name in _NESTED:
+        if isinstance(kept.get(name), Mapping):
+            kept[name] = _without_strict(kept[name])
+    return kept
+
+
+def _limits_in(settings: object) -> list[int]:
+    """Output limits a caller set in ``settings`` (nested ones included)."""
+    if not isinstance(settings, Mapping):
+        return []
+    limits = [
+        value
+        for key in _LIMIT_KWARGS
+        if isinstance(value := settings.get(key), int) and not isinstance(value, bool)
+    ]
+    for name in _NESTED:
+        limits.extend(_limits_in(settings.get(name)))
+    return limits
 
 
 def _warn_once(model_class: type) -> None:
@@ -192,6 +267,8 @@ class _Provider:
     prepare: Callable[
         [BaseChatModel, float, int], tuple[BaseChatModel, Callable[..., dict[str, Any]]]
     ]
+    # The output limits the caller's model is configured with.
+    own_limits: Callable[[BaseChatModel], list[int | None]]
     # Given the caller's model and the timeout: the per-call async session, or None.
     async_session: Callable[[BaseChatModel, float], AsyncSession | None] | None = None
 
@@ -215,9 +292,15 @@ def _prepare_openai(
             max_retries=0, timeout=timeout
         )
         update["async_client"] = strict_async.chat.completions
+    # The caller's own settings keep everything but what the strict call sets: those travel
+    # per call, and nothing the caller configured (extra_body, model_kwargs, n, streaming)
+    # can override them.
+    model_kwargs = _without_strict(getattr(model, "model_kwargs", None) or {})
+    nested_body = model_kwargs.pop("extra_body", None) or {}
+    update.update(model_kwargs=model_kwargs, n=None, streaming=False, max_tokens=None)
     strict = model.model_copy(update=update)
     send_temperature = not _NO_TEMPERATURE.match(str(getattr(model, "model_name", "")))
-    extra_body = dict(getattr(model, "extra_body", None) or {})
+    extra_body = {**nested_body, **_without_strict(getattr(model, "extra_body", None) or {})}
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
         # The schema travels in the body as-is. As a `response_format` argument, ChatOpenAI
@@ -236,6 +319,14 @@ def _prepare_openai(
         return kwargs
 
     return strict, request_kwargs
+
+
+def _openai_limits(model: BaseChatModel) -> list[int | None]:
+    return [
+        getattr(model, "max_tokens", None),
+        *_limits_in(getattr(model, "model_kwargs", None)),
+        *_limits_in(getattr(model, "extra_body", None)),
+    ]
 
 
 def _openai_async_session(model: BaseChatModel, timeout: float) -> AsyncSession | None:
@@ -295,14 +386,36 @@ def _prepare_ollama(
 
 
 _PROVIDERS = (
-    _Provider("openai-compatible", "BaseChatOpenAI", _prepare_openai, _openai_async_session),
-    _Provider("anthropic", "ChatAnthropic", _prepare_anthropic),
-    _Provider("ollama", "ChatOllama", _prepare_ollama),
+    _Provider(
+        "openai-compatible",
+        "BaseChatOpenAI",
+        _prepare_openai,
+        _openai_limits,
+        _openai_async_session,
+    ),
+    _Provider(
+        "anthropic",
+        "ChatAnthropic",
+        _prepare_anthropic,
+        lambda model: [getattr(model, "max_tokens", None)],
+    ),
+    _Provider("ollama", "ChatOllama", _prepare_ollama, lambda model: [model.num_predict]),  # type: ignore[attr-defined]
 )
 
 
 def _messages(request: ModelRequest) -> list[BaseMessage]:
     return [SystemMessage(content=request.system), HumanMessage(content=request.user)]
+
+
+def _tool_blocks(message: AIMessage) -> tuple[dict[str, Any], ...]:
+    """Content blocks that record a tool call or its result; reasoning blocks are not."""
+    if not isinstance(message.content, list):
+        return ()
+    return tuple(
+        block
+        for block in message.content
+        if isinstance(block, dict) and _TOOL_BLOCK.search(str(block.get("type", "")))
+    )
 
 
 def _response(message: object) -> ModelResponse:
@@ -315,7 +428,9 @@ def _response(message: object) -> ModelResponse:
     usage = message.usage_metadata
     return ModelResponse(
         text=message.text,
-        tool_calls=tuple(message.tool_calls) + tuple(message.invalid_tool_calls),
+        tool_calls=(
+            tuple(message.tool_calls) + tuple(message.invalid_tool_calls) + _tool_blocks(message)
+        ),
         finish_reason=str(finish_reason or done_reason) if (finish_reason or done_reason) else None,
         usage=TokenUsage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"])
         if usage

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Literal
@@ -109,6 +110,11 @@ class EvidenceAnswerer(RunnableSerializable[dict[str, Any], EvidenceAnswer]):
         if self.llm is not None:
             self._strict = strict_chat_model(
                 self.llm, timeout=self.timeout, max_tokens=self.max_output_tokens
+            )
+            # The chat model's own, smaller output limit is the one sent; the schema's bounds
+            # follow it.
+            self._options = dataclasses.replace(
+                self._options, max_output_tokens=self._strict.max_tokens
             )
         elif not local.is_installed():
             msg = (
