@@ -25,6 +25,7 @@ from evidence_first import (
     InvalidRequestError,
     ModelCallError,
 )
+from evidence_first._prompt import build_json_schema
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,
     UnenforcedSettingsWarning,
@@ -66,7 +67,7 @@ MODES = pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_the_request_carries_the_output_limit_temperature_timeout_and_json_schema(
     mode, fake_openai, launch_nodes
 ):
-    llm = fake_openai.llm(max_tokens=50, temperature=0.7, timeout=600.0)
+    llm = fake_openai.llm(max_tokens=500, temperature=0.7, timeout=600.0)
     synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=321, timeout=12.5)
 
     response = await synthesize(synthesizer, launch_nodes, mode)
@@ -424,7 +425,7 @@ def test_the_caller_llm_is_not_modified_by_a_call(fake_openai, launch_nodes):
 
     assert llm.model_dump() == before
     assert llm.max_retries == 3
-    assert fake_openai.bodies[0]["max_tokens"] == 2048
+    assert fake_openai.bodies[0]["max_tokens"] == 50  # the LLM's own, smaller limit
 
 
 async def test_async_synthesis_awaits_the_native_achat_on_the_async_client(
@@ -470,3 +471,66 @@ async def test_calls_go_through_the_client_the_llm_caches(mode, fake_openai, lau
     assert (llm._client if mode == "sync" else llm._aclient) is cached
     assert cached.max_retries == 3
     assert fake_openai.attempts == 2
+
+
+# Back doors into the strict call through the LLM's own settings.
+
+
+@pytest.mark.parametrize("key", ["tools", "tool_choice", "functions", "parallel_tool_calls"])
+def test_tools_inside_extra_body_are_refused(key, fake_openai):
+    llm = fake_openai.llm(additional_kwargs={"extra_body": {key: [{"type": "function"}]}})
+
+    with pytest.raises(InvalidRequestError, match="tools") as raised:
+        EvidenceSynthesizer(llm=llm)
+
+    assert raised.value.field == "llm"
+    assert fake_openai.attempts == 0
+
+
+@MODES
+async def test_strict_settings_inside_extra_body_cannot_override_ours(
+    mode, fake_openai, launch_nodes
+):
+    llm = fake_openai.llm(
+        additional_kwargs={
+            "extra_body": {
+                "max_tokens": 99999,
+                "max_completion_tokens": 99999,
+                "temperature": 1.7,
+                "n": 3,
+                "stream": True,
+                "top_k": 20,
+            }
+        }
+    )
+    synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=321)
+
+    await synthesize(synthesizer, launch_nodes, mode)
+
+    (body,) = fake_openai.bodies
+    assert body["max_tokens"] == 321
+    assert "max_completion_tokens" not in body
+    assert body["temperature"] == 0.0
+    assert body.get("n", 1) == 1
+    assert body["stream"] is False
+    assert body["top_k"] == 20
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"max_tokens": 200}, {"additional_kwargs": {"extra_body": {"max_tokens": 200}}}],
+    ids=["field", "extra_body"],
+)
+def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it(
+    settings, fake_openai, launch_nodes
+):
+    synthesizer = EvidenceSynthesizer(llm=fake_openai.llm(**settings), max_output_tokens=2048)
+
+    response = synthesizer.synthesize(QUESTION, launch_nodes)
+
+    (body,) = fake_openai.bodies
+    assert body["max_tokens"] == 200
+    assert response.metadata["evidence_answer"].budget.max_output_tokens == 200
+    schema = body["response_format"]["json_schema"]["schema"]
+    expected = build_json_schema(max_output_tokens=200)["properties"]["facts"]["maxItems"]
+    assert schema["properties"]["facts"]["maxItems"] == expected

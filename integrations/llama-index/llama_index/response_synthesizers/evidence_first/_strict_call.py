@@ -27,8 +27,12 @@ from evidence_first.chat_completions import SCHEMA_NAME
 
 __all__ = ["AsyncLLMReader", "LLMReader", "UnenforcedSettingsWarning", "reader_for"]
 
-# Request keys that would let the model call tools; an LLM configured with them is refused.
-_TOOL_KEYS = frozenset({"tools", "tool_choice", "functions", "function_call"})
+# Request keys that would let the model call tools; an LLM configured with them is refused,
+# whether in additional_kwargs or in its extra_body.
+_TOOL_KEYS = frozenset(
+    {"tools", "tool_choice", "functions", "function_call", "parallel_tool_calls"}
+)
+_LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
 # Request keys this call sets itself. LlamaIndex's OpenAI LLMs let additional_kwargs override
 # the call's own arguments, so the copy drops them.
 _CONTROLLED_KEYS = frozenset(
@@ -65,6 +69,20 @@ class LLMReader:
     def __init__(self, llm: LLM, prepare: Prepare) -> None:
         self.llm = llm
         self._prepare = prepare
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The smallest output limit the LLM is configured with, if it is called strictly."""
+        if not _is_openai(self.llm):
+            return None
+        extra = getattr(self.llm, "additional_kwargs", None) or {}
+        limits = [
+            getattr(self.llm, "max_tokens", None),
+            *_limits_in(extra),
+            *_limits_in(extra.get("extra_body")),
+        ]
+        found = [limit for limit in limits if limit is not None]
+        return min(found) if found else None
 
     def check(self) -> None:
         """Check the LLM again before a request: its settings may have changed since.
@@ -165,13 +183,18 @@ def _refuse(llm: object) -> None:
         raise InvalidRequestError(msg, field="llm")
     extra = getattr(llm, "additional_kwargs", None)
     if isinstance(extra, Mapping):
-        tool_keys = sorted(_TOOL_KEYS.intersection(extra))
-        if tool_keys:
-            msg = (
-                f"{name} is configured with tools (additional_kwargs: {', '.join(tool_keys)}); "
-                "remove them: the model must answer with text only"
-            )
-            raise InvalidRequestError(msg, field="llm")
+        body = extra.get("extra_body")
+        for where, settings in (
+            ("additional_kwargs", extra),
+            ("additional_kwargs.extra_body", body),
+        ):
+            tool_keys = sorted(_TOOL_KEYS.intersection(settings or {}))
+            if tool_keys:
+                msg = (
+                    f"{name} is configured with tools ({where}: {', '.join(tool_keys)}); "
+                    "remove them: the model must answer with text only"
+                )
+                raise InvalidRequestError(msg, field="llm")
     if _is_openai(llm):
         if not llm.metadata.is_chat_model:
             msg = (
@@ -204,8 +227,9 @@ def _strict_openai_call(
     # The schema travels in the body as-is: as a `response_format` argument the SDK would walk
     # the whole schema on every call to transform it, the largest CPU cost per request. It
     # goes through additional_kwargs because those override the call's own arguments.
+    caller_body = additional_kwargs.get("extra_body") or {}
     additional_kwargs["extra_body"] = {
-        **(additional_kwargs.get("extra_body") or {}),
+        **{key: value for key, value in caller_body.items() if key not in _CONTROLLED_KEYS},
         "response_format": response_format,
     }
     update: dict[str, Any] = {
@@ -233,6 +257,16 @@ def _strict_openai_call(
         else:
             strict._client = retry_free
     return strict, {}
+
+
+def _limits_in(settings: object) -> list[int]:
+    if not isinstance(settings, Mapping):
+        return []
+    return [
+        value
+        for key in _LIMIT_KEYS
+        if isinstance(value := settings.get(key), int) and not isinstance(value, bool)
+    ]
 
 
 def _prompt_only_call(

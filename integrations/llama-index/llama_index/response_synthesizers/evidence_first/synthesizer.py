@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Sequence
 from datetime import datetime
 from typing import Any
@@ -135,6 +136,10 @@ class EvidenceSynthesizer(BaseSynthesizer):
         # Refuse before BaseSynthesizer attaches the callback manager to the caller's LLM.
         resolved = llm or Settings.llm
         self._reader = reader_for(resolved)
+        # The LLM's own, smaller output limit is the one sent; the schema's bounds follow it.
+        own = self._reader.max_tokens
+        if own is not None and own < self._options.max_output_tokens:
+            self._options = dataclasses.replace(self._options, max_output_tokens=own)
         super().__init__(llm=resolved, callback_manager=callback_manager)
 
     @property
