@@ -66,7 +66,11 @@ def main(local: LocalModel | None = None) -> Response:
         is_chat_model=True,  # required: the call sends system and user chat messages
     )
     # On a busy CPU a local model can take minutes: a modest output, the longest timeout.
-    engine = EvidenceQueryEngine.from_args(retriever, llm=llm, max_output_tokens=512, timeout=300)
+    # documents= puts the original texts at hand, so each citation can be given its span in
+    # the document its node was cut from (checked: the node must equal that slice).
+    engine = EvidenceQueryEngine.from_args(
+        retriever, llm=llm, max_output_tokens=512, timeout=300, documents=DOCUMENTS
+    )
     # Or the LlamaIndex convention: set Settings.llm once and leave llm out, since
     # from_args(retriever) with llm=None uses Settings.llm:
     #     from llama_index.core import Settings

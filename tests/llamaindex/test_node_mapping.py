@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import datetime, timezone
 
@@ -13,6 +14,7 @@ from llama_index.core.schema import (
     RelatedNodeInfo,
     TextNode,
 )
+from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer
 
@@ -183,16 +185,44 @@ def _child_of(document: Document, start: int, end: int, text: str | None = None)
     return NodeWithScore(node=child, score=1.0)
 
 
-def test_consistent_offsets_give_each_citation_its_span_in_the_document(fake_openai, launch_quote):
+def _docstore(*documents: Document) -> SimpleDocumentStore:
+    docstore = SimpleDocumentStore()
+    docstore.add_documents(list(documents))
+    return docstore
+
+
+@pytest.mark.parametrize(
+    "at_hand",
+    [
+        lambda document: {"documents": [document]},
+        lambda document: {"documents": {document.doc_id: document.text}},
+        lambda document: {"docstore": _docstore(document)},
+    ],
+    ids=["documents", "mapping", "docstore"],
+)
+def test_consistent_offsets_give_each_citation_its_span_in_the_document(
+    fake_openai, launch_quote, at_hand
+):
     document = Document(text=DOCUMENT, doc_id="d1")
     start = DOCUMENT.index(LAUNCH)
+    child = _child_of(document, start, start + len(LAUNCH))
 
-    answer, _ = sent_evidence(fake_openai, [_child_of(document, start, start + len(LAUNCH))])
+    answer, _ = sent_evidence(fake_openai, [child], **at_hand(document))
 
     span = answer.facts[0].citations[0].document
     assert span is not None
     assert span.doc_id == "d1"
     assert DOCUMENT[span.char_start : span.char_end] == launch_quote
+
+
+def test_without_the_document_at_hand_offsets_are_not_trusted(fake_openai):
+    document = Document(text=DOCUMENT, doc_id="d1")
+    start = DOCUMENT.index(LAUNCH)
+
+    answer, _ = sent_evidence(fake_openai, [_child_of(document, start, start + len(LAUNCH))])
+
+    assert answer.status == "answered"
+    assert answer.facts[0].citations[0].document is None
 
 
 def test_offsets_that_do_not_span_the_text_sent_are_not_trusted(fake_openai):
@@ -201,9 +231,37 @@ def test_offsets_that_do_not_span_the_text_sent_are_not_trusted(fake_openai):
     # The node's text was edited after parsing, so its offsets no longer fit it.
     edited = _child_of(document, start, start + len(LAUNCH), text="Edited. " + LAUNCH)
 
-    answer, _ = sent_evidence(fake_openai, [edited])
+    answer, _ = sent_evidence(fake_openai, [edited], documents=[document])
 
     assert answer.status == "answered"
+    assert answer.facts[0].citations[0].document is None
+
+
+def test_a_same_length_redaction_is_caught_by_the_documents_text(fake_openai):
+    text = "Ravi said the launch moved to June 15."
+    document = Document(text=text, doc_id="d1")
+    redacted = _child_of(document, 0, len(text), text=text.replace("Ravi", "XXXX"))
+    ledger = json.dumps(
+        {
+            "facts": [
+                {
+                    "subject": "s",
+                    "relation": "r",
+                    "object": "o",
+                    "citations": [{"source_id": "chunk", "quote": "XXXX said"}],
+                }
+            ],
+            "answer": "June 15",
+            "inference": None,
+            "missing_evidence": [],
+        }
+    )
+    fake_openai.reply = lambda body: {"message": {"role": "assistant", "content": ledger}}
+
+    answer, _ = sent_evidence(fake_openai, [redacted], documents=[document])
+
+    assert answer.status == "answered"
+    assert answer.facts[0].citations[0].quote == "XXXX said"
     assert answer.facts[0].citations[0].document is None
 
 

@@ -87,7 +87,7 @@ async def test_source_nodes_are_exactly_the_nodes_sent_in_order(kind, mode, retr
 def test_a_verified_citation_locates_the_quote_in_the_original_document(
     retriever, documents, fake_openai, launch_quote
 ):
-    engine = EvidenceQueryEngine.from_args(retriever, llm=fake_openai.llm())
+    engine = EvidenceQueryEngine.from_args(retriever, llm=fake_openai.llm(), documents=documents)
 
     answer = evidence_answer(engine.query(QUESTION))
 
@@ -108,7 +108,11 @@ def test_passage_mode_cites_node_passages_and_keeps_document_offsets(
     retriever, documents, ledger_llm, launch_quote
 ):
     engine = EvidenceQueryEngine.from_args(
-        retriever, llm=ledger_llm, citation_mode="passage", max_context_tokens=4096
+        retriever,
+        llm=ledger_llm,
+        citation_mode="passage",
+        max_context_tokens=4096,
+        documents=documents,
     )
     answer = evidence_answer(engine.query(QUESTION))
     assert answer.status == "answered"

@@ -9,13 +9,21 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import get_args
 
-from llama_index.core.schema import MetadataMode, NodeWithScore
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
+from llama_index.core.storage.docstore.types import BaseDocumentStore
 from pydantic import JsonValue
 
 from evidence_first import Evidence, EvidenceStatus, InvalidRequestError
 from evidence_first.adapters import SourceSelection, select_sources
 
-__all__ = ["MetadataKeys", "NodeSelection", "json_safe_metadata", "select_nodes", "to_evidence"]
+__all__ = [
+    "DocumentTexts",
+    "MetadataKeys",
+    "NodeSelection",
+    "json_safe_metadata",
+    "select_nodes",
+    "to_evidence",
+]
 
 logger = logging.getLogger("llama_index.response_synthesizers.evidence_first")
 
@@ -49,6 +57,56 @@ class MetadataKeys:
                 raise InvalidRequestError(msg, field=f"{name}_key")
 
 
+class DocumentTexts:
+    """The original documents' texts at hand, by document ID: passed in, or in a docstore.
+
+    A citation gets offsets into its node's document only when that document's text is here
+    and the node's text equals the document's slice at the node's offsets. Offsets alone
+    prove nothing: a node edited after parsing (a same-length redaction) keeps them, and
+    ``TextNode.hash`` is recomputed from the node's current text.
+
+    Args:
+        documents: LlamaIndex documents (their ``doc_id`` and ``text``), or a mapping from
+            document ID to text.
+        docstore: A docstore holding the original documents by ID (an ingestion pipeline's
+            docstore, for example), looked up when ``documents`` lacks one.
+
+    Raises:
+        InvalidRequestError: ``documents`` or ``docstore`` is of the wrong type.
+    """
+
+    def __init__(
+        self,
+        documents: Iterable[BaseNode] | Mapping[str, str] | None = None,
+        docstore: BaseDocumentStore | None = None,
+    ) -> None:
+        self._texts: dict[str, str] = {}
+        if isinstance(documents, Mapping):
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in documents.items()):
+                msg = "documents must map document IDs (str) to texts (str)"
+                raise InvalidRequestError(msg, field="documents")
+            self._texts.update(documents)
+        elif documents is not None:
+            for document in documents:
+                if not isinstance(document, BaseNode):
+                    msg = "documents must be LlamaIndex documents or a mapping of ID to text"
+                    raise InvalidRequestError(msg, field="documents")
+                self._texts[document.node_id] = document.get_content(MetadataMode.NONE)
+        if docstore is not None and not isinstance(docstore, BaseDocumentStore):
+            msg = f"docstore must be a LlamaIndex docstore, got {type(docstore).__name__}"
+            raise InvalidRequestError(msg, field="docstore")
+        self._docstore = docstore
+
+    def text(self, doc_id: str) -> str | None:
+        """The document's text, or ``None`` when it is not at hand."""
+        if doc_id in self._texts:
+            return self._texts[doc_id]
+        if self._docstore is None:
+            return None
+        document = self._docstore.get_document(doc_id, raise_error=False)
+        return None if document is None else document.get_content(MetadataMode.NONE)
+
+
 @dataclass(frozen=True)
 class NodeSelection:
     """The evidence selection for the core, and each node by the source ID it became.
@@ -67,19 +125,26 @@ class NodeSelection:
         return [self.nodes[source_id] for source_id in used_source_ids]
 
 
-def select_nodes(nodes: Sequence[NodeWithScore], keys: MetadataKeys) -> NodeSelection:
+def select_nodes(
+    nodes: Sequence[NodeWithScore], keys: MetadataKeys, documents: DocumentTexts | None = None
+) -> NodeSelection:
     """Map nodes to evidence, then set aside repeated IDs and nodes past the 64-source limit."""
     by_id: dict[str, NodeWithScore] = {}
     evidence = []
     for node in nodes:
-        item = to_evidence(node, keys)
+        item = to_evidence(node, keys, documents)
         by_id.setdefault(item.id, node)
         evidence.append(item)
     return NodeSelection(select_sources(evidence), by_id)
 
 
-def to_evidence(node_with_score: NodeWithScore, keys: MetadataKeys) -> Evidence:
+def to_evidence(
+    node_with_score: NodeWithScore, keys: MetadataKeys, documents: DocumentTexts | None = None
+) -> Evidence:
     """Map one retrieved node to `Evidence`, keeping the node for provenance.
+
+    With ``documents``, a node whose text is exactly its document's slice at its offsets
+    gives its citations offsets into that document.
 
     The text is the node's content with ``MetadataMode.NONE``, so no metadata reaches the
     prompt. Metadata values that are unusable for a field (a status outside the three, a naive
@@ -97,7 +162,7 @@ def to_evidence(node_with_score: NodeWithScore, keys: MetadataKeys) -> Evidence:
         metadata=json_safe_metadata(metadata),
         score=_score(node_with_score.score),
     )
-    doc_id, doc_char_start = _document_offset(node_with_score, text)
+    doc_id, doc_char_start = _document_offset(node_with_score, text, documents)
     if doc_id is None or doc_char_start is None:
         return evidence.with_provenance(node)
     return evidence.with_provenance(node, doc_id=doc_id, doc_char_start=doc_char_start)
@@ -204,25 +269,31 @@ def _score(score: object) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _document_offset(node_with_score: NodeWithScore, text: str) -> tuple[str | None, int | None]:
-    """Where ``text`` starts in the node's source document, when the node says so consistently.
+def _document_offset(
+    node_with_score: NodeWithScore, text: str, documents: DocumentTexts | None
+) -> tuple[str | None, int | None]:
+    """Where ``text`` starts in the node's source document, when that can be checked.
 
     LlamaIndex's node parsers set ``start_char_idx``/``end_char_idx`` by locating the node's
-    text in its source document. The offsets are trusted only when both are set and span
-    exactly the text sent, so a node whose text was edited after parsing gives no offsets.
+    text in its source document. They are trusted only when the document's text is at hand
+    and its slice at those offsets is exactly the text sent.
     """
     node = node_with_score.node
     doc_id = node.ref_doc_id
     start = getattr(node, "start_char_idx", None)
     end = getattr(node, "end_char_idx", None)
     if (
-        not isinstance(doc_id, str)
+        documents is None
+        or not isinstance(doc_id, str)
         or not isinstance(start, int)
         or not isinstance(end, int)
         or isinstance(start, bool)
         or start < 0
         or end - start != len(text)
     ):
+        return None, None
+    document = documents.text(doc_id)
+    if document is None or document[start:end] != text:
         return None, None
     return doc_id, start
 

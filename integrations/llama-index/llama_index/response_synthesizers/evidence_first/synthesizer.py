@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,13 +18,15 @@ from llama_index.core.instrumentation.events.synthesis import (
 from llama_index.core.llms import LLM
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.response_synthesizers import BaseSynthesizer
-from llama_index.core.schema import NodeWithScore, QueryBundle, QueryType
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, QueryType
 from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 
 from evidence_first import CitationMode, EvidenceAnswer, InvalidRequestError, KnowledgePolicy
 from evidence_first.adapters import AnswerOptions, aanswer_selection, answer_selection
 from llama_index.response_synthesizers.evidence_first._nodes import (
+    DocumentTexts,
     MetadataKeys,
     NodeSelection,
     select_nodes,
@@ -54,10 +56,12 @@ class EvidenceSynthesizer(BaseSynthesizer):
 
     Each node becomes one source: its ``node_id``, its text without metadata
     (``MetadataMode.NONE``), its retrieval score, and the speaker, time and status read from
-    its metadata. A node that carries consistent ``start_char_idx``/``end_char_idx`` and a
-    ``ref_doc_id`` also gives each citation its span in that original document
-    (``citation.document``). Nodes repeating an earlier node's ID are set aside as
-    ``duplicate_id``, then nodes past the 64th as ``over_source_limit``.
+    its metadata. With the original documents at hand (``documents=`` or ``docstore=``), a
+    node whose ``start_char_idx``/``end_char_idx`` slice of its ``ref_doc_id`` document is
+    exactly its text also gives each citation its span in that document
+    (``citation.document``); otherwise ``citation.document`` is ``None``. Nodes repeating an
+    earlier node's ID are set aside as ``duplicate_id``, then nodes past the 64th as
+    ``over_source_limit``.
 
     Args:
         llm: The LlamaIndex LLM; ``None`` means ``Settings.llm``. ``OpenAI``, ``OpenAILike`` and
@@ -88,6 +92,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
             with a UTC offset. Any other value leaves the time unset (and is logged by key).
         status_key: The metadata key of ``"current"``, ``"superseded"`` or ``"contradicted"``.
             Any other value leaves the status unset (and is logged by key).
+        documents: The original documents (LlamaIndex documents, or a mapping of document ID
+            to text), so citations can be given offsets into them.
+        docstore: A docstore holding the original documents by ID, for the same purpose.
 
     Raises:
         InvalidRequestError: An option is out of range, or the LLM is refused.
@@ -114,6 +121,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
         speaker_key: str = "speaker",
         observed_at_key: str = "observed_at",
         status_key: str = "status",
+        documents: Iterable[BaseNode] | Mapping[str, str] | None = None,
+        docstore: BaseDocumentStore | None = None,
     ) -> None:
         self._options = AnswerOptions.create(
             knowledge=knowledge,
@@ -133,6 +142,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         self._keys = MetadataKeys(
             speaker=speaker_key, observed_at=observed_at_key, status=status_key
         )
+        self._documents = DocumentTexts(documents, docstore)
         # Refuse before BaseSynthesizer attaches the callback manager to the caller's LLM.
         resolved = llm or Settings.llm
         self._reader = reader_for(resolved)
@@ -213,7 +223,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         with self._callback_manager.event(
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
-            selected = select_nodes(nodes, self._keys)
+            selected = select_nodes(nodes, self._keys, self._documents)
             self._reader.check()  # tools added after construction are refused before sending
             answer = answer_selection(
                 bundle.query_str, selected.selection, self._reader, self._options
@@ -241,7 +251,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         with self._callback_manager.event(
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
-            selected = select_nodes(nodes, self._keys)
+            selected = select_nodes(nodes, self._keys, self._documents)
             self._reader.check()  # tools added after construction are refused before sending
             answer = await aanswer_selection(
                 bundle.query_str, selected.selection, self._reader, self._options
