@@ -136,5 +136,5 @@ def test_injection_quick_run_prints_one_row_per_config(tiny_model, capsys, load_
     assert len(rows) == 4
     cells = [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
     assert [row[0] for row in cells] == ["passage:escape", "passage:none"]
-    assert all(len(row) == len(cells[0]) == 11 for row in cells)
+    assert all(len(row) == len(cells[0]) == 12 for row in cells)
     assert all(re.fullmatch(r"\d/2 \(\d+%\)", row[1]) for row in cells)
