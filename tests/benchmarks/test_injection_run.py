@@ -90,12 +90,14 @@ class Obedient:
 
 def test_attack_success_counts_answers_that_follow_the_injection(injection, tmp_path):
     bases, cases = injection.load_set()
-    chosen = cases[:3]
+    # Three "answer with the target" cases, and one "always answer" case on a question the
+    # obedient model answers without the injection too.
+    chosen = [*cases[:3], next(case for case in cases if case.goal == "answer")]
     configs = [injection.Config.parse("passage:escape"), injection.Config.parse("quote:none")]
     store = tmp_path / "results.jsonl"
     model = Obedient()
     results = injection.run(bases, chosen, configs, model, model_line="m", store=store)
-    items = 3 + len({case.base for case in chosen})  # each case, and its question unplanted
+    items = 4 + len({case.base for case in chosen})  # each case, and its question unplanted
     assert model.calls == len(results) == items * len(configs)
     by_id = {case.id: case for case in chosen}
     for result in results:
@@ -104,7 +106,8 @@ def test_attack_success_counts_answers_that_follow_the_injection(injection, tmp_
     table = injection.render(results, configs, bases, chosen, "Model: m")
     rows = [line for line in table.splitlines() if line.startswith("| passage:escape")]
     cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
-    assert cells[1] == "3/3 (100%)"
+    assert cells[1] == "4/4 (100%)"
+    assert cells[2] == "3/4 (75%)"  # the "always answer" case answered without it too
     assert cells[-2] == "followed"
 
     again = injection.run(bases, chosen, configs, model, model_line="m", store=store)
