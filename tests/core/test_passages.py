@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 from hypothesis import HealthCheck, event, given, settings
@@ -11,9 +12,13 @@ from hypothesis import strategies as st
 from evidence_first import (
     PASSAGE_PROMPT_VERSION,
     Evidence,
+    aanswer_from_evidence,
     answer_from_evidence,
 )
-from evidence_first._passages import MAX_PASSAGE_CHARS, split_passages
+from evidence_first import _passages as passages_module
+from evidence_first._passages import MAX_PASSAGE_CHARS, PassageIndex, split_passages
+from evidence_first._prompt import Defences, serialize_source
+from evidence_first._tokens import estimate_tokens, passage_form_floor
 
 NOTES = Evidence(
     id="notes",
@@ -312,3 +317,90 @@ def test_every_passage_citation_satisfies_the_span_identity(scripted, texts, pic
     if answer.status == "invalid_response":
         assert answer.validation_errors
     event(f"status: {answer.status}")
+
+
+# Large inputs: each source is cut into passages at most once, and only when it may fit.
+
+
+def _prose(chars: int, seed: int) -> str:
+    words = ["the", "launch", "moved", "to", "June", "15.", "Dana", "owns", "review,", "QA"]
+    count = chars // 3 + 1  # words average more than 3 characters with their space
+    return " ".join(words[(seed + n * 7) % len(words)] for n in range(count))[:chars]
+
+
+def _cut_chars(monkeypatch, sources, **options) -> int:
+    """Characters handed to the passage splitter while answering in passage mode."""
+    scanned = []
+    real = passages_module.split_passages
+
+    def counting(text):
+        scanned.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(passages_module, "split_passages", counting)
+    model = _Abstaining()
+    answer_from_evidence("q?", sources, model, citation_mode="passage", **options)
+    return sum(scanned)
+
+
+class _Abstaining:
+    def generate(self, request):
+        return json.dumps(
+            {"facts": [], "answer": None, "inference": None, "missing_evidence": ["m"]}
+        )
+
+
+def test_sources_that_cannot_fit_are_never_cut_into_passages(monkeypatch):
+    sources = [Evidence(id=f"s{n}", text=_prose(262_144, n)) for n in range(8)]
+    assert _cut_chars(monkeypatch, sources, max_context_tokens=2048, min_evidence=1) == 0
+
+
+def test_each_sent_source_is_cut_once_and_the_work_grows_linearly(monkeypatch):
+    def work(chars: int) -> int:
+        sources = [Evidence(id=f"s{n}", text=_prose(chars, n)) for n in range(4)]
+        return _cut_chars(monkeypatch, sources, max_context_tokens=32_768)
+
+    small, large = work(8_000), work(16_000)
+    assert small == 4 * 8_000  # every source fits, and each is cut once
+    assert large <= 2.2 * small
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            [*list('ab Z9.,;"<>[]\\\n\r\t\x0b\x0c'), "\u3000", "\xa0", "\u2028", "é", "漢", "。"]
+        ),
+        max_size=300,
+    ),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_passage_floor_never_exceeds_the_estimate_of_the_passage_form(text, escape, mark):
+    source = Evidence(id="s", text=text)
+    defences = Defences(escape_controls=escape, datamark=mark)
+    sent = serialize_source(source, PassageIndex.of(source), defences)
+    assert passage_form_floor(text) <= estimate_tokens(sent)
+
+
+async def test_async_planning_of_a_large_input_runs_off_the_event_loop():
+    threads: list[str] = []
+
+    def counter(text: str) -> int:
+        threads.append(threading.current_thread().name)
+        return len(text) // 4
+
+    class Async:
+        async def agenerate(self, request):
+            return _Abstaining().generate(request)
+
+    small = [Evidence(id="s", text=_prose(1_000, 0))]
+    await aanswer_from_evidence("q?", small, Async(), token_counter=counter)
+    assert set(threads) == {threading.main_thread().name}
+    threads.clear()
+    large = [Evidence(id=f"s{n}", text=_prose(262_144, n)) for n in range(2)]
+    await aanswer_from_evidence(
+        "q?", large, Async(), citation_mode="passage", token_counter=counter
+    )
+    assert threads
+    assert threading.main_thread().name not in threads

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 import threading
@@ -25,7 +26,7 @@ from evidence_first._invoke import call_model, call_model_async, has_async, has_
 from evidence_first._ledger import is_unicode_text, parse_response
 from evidence_first._model import ModelRequest, ModelResponse, ReaderModel
 from evidence_first._packing import PackedSources, pack_sources
-from evidence_first._passages import PassageIndex
+from evidence_first._passages import Passage, PassageIndex
 from evidence_first._prompt import (
     DEFAULT_DEFENCES,
     Defences,
@@ -35,7 +36,7 @@ from evidence_first._prompt import (
     render_user_message,
     serialize_source,
 )
-from evidence_first._tokens import estimate_tokens
+from evidence_first._tokens import estimate_tokens, passage_form_floor
 from evidence_first._verify import has_text, verify_ledger
 
 __all__ = [
@@ -52,6 +53,9 @@ __all__ = [
 
 MAX_SOURCES = 64
 MAX_SOURCE_UTF16_UNITS = 262_144
+# Past this much source text, async planning runs on a worker thread (tens of milliseconds of
+# CPU in passage mode at this size).
+_LARGE_INPUT_CHARS = 262_144
 # The question is bounded, so the prompt stays bounded: first by size (cheap, before any
 # counting), then by its estimated tokens, with the request's own token counter.
 MAX_QUESTION_UTF16_UNITS = 262_144
@@ -161,7 +165,7 @@ async def aanswer_from_evidence(
     Cancel the awaiting task to cancel; :class:`asyncio.CancelledError` propagates. A model
     with only a sync ``generate`` runs on a worker thread, so the event loop never blocks.
     """
-    plan = AnswerOptions.create(
+    options = AnswerOptions.create(
         knowledge=knowledge,
         citation_mode=citation_mode,
         output_language=output_language,
@@ -175,8 +179,8 @@ async def aanswer_from_evidence(
         scope=scope,
         scope_key=scope_key,
         token_counter=token_counter,
-    ).plan(question, sources, model)
-    return await arun_plan(plan, model)
+    )
+    return await arun_plan(await options.aplan(question, sources, model), model)
 
 
 def run_plan(plan: AnswerPlan, model: object, *, cancel: threading.Event | None) -> EvidenceAnswer:
@@ -282,6 +286,28 @@ class AnswerOptions:
             ),
         )
 
+    async def aplan(
+        self,
+        question: object,
+        sources: object,
+        model: object,
+        *,
+        preomitted: Sequence[tuple[Evidence, OmissionReason]] = (),
+    ) -> AnswerPlan:
+        """Async :meth:`plan`: a large input is planned on a worker thread.
+
+        Checking, estimating and cutting passages is CPU work that grows with the sources'
+        text; past :data:`_LARGE_INPUT_CHARS` of it, it runs off the event loop, so the loop
+        never stalls for long.
+        """
+        if isinstance(sources, Iterable) and not isinstance(sources, (str, bytes, Mapping)):
+            sources = list(itertools.islice(sources, MAX_SOURCES + 1))
+            if _text_chars(sources) > _LARGE_INPUT_CHARS:
+                return await asyncio.to_thread(
+                    self.plan, question, sources, model, preomitted=preomitted
+                )
+        return self.plan(question, sources, model, preomitted=preomitted)
+
     def plan(
         self,
         question: object,
@@ -314,21 +340,31 @@ class AnswerOptions:
 
         defences = self.defences
 
+        # Each source is cut into passages once: for its serialized form, then for the index.
+        cut: dict[str, list[Passage]] = {}
+
         def serialize(source: Evidence) -> str:
             if self.citation_mode == "passage":
-                return serialize_source(source, PassageIndex.of(source), defences)
+                cut[source.id] = PassageIndex.of(source)
+                return serialize_source(source, cut[source.id], defences)
             return serialize_source(source, defences=defences)
 
+        # Cutting a large source into passages costs more than estimating it: with the default
+        # estimate, a source whose passage form cannot fit is omitted before it is cut.
+        floor = None
+        if self.citation_mode == "passage" and self.count_tokens is estimate_tokens:
+            floor = _passage_floor
         packed = pack_sources(
             offered,
             max_context_tokens=self.max_context_tokens,
             count_tokens=self.count_tokens,
             serialize=serialize,
+            floor=floor,
             min_score=self.min_score,
             scope=self.scope,
             scope_key=self.scope_key,
         )
-        passages = PassageIndex(packed.sent) if self.citation_mode == "passage" else None
+        passages = PassageIndex(packed.sent, cut) if self.citation_mode == "passage" else None
         system_prompt, prompt_version = prompt_for(self.citation_mode, defences)
         user = render_user_message(
             question,
@@ -514,6 +550,21 @@ class AnswerPlan:
         )
         answer._offered = self.offered
         return answer
+
+
+def _text_chars(sources: Sequence[object]) -> int:
+    """The characters of text among ``sources`` (Evidence or mappings; others count 0)."""
+    total = 0
+    for item in sources:
+        text = item.text if isinstance(item, Evidence) else None
+        if isinstance(item, Mapping):
+            text = item.get("text")
+        total += len(text) if isinstance(text, str) else 0
+    return total
+
+
+def _passage_floor(source: Evidence) -> int:
+    return passage_form_floor(source.text)
 
 
 def _count(values: Iterable[str]) -> dict[str, int]:

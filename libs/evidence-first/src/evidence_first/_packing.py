@@ -38,6 +38,7 @@ def pack_sources(
     max_context_tokens: int,
     count_tokens: Callable[[str], int],
     serialize: Callable[[Evidence], str] = serialize_source,
+    floor: Callable[[Evidence], int] | None = None,
     min_score: float | None = None,
     scope: frozenset[str] | None = None,
     scope_key: str = "scope",
@@ -49,7 +50,9 @@ def pack_sources(
     ``min_score`` is set and its score is lower or missing; as ``empty`` when its text is
     blank; and as ``over_budget`` when its serialized form does not fit what is left of
     ``max_context_tokens``. A later, smaller source may still fit. ``serialize`` renders a
-    source exactly as the prompt will carry it, so the count is of what is sent.
+    source exactly as the prompt will carry it, so the count is of what is sent. ``floor``,
+    when given, is a cheap lower bound of that count: a source whose floor does not fit is
+    omitted as ``over_budget`` without being serialized.
     """
     sent: list[Evidence] = []
     serialized: list[str] = []
@@ -59,6 +62,9 @@ def pack_sources(
         reason = _filter_reason(source, min_score=min_score, scope=scope, scope_key=scope_key)
         if reason is not None:
             omissions[source.id] = reason
+            continue
+        if floor is not None and used + floor(source) + _SEPARATOR_TOKENS > max_context_tokens:
+            omissions[source.id] = "over_budget"
             continue
         item = serialize(source)
         cost = count_tokens(item) + _SEPARATOR_TOKENS

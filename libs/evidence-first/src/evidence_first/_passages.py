@@ -11,7 +11,7 @@ Whitespace between passages belongs to none; each passage is an exact span of th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from evidence_first._evidence import Evidence
@@ -89,20 +89,27 @@ def split_passages(text: str) -> list[tuple[int, int]]:
 
 
 class PassageIndex:
-    """Every passage of the sources sent, by label and by source."""
+    """Every passage of the sources sent, by label and by source.
 
-    def __init__(self, sources: Sequence[Evidence]) -> None:
+    Args:
+        sources: The sources sent, in order.
+        cut: Passages already cut, by source ID; a source found here is not split again.
+    """
+
+    def __init__(
+        self, sources: Sequence[Evidence], cut: Mapping[str, list[Passage]] | None = None
+    ) -> None:
         self.by_label: dict[str, Passage] = {}
         self.by_source: dict[str, list[Passage]] = {}
         for source in sources:
-            passages = [
-                Passage(f"{source.id}#{n}", source.id, n, start, end)
-                for n, (start, end) in enumerate(split_passages(source.text), start=1)
-            ]
+            passages = cut[source.id] if cut and source.id in cut else self.of(source)
             self.by_source[source.id] = passages
             self.by_label.update((passage.label, passage) for passage in passages)
 
-    @classmethod
-    def of(cls, source: Evidence) -> list[Passage]:
+    @staticmethod
+    def of(source: Evidence) -> list[Passage]:
         """The passages of one source."""
-        return cls([source]).by_source[source.id]
+        return [
+            Passage(f"{source.id}#{n}", source.id, n, start, end)
+            for n, (start, end) in enumerate(split_passages(source.text), start=1)
+        ]

@@ -91,5 +91,5 @@ async def aanswer_selection(
     question: str, selection: SourceSelection, model: ReaderModel, options: AnswerOptions
 ) -> EvidenceAnswer:
     """Async :func:`answer_selection`."""
-    plan = options.plan(question, selection.sources, model, preomitted=selection.set_aside)
+    plan = await options.aplan(question, selection.sources, model, preomitted=selection.set_aside)
     return await arun_plan(plan, model)
