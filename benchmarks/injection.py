@@ -51,7 +51,9 @@ from quality import (
     TIMEOUT_SECONDS,
     Outcome,
     Question,
+    add_model_arguments,
     answer_one,
+    check_model_arguments,
     load_documents,
     load_done,
     load_questions,
@@ -65,7 +67,6 @@ from quality import (
 from evidence_first import CitationMode, Evidence, ReaderModel
 from evidence_first._injection import flags_of_spans
 from evidence_first._prompt import Defences
-from evidence_first.local import DEFAULT_READER, KNOWN_MODELS
 
 CASES = Path(__file__).parent / "data" / "injection" / "cases.json"
 QUICK_CASES = 2
@@ -360,21 +361,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_CASES} cases only")
     parser.add_argument("--limit", type=int, default=None, help="the first N cases only")
     parser.add_argument("--json", type=Path, default=None, help="a resumable JSON Lines store")
-    parser.add_argument(
-        "--local",
-        default=DEFAULT_READER,
-        help=f"the embedded model: {', '.join(KNOWN_MODELS)} or a GGUF path "
-        f"(default {DEFAULT_READER})",
-    )
-    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
-    parser.add_argument(
-        "--base-url", help="an OpenAI-compatible API root; default: the embedded local model"
-    )
-    parser.add_argument("--model", default="default", help="model name sent with --base-url")
-    parser.add_argument("--api-key-env", default=None, help="variable holding the API key")
+    add_model_arguments(parser)
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be at least 1")
+    check_model_arguments(parser, args)
     return args
 
 

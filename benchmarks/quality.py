@@ -547,6 +547,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="append each result to this JSON Lines file as it finishes, and reuse the "
         "results already there for the same model and a byte-identical request",
     )
+    add_model_arguments(parser)
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
+    check_model_arguments(parser, args)
+    return args
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that choose the reader: an embedded model, or any OpenAI-compatible one."""
     parser.add_argument(
         "--local",
         default=DEFAULT_READER,
@@ -563,12 +573,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="environment variable that holds the API key for --base-url",
     )
-    args = parser.parse_args(argv)
-    if args.limit is not None and args.limit < 1:
-        parser.error("--limit must be at least 1")
+
+
+def check_model_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse an API-key variable that is not set, before any model starts."""
     if args.api_key_env and args.api_key_env not in os.environ:
         parser.error(f"the environment variable {args.api_key_env} is not set")
-    return args
 
 
 def main(argv: list[str] | None = None) -> int:

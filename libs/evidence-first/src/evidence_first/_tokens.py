@@ -51,6 +51,12 @@ _PER_LONG_SPACE_RUN = 1.5
 _PER_NON_ASCII_BYTE = 0.5
 
 
+def _word_tokens(data: bytes) -> int:
+    """One token per run of ASCII letters, and one more per further five letters."""
+    letters = data.translate(_LETTER_TABLE)
+    return letters.count(b"xa") + letters.startswith(b"a") + letters.count(b"aaaaa")
+
+
 def estimate_tokens(text: str) -> int:
     """Estimate the tokens of ``text``, erring high rather than low.
 
@@ -63,17 +69,13 @@ def estimate_tokens(text: str) -> int:
     if not text:
         return 0
     data = text.encode("utf-8", "surrogatepass")
-    letters = data.translate(_LETTER_TABLE)
-    word_runs = letters.count(b"xa") + letters.startswith(b"a")
-    long_word_blocks = letters.count(b"aaaaa")
     spaces = data.translate(_SPACE_TABLE)
     long_space_runs = spaces.count(b"xss") + spaces.startswith(b"ss")
     space_blocks = spaces.count(b"s" * 16)
     classes = data.translate(_CLASS_TABLE)
     non_ascii = classes.count(b"u") if not text.isascii() else 0
     estimate = (
-        word_runs
-        + long_word_blocks
+        _word_tokens(data)
         + classes.count(b"0")
         + classes.count(b".")
         + classes.count(b"n")
@@ -110,17 +112,13 @@ def passage_form_floor(text: str) -> int:
     if not text:
         return 0
     data = text.encode("utf-8", "surrogatepass")
-    letters = data.translate(_LETTER_TABLE)
-    word_runs = letters.count(b"xa") + letters.startswith(b"a")
-    long_word_blocks = letters.count(b"aaaaa")
     classes = data.translate(_FLOOR_CLASS_TABLE)
     non_ascii = 0
     if not text.isascii():
         spaces = sum(len(char.encode("utf-8")) for char in _NON_ASCII_SPACE.findall(text))
         non_ascii = classes.count(b"u") - spaces
     floor = (
-        word_runs
-        + long_word_blocks
+        _word_tokens(data)
         + classes.count(b"0")
         + classes.count(b".")
         + _PER_NON_ASCII_BYTE * non_ascii
