@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -103,6 +104,30 @@ def no_model_server(model_slot: ModelSlot) -> None:
 # Offline tests first, then the tiny model's, then the reader's, then those that start servers
 # of their own: each model starts once, and the fast feedback comes first.
 _ORDER = ("tiny_model", "local_model", "no_model_server")
+
+
+# The hostile suite (tests/hostile/): how many seeded cases it runs, and what it counted.
+HOSTILE_CASES = 400
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--hostile-cases",
+        type=int,
+        default=HOSTILE_CASES,
+        help=f"seeded hostile ledgers per citation mode in tests/hostile (default {HOSTILE_CASES})",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.hostile_tally = Counter()  # type: ignore[attr-defined]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    tally: Counter[str] = config.hostile_tally  # type: ignore[attr-defined]
+    if tally:
+        terminalreporter.write_sep("-", "hostile suite")
+        terminalreporter.write_line(", ".join(f"{k}: {v}" for k, v in sorted(tally.items())))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
