@@ -62,12 +62,16 @@ def test_scale_prints_the_pack_and_verify_scenarios(capsys, load_benchmark):
     assert [(row[0], row[1]) for row in rows] == [
         ("a: check, estimate and pack", "ASCII prose"),
         ("a: check, estimate and pack", "mixed-script text"),
+        ("a: the same, passage mode", "ASCII prose"),
+        ("a: the same, passage mode", "mixed-script text"),
         ("b: verify the ledger", "ASCII prose"),
         ("b: verify the ledger", "mixed-script text"),
     ]
-    assert all(len(row) == 13 for row in rows)
+    assert all(len(row) == 14 for row in rows)
     # (a) offers sources larger than the budget: all omitted. (b) sends all and verifies all.
-    assert [row[2:6] for row in rows] == [["4", "0", "4", "0"]] * 2 + [["8", "8", "0", "32"]] * 2
+    assert [row[2:6] for row in rows] == [["4", "0", "4", "0"]] * 4 + [["8", "8", "0", "32"]] * 2
+    assert all(float(row[11]) >= 0 for row in rows[:4])  # the event-loop stall was measured
+    assert [row[11] for row in rows[4:]] == ["-", "-"]
     assert all(row[-1] in {"yes", "NO"} for row in rows)
 
 
