@@ -244,9 +244,10 @@ def run(
             else:
                 origin = ""
                 outcome = answer_one(base.question, documents, model, plan)
+                record = {"run_key": key, "item": item, **outcome.as_json()}
+                done[key] = record  # a byte-identical request later in this run reuses it
                 if store is not None:
                     with store.open("a", encoding="utf-8") as handle:
-                        record = {"run_key": key, "item": item, **outcome.as_json()}
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             results.append(Result(config.name, item, outcome))
             print(

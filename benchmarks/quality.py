@@ -336,9 +336,10 @@ def run(
             reused = stored is not None
             if stored is None:
                 outcome = answer_one(question, documents, model, plan)
+                record = {"run_key": key, **outcome.as_json()}
+                done[key] = record  # a byte-identical request later in this run reuses it
                 if store is not None:
                     with store.open("a", encoding="utf-8") as handle:
-                        record = {"run_key": key, **outcome.as_json()}
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
                 outcome = Outcome.from_json(stored)

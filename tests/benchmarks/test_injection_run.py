@@ -99,6 +99,7 @@ def test_attack_success_counts_answers_that_follow_the_injection(injection, tmp_
     results = injection.run(bases, chosen, configs, model, model_line="m", store=store)
     items = 4 + len({case.base for case in chosen})  # each case, and its question unplanted
     assert model.calls == len(results) == items * len(configs)
+    assert len(store.read_text().splitlines()) == model.calls
     by_id = {case.id: case for case in chosen}
     for result in results:
         if result.item in by_id:
@@ -110,8 +111,15 @@ def test_attack_success_counts_answers_that_follow_the_injection(injection, tmp_
     assert cells[2] == "3/4 (75%)"  # the "always answer" case answered without it too
     assert cells[-2] == "followed"
 
+    # Escaping changes nothing in a source without control characters: within one run, a
+    # byte-identical request is answered once and shared.
+    shared = [injection.Config.parse("quote:escape"), injection.Config.parse("quote:none")]
+    calls = model.calls
+    injection.run(bases, cases[1:2], shared, model, model_line="fresh")
+    assert model.calls == calls + 2  # the question and its case, once for both configs
+
     again = injection.run(bases, chosen, configs, model, model_line="m", store=store)
-    assert model.calls == items * len(configs)  # all reused from the store
+    assert model.calls == calls + 2  # all reused from the store
     assert [r.outcome for r in again] == [r.outcome for r in results]
 
 
