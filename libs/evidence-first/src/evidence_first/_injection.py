@@ -26,7 +26,7 @@ to the verdict or the text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 from evidence_first._passages import split_passages
@@ -107,16 +107,21 @@ def flags_of(text: str) -> tuple[CitationFlag, ...]:
     return tuple(flags)
 
 
-def flags_of_spans(text: str, spans: Iterable[tuple[int, int]]) -> tuple[CitationFlag, ...]:
+def flags_of_spans(
+    text: str,
+    spans: Iterable[tuple[int, int]],
+    sentences: Sequence[tuple[int, int]] | None = None,
+) -> tuple[CitationFlag, ...]:
     """The flags of cited ``[start, end)`` spans of ``text``, judged on their sentences.
 
-    A sentence is a passage, as passage mode cuts it. A quote of a few words from a planted
-    instruction ("Harbor is cancelled") reads like nothing on its own; its sentence does.
+    A sentence is a passage, as passage mode cuts it; pass ``sentences`` (the text's passage
+    bounds) when they are already cut. A quote of a few words from a planted instruction
+    ("Harbor is cancelled") reads like nothing on its own; its sentence does.
     """
     spans = list(spans)
     touched = [
         text[start:end]
-        for start, end in split_passages(text)
+        for start, end in (split_passages(text) if sentences is None else sentences)
         if any(s < end and start < e for s, e in spans)
     ]
     return flags_of("\n".join(touched))

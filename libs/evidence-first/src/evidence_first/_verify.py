@@ -23,9 +23,9 @@ from evidence_first._answer import (
     ValidationIssue,
 )
 from evidence_first._evidence import Evidence
-from evidence_first._injection import flags_of_spans
+from evidence_first._injection import CitationFlag, flags_of_spans
 from evidence_first._ledger import Ledger, LedgerCitation, PassageCitation
-from evidence_first._passages import PassageIndex
+from evidence_first._passages import PassageIndex, split_passages
 
 __all__ = ["Verdict", "has_text", "locate_quote", "resolve_passages", "span_of", "verify_ledger"]
 
@@ -153,6 +153,20 @@ def verify_ledger(
     facts: list[Fact] = []
     checks: list[CitationCheck] = []
     issues: list[ValidationIssue] = []
+    # Each cited source's sentences, cut once per ledger (passage mode has them already).
+    sentences: dict[str, list[tuple[int, int]]] = {}
+
+    def flags(citation: Citation) -> tuple[CitationFlag, ...]:
+        source = sent[citation.source_id]
+        if source.id not in sentences:
+            sentences[source.id] = (
+                [(p.char_start, p.char_end) for p in passages.by_source[source.id]]
+                if passages is not None
+                else split_passages(source.text)
+            )
+        spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
+        return flags_of_spans(source.text, spans, sentences[source.id])
+
     for fact_index, fact in enumerate(ledger.facts):
         citations: list[Citation] = []
         for citation_index, cited in enumerate(fact.citations):
@@ -183,10 +197,7 @@ def verify_ledger(
                         quote=quote,
                         verdict="verified",
                         citation=outcome,
-                        flags=flags_of_spans(
-                            sent[outcome.source_id].text,
-                            [(s.char_start, s.char_end) for s in outcome.evidence_spans],
-                        ),
+                        flags=flags(outcome),
                     )
                 )
         facts.append(
