@@ -5,13 +5,14 @@ from __future__ import annotations
 import html
 import json
 import re
+import unicodedata
 from html.parser import HTMLParser
 
 import pytest
 from markdown_it import MarkdownIt
 
-from evidence_first import Evidence, answer_from_evidence
-from evidence_first.render import render_html, render_markdown
+from evidence_first import Evidence, answer_from_evidence, cli
+from evidence_first.render import render_html, render_markdown, render_text
 
 SOURCES = [
     Evidence(
@@ -138,6 +139,56 @@ def test_rejections_and_abstentions_render_their_reasons(scripted):
     )
     assert "the &lt;venue&gt;" in render_html(abstained)
     assert "the \\<venue\\>" in render_markdown(abstained)
+
+
+def test_every_renderer_shows_the_same_window_around_a_span(scripted):
+    source = Evidence(id="log", text="Opening words. The launch moved to June 15. Closing words.")
+    quotes = ["Opening words.", "The launch moved to June 15.", "Closing words."]
+    fact = {
+        "subject": "launch",
+        "relation": "moved to",
+        "object": "June 15",
+        "citations": [{"source_id": "log", "quote": quote} for quote in quotes],
+    }
+    ledger = {"facts": [fact], "answer": "June 15", "inference": None, "missing_evidence": []}
+    answer = answer_from_evidence("When?", [source], scripted(json.dumps(ledger)))
+    # Six characters each side, clipped at the text's ends, "…" only where a side was cut.
+    windows = [
+        ("", "Opening words.", " The l…"),
+        ("…ords. ", "The launch moved to June 15.", " Closi…"),
+        ("…e 15. ", "Closing words.", ""),
+    ]
+    page = render_html(answer, context_chars=6)
+    text = render_markdown(answer, context_chars=6)
+    report = render_text(answer, context_chars=6)
+    for before, span, after in windows:
+        assert f"<blockquote>{before}<mark>{span}</mark>{after}</blockquote>" in page
+        md = [part.replace(".", "\\.") for part in (before, span, after)]
+        assert f"> {md[0]}**{md[1]}**{md[2]}" in text
+        assert f": {before}⟦{span}⟧{after}\n" in report + "\n"
+
+
+def test_the_text_report_is_what_the_command_prints_and_escapes_control_characters(scripted):
+    source = Evidence(id="notes\x1b[31m", text="The launch moved to June 15.\x07 Later.")
+    fact = {
+        "subject": "launch\u202e",
+        "relation": "moved to",
+        "object": "June 15",
+        "citations": [{"source_id": source.id, "quote": "The launch moved to June 15."}],
+    }
+    ledger = {
+        "facts": [fact],
+        "answer": "June 15\x1b]0;x",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    answer = answer_from_evidence("When?", [source], scripted(json.dumps(ledger)))
+    report = render_text(answer)
+    assert report == cli.render_report(answer)
+    assert not any(unicodedata.category(char).startswith("C") for char in report if char != "\n")
+    assert "notes\\x1b[31m" in report
+    assert "Answer: June 15\\x1b]0;x" in report
+    assert "⟦The launch moved to June 15.⟧\\x07 Later." in report
 
 
 # Markdown rendered by a CommonMark renderer with raw HTML on (as GitHub, Jupyter and most chat

@@ -15,18 +15,15 @@ import json
 import os
 import sys
 import time
-import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Any, TextIO
 
-from evidence_first._answer import Citation, CitationCheck, CitationMode, EvidenceAnswer
+from evidence_first._answer import CitationMode, EvidenceAnswer
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import AnswerTimeoutError, EvidenceFirstError, ModelCallError
 from evidence_first._evidence import Evidence
-from evidence_first._injection import FLAG_DESCRIPTIONS
 from evidence_first._model import ReaderModel
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import (
@@ -36,6 +33,7 @@ from evidence_first.local import (
     LocalModel,
     is_installed,
 )
+from evidence_first.render import render_text
 
 __all__ = [
     "DEMO_MIN_SCORE",
@@ -48,7 +46,6 @@ __all__ = [
     "render_report",
 ]
 
-_CONTEXT_CHARS = 60
 EXIT_ERROR = 1
 """Exit status of a typed error: a bad request, a missing extra, an unreadable file."""
 EXIT_NOTHING_ANSWERED = 3
@@ -70,126 +67,9 @@ def load_demo_corpus() -> dict[str, Any]:
     return data
 
 
-def _printable(text: str) -> str:
-    """Model output and sources are untrusted: never let them drive the terminal."""
-    return "".join(
-        char
-        if char == "\n" or not unicodedata.category(char).startswith("C")
-        else f"\\x{ord(char):02x}"
-        if ord(char) < 0x100
-        else f"\\u{ord(char):04x}"
-        for char in text
-    )
-
-
-def _in_context(source: Evidence, start: int, end: int) -> str:
-    text = source.text
-    before = text[max(0, start - _CONTEXT_CHARS) : start]
-    after = text[end : end + _CONTEXT_CHARS]
-    lead = "…" if start > _CONTEXT_CHARS else ""
-    tail = "…" if end + _CONTEXT_CHARS < len(text) else ""
-    return _printable(f"{lead}{before}⟦{text[start:end]}⟧{after}{tail}".replace("\n", " "))
-
-
-def _spans_in_context(answer: EvidenceAnswer, citation: Citation, indent: str) -> list[str]:
-    source = answer.source(citation.source_id)
-    labels = f" (passages {', '.join(citation.passages)})" if citation.passages else ""
-    lines = [f"    ✓ verified  {_printable(citation.source_id)}{_printable(labels)}:"]
-    lines.extend(
-        f"{indent}chars {span.char_start}-{span.char_end}: "
-        f"{_in_context(source, span.char_start, span.char_end)}"
-        for span in citation.evidence_spans
-    )
-    return lines
-
-
-def _check_line(answer: EvidenceAnswer, check: CitationCheck) -> list[str]:
-    if check.verdict == "verified" and check.citation is not None:
-        flags = [f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags]
-        return _spans_in_context(answer, check.citation, "      ") + flags
-    quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
-    return [
-        f"    ✗ rejected  {_printable(check.source_id)}: {check.code}",
-        f"      the model quoted: {_printable(json.dumps(quote, ensure_ascii=False))}",
-    ]
-
-
-def _folded(lines: Sequence[str]) -> list[str]:
-    """Each distinct line once, in first-seen order, with a count when it repeats."""
-    counts = Counter(lines)
-    seen: set[str] = set()
-    folded: list[str] = []
-    for line in lines:
-        if line not in seen:
-            seen.add(line)
-            folded.append(line if counts[line] == 1 else f"{line}  (x{counts[line]})")
-    return folded
-
-
-def _fact_lines(answer: EvidenceAnswer) -> list[str]:
-    """One line per distinct fact, naming the spans it cites (shown in context below)."""
-    p = _printable
-    facts: Counter[str] = Counter()
-    for fact in answer.facts:
-        spans = ", ".join(
-            f"{p(c.source_id)} chars {c.char_start}-{c.char_end}" for c in fact.citations
-        )
-        facts[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  [{spans}]"] += 1
-    return [
-        f"  Fact {number}: {line}" + (f"  (the same fact x{count})" if count > 1 else "")
-        for number, (line, count) in enumerate(facts.items(), start=1)
-    ]
-
-
 def render_report(answer: EvidenceAnswer) -> str:
-    """A plain-text report of one answer, safe to print to a terminal.
-
-    Repeated facts, missing-evidence items and citation checks are folded into one line with
-    a count, so no line of the model's repeats.
-    """
-    p = _printable
-    mode = "passage" if "/passage/" in answer.prompt_version else "quote"
-    lines = [f"Question: {p(answer.question)}  [{mode} mode]"]
-    sent = [f"{p(e.id)} ({e.status})" if e.status else p(e.id) for e in answer.evidence]
-    lines.append(f"Sources sent: {', '.join(sent) or '-'}")
-    if answer.omissions:
-        lines.append(
-            "Sources omitted: "
-            + ", ".join(f"{p(i)} ({reason})" for i, reason in answer.omissions.items())
-        )
-    lines.append(f"Status: {answer.status}")
-    if answer.answer is not None:
-        lines.append(f"Answer: {p(answer.answer)}")
-    if answer.inference is not None:
-        lines.append(f"Inference (not from the sources): {p(answer.inference)}")
-    lines.extend(_fact_lines(answer))
-    if answer.missing_evidence:
-        lines.append("Missing evidence:")
-        lines.extend(_folded([f"  - {p(item)}" for item in answer.missing_evidence]))
-    if answer.status == "invalid_response":
-        lines.append(f"Reason codes: {', '.join(answer.reason_codes)}")
-        lines.extend(
-            _folded(
-                [
-                    f"  {issue.code} at {issue.path}: {issue.detail}"
-                    for issue in answer.validation_errors
-                ]
-            )
-        )
-    if answer.diagnostic:
-        lines.append(f"Diagnostic: {p(answer.diagnostic)}")
-    if answer.citation_checks:
-        verified = sum(check.verdict == "verified" for check in answer.citation_checks)
-        lines.append(
-            f"Citation checks ({verified} of {len(answer.citation_checks)} verified; "
-            "diagnostics, not an answer):"
-        )
-        checks = Counter(tuple(_check_line(answer, check)) for check in answer.citation_checks)
-        for block, count in checks.items():
-            repeat = f"  (the same citation x{count})" if count > 1 else ""
-            lines.append(block[0] + repeat)
-            lines.extend(block[1:])
-    return "\n".join(lines)
+    """The plain-text report of one answer: :func:`evidence_first.render.render_text`."""
+    return render_text(answer)
 
 
 def _emit(answers: list[EvidenceAnswer], *, as_json: bool, out: TextIO) -> None:

@@ -1,26 +1,41 @@
-"""Render an answer for people: Markdown or HTML, numbered citations, cited spans highlighted.
+"""Render an answer for people: Markdown, HTML or plain text, with cited spans highlighted.
 
-All source text and model output is escaped: a source containing ``<script>`` renders as text.
-Each citation is shown inside an excerpt of its source, with the exact span
-``source.text[char_start:char_end]`` highlighted.
+All source text and model output is escaped: a source containing ``<script>`` renders as text,
+and control characters never reach a terminal. Each citation is shown inside an excerpt of its
+source, with the exact span ``source.text[char_start:char_end]`` highlighted.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evidence_first._answer import Citation, EvidenceAnswer
+from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer
 from evidence_first._evidence import Evidence
 from evidence_first._injection import FLAG_DESCRIPTIONS, CitationFlag
 from evidence_first._prompt import format_timestamp
 
-__all__ = ["render_html", "render_markdown"]
+__all__ = ["render_html", "render_markdown", "render_text"]
 
 _CONTEXT_CHARS = 80
+_TEXT_CONTEXT_CHARS = 60
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&])")
 _LINE_ENDING = re.compile(r"\r\n|\r|\n")
+
+
+def _around(text: str, start: int, end: int, context_chars: int) -> tuple[str, str]:
+    """Up to ``context_chars`` each side of ``text[start:end]``, with "…" where a side is cut."""
+    before = max(0, start - context_chars)
+    after = min(len(text), end + context_chars)
+    return (
+        ("…" if before > 0 else "") + text[before:start],
+        text[end:after] + ("…" if after < len(text) else ""),
+    )
 
 
 @dataclass(frozen=True)
@@ -51,17 +66,17 @@ def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[_Excerpt
             key = (citation.source_id, citation.char_start, citation.char_end)
             if key not in numbers:
                 source = answer.source(citation.source_id)
-                text = source.text
-                start = max(0, citation.char_start - context_chars)
-                end = min(len(text), citation.char_end + context_chars)
+                before, after = _around(
+                    source.text, citation.char_start, citation.char_end, context_chars
+                )
                 numbers[key] = len(excerpts) + 1
                 excerpts.append(
                     _Excerpt(
                         number=numbers[key],
                         citation=citation,
                         source=source,
-                        before=("…" if start > 0 else "") + text[start : citation.char_start],
-                        after=text[citation.char_end : end] + ("…" if end < len(text) else ""),
+                        before=before,
+                        after=after,
                         flags=flags.get(key, ()),
                     )
                 )
@@ -203,3 +218,131 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
         lines.append(f"> {_md(item.before)}**{_md(c.quote)}**{_md(item.after)}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _printable(text: str) -> str:
+    """Model output and sources are untrusted: never let them drive the terminal."""
+    return "".join(
+        char
+        if char == "\n" or not unicodedata.category(char).startswith("C")
+        else f"\\x{ord(char):02x}"
+        if ord(char) < 0x100
+        else f"\\u{ord(char):04x}"
+        for char in text
+    )
+
+
+def _in_context(source: Evidence, start: int, end: int, context_chars: int) -> str:
+    text = source.text
+    before, after = _around(text, start, end, context_chars)
+    return _printable(f"{before}⟦{text[start:end]}⟧{after}".replace("\n", " "))
+
+
+def _spans_in_context(
+    answer: EvidenceAnswer, citation: Citation, indent: str, context_chars: int
+) -> list[str]:
+    source = answer.source(citation.source_id)
+    labels = f" (passages {', '.join(citation.passages)})" if citation.passages else ""
+    lines = [f"    ✓ verified  {_printable(citation.source_id)}{_printable(labels)}:"]
+    lines.extend(
+        f"{indent}chars {span.char_start}-{span.char_end}: "
+        f"{_in_context(source, span.char_start, span.char_end, context_chars)}"
+        for span in citation.evidence_spans
+    )
+    return lines
+
+
+def _check_line(answer: EvidenceAnswer, check: CitationCheck, context_chars: int) -> list[str]:
+    if check.verdict == "verified" and check.citation is not None:
+        flags = [f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags]
+        return _spans_in_context(answer, check.citation, "      ", context_chars) + flags
+    quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
+    return [
+        f"    ✗ rejected  {_printable(check.source_id)}: {check.code}",
+        f"      the model quoted: {_printable(json.dumps(quote, ensure_ascii=False))}",
+    ]
+
+
+def _folded(lines: Sequence[str]) -> list[str]:
+    """Each distinct line once, in first-seen order, with a count when it repeats."""
+    counts = Counter(lines)
+    seen: set[str] = set()
+    folded: list[str] = []
+    for line in lines:
+        if line not in seen:
+            seen.add(line)
+            folded.append(line if counts[line] == 1 else f"{line}  (x{counts[line]})")
+    return folded
+
+
+def _fact_lines(answer: EvidenceAnswer) -> list[str]:
+    """One line per distinct fact, naming the spans it cites (shown in context below)."""
+    p = _printable
+    facts: Counter[str] = Counter()
+    for fact in answer.facts:
+        spans = ", ".join(
+            f"{p(c.source_id)} chars {c.char_start}-{c.char_end}" for c in fact.citations
+        )
+        facts[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  [{spans}]"] += 1
+    return [
+        f"  Fact {number}: {line}" + (f"  (the same fact x{count})" if count > 1 else "")
+        for number, (line, count) in enumerate(facts.items(), start=1)
+    ]
+
+
+def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CHARS) -> str:
+    """Render ``answer`` as the plain-text report the ``evidence-first`` command prints.
+
+    Safe to print to a terminal. Each verified span is shown inside its source between ``⟦``
+    and ``⟧``. Repeated facts, missing-evidence items and citation checks are folded into one
+    line with a count, so no line of the model's repeats.
+
+    Args:
+        answer: The answer to render.
+        context_chars: Characters of source text shown on each side of a cited span.
+    """
+    p = _printable
+    mode = "passage" if "/passage/" in answer.prompt_version else "quote"
+    lines = [f"Question: {p(answer.question)}  [{mode} mode]"]
+    sent = [f"{p(e.id)} ({e.status})" if e.status else p(e.id) for e in answer.evidence]
+    lines.append(f"Sources sent: {', '.join(sent) or '-'}")
+    if answer.omissions:
+        lines.append(
+            "Sources omitted: "
+            + ", ".join(f"{p(i)} ({reason})" for i, reason in answer.omissions.items())
+        )
+    lines.append(f"Status: {answer.status}")
+    if answer.answer is not None:
+        lines.append(f"Answer: {p(answer.answer)}")
+    if answer.inference is not None:
+        lines.append(f"Inference (not from the sources): {p(answer.inference)}")
+    lines.extend(_fact_lines(answer))
+    if answer.missing_evidence:
+        lines.append("Missing evidence:")
+        lines.extend(_folded([f"  - {p(item)}" for item in answer.missing_evidence]))
+    if answer.status == "invalid_response":
+        lines.append(f"Reason codes: {', '.join(answer.reason_codes)}")
+        lines.extend(
+            _folded(
+                [
+                    f"  {issue.code} at {issue.path}: {issue.detail}"
+                    for issue in answer.validation_errors
+                ]
+            )
+        )
+    if answer.diagnostic:
+        lines.append(f"Diagnostic: {p(answer.diagnostic)}")
+    if answer.citation_checks:
+        verified = sum(check.verdict == "verified" for check in answer.citation_checks)
+        lines.append(
+            f"Citation checks ({verified} of {len(answer.citation_checks)} verified; "
+            "diagnostics, not an answer):"
+        )
+        checks = Counter(
+            tuple(_check_line(answer, check, context_chars)) for check in answer.citation_checks
+        )
+        for block, count in checks.items():
+            repeat = f"  (the same citation x{count})" if count > 1 else ""
+            lines.append(block[0] + repeat)
+            lines.extend(block[1:])
+    return "\n".join(lines)
