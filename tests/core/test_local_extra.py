@@ -1,16 +1,19 @@
-"""The local models: selection by name or path, the pinned weights, and a clear error without
-their extra. Offline: assembly is tested on small parts made here."""
+"""The local models: selection by name or path, the pinned weights, a clear error without their
+extra, and the server's lifecycle. Offline: assembly is tested on small parts made here, the
+server on a stand-in child process."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from evidence_first import local
+from evidence_first import _server_process, local
 from evidence_first.local import (
     DEFAULT_READER,
     KNOWN_MODELS,
@@ -133,9 +136,9 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
 
 def test_idle_cores_counts_the_cores_left_idle(monkeypatch):
     readings = iter([(1000, 1000), (2000, 1500)])  # half of all CPU time idle
-    monkeypatch.setattr(local, "_cpu_times", lambda: next(readings))
-    monkeypatch.setattr(local.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(local.time, "sleep", lambda _: None)
+    monkeypatch.setattr(_server_process, "_cpu_times", lambda: next(readings))
+    monkeypatch.setattr(_server_process.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_server_process.time, "sleep", lambda _: None)
     assert local.idle_cores() == 1
 
 
@@ -150,12 +153,82 @@ def test_idle_cores_counts_the_cores_left_idle(monkeypatch):
 )
 def test_idle_cores_is_at_least_one_and_at_most_all(monkeypatch, readings, expected):
     values = iter(readings)
-    monkeypatch.setattr(local, "_cpu_times", lambda: next(values))
-    monkeypatch.setattr(local.os, "cpu_count", lambda: 4)
-    monkeypatch.setattr(local.time, "sleep", lambda _: None)
+    monkeypatch.setattr(_server_process, "_cpu_times", lambda: next(values))
+    monkeypatch.setattr(_server_process.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(_server_process.time, "sleep", lambda _: None)
     assert local.idle_cores() == expected
 
 
 def test_an_explicit_thread_count_is_kept():
     assert LocalModel(threads=3).threads == 3
     assert LocalModel().threads is None  # counted at start
+
+
+# The server's lifecycle, on a stand-in for the llama.cpp child: /health on the port it is given.
+
+FAKE_CHILD = """
+import sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+model, port = sys.argv[1:3]
+if open(model).read() == "broken":
+    sys.exit("llama: bad magic")
+
+
+class Health(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+server = ThreadingHTTPServer(("127.0.0.1", int(port)), Health)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+sys.stdin.read()
+"""
+
+
+@pytest.fixture
+def launched(tmp_path, monkeypatch) -> list[list[str]]:
+    """The arguments of each child started; the child is the stand-in, never llama.cpp."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.skip("start() checks that llama.cpp is installed")
+    script = tmp_path / "child.py"
+    script.write_text(FAKE_CHILD)
+    commands: list[list[str]] = []
+    popen = subprocess.Popen
+
+    def stand_in(command: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+        assert command[:3] == [sys.executable, "-m", "evidence_first._local_server"]
+        commands.append(command[3:])
+        return popen([sys.executable, str(script), *command[3:]], **kwargs)
+
+    monkeypatch.setattr(_server_process.subprocess, "Popen", stand_in)
+    return commands
+
+
+def test_the_server_listens_on_loopback_until_stopped(launched, tmp_path):
+    path = tmp_path / "model.gguf"
+    path.write_text("weights")
+    with LocalModel(path, threads=2, seed=5) as model:
+        assert model.running
+        assert model.base_url == f"http://127.0.0.1:{model.port}/v1"
+        assert launched == [[str(path), str(model.port), "32768", "2", "5"]]
+        assert model.start() is model  # already running: no second child
+    assert not model.running
+    assert model.pid is None
+    with pytest.raises(LocalModelError, match="not running"):
+        model.base_url  # noqa: B018
+    model.stop()  # a second stop is harmless
+
+
+def test_a_child_that_exits_while_starting_is_retried_then_its_log_is_shown(launched, tmp_path):
+    path = tmp_path / "broken.gguf"
+    path.write_text("broken")
+    model = LocalModel(path, threads=1)
+    with pytest.raises(LocalModelError, match="exited while starting: llama: bad magic"):
+        model.start()
+    assert len(launched) == 3
+    assert not model.running
