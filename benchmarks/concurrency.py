@@ -363,7 +363,7 @@ def llamaindex_client(base_url: str, client: httpx.AsyncClient) -> AnswerAll:
 
 
 class _PlanOnly:
-    """A reader that is never called: ``AnswerOptions.plan`` only checks it exists."""
+    """A reader that is never called: planning only checks it exists."""
 
     def generate(self, request: object) -> str:
         raise NotImplementedError
@@ -373,17 +373,18 @@ def openai_client(base_url: str, client: httpx.AsyncClient) -> AnswerAll:
     from openai import AsyncOpenAI
 
     from evidence_first import Evidence, ModelRequest
+    from evidence_first._plan import plan_answer
     from evidence_first.adapters import AnswerOptions
     from evidence_first.chat_completions import SCHEMA_NAME
 
     openai = AsyncOpenAI(
         base_url=base_url, api_key="unused", http_client=client, max_retries=0, timeout=TIMEOUT
     )
-    options = AnswerOptions.create(max_output_tokens=MAX_OUTPUT_TOKENS, timeout=TIMEOUT)
+    options = AnswerOptions(max_output_tokens=MAX_OUTPUT_TOKENS, timeout=TIMEOUT)
     evidence = [Evidence(id=source_id, text=text) for source_id, text in SOURCES]
 
     def request_for(question: str) -> ModelRequest:
-        request = options.plan(question, evidence, _PlanOnly()).request
+        request = plan_answer(options, question, evidence, _PlanOnly()).request
         assert request is not None
         return request
 

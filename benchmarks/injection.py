@@ -65,8 +65,7 @@ from quality import (
 )
 
 from evidence_first import CitationMode, Evidence, ReaderModel
-from evidence_first._injection import flags_of_spans
-from evidence_first._prompt import Defences
+from evidence_first._injection import Defences, flags_of_spans
 
 CASES = Path(__file__).parent / "data" / "injection" / "cases.json"
 QUICK_CASES = 2

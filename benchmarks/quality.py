@@ -60,8 +60,10 @@ from evidence_first import (
     ModelCallError,
     ReaderModel,
 )
-from evidence_first._engine import AnswerOptions, AnswerPlan, run_plan
-from evidence_first._prompt import DEFAULT_DEFENCES, Defences
+from evidence_first._engine import run_plan
+from evidence_first._injection import DEFAULT_DEFENCES, Defences
+from evidence_first._plan import AnswerPlan, plan_answer
+from evidence_first.adapters import AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 
@@ -254,14 +256,15 @@ def plan_one(
     the request is built with (the defaults unless a benchmark measures them).
     """
     sources = [documents[source_id] for source_id in question.sources]
-    options = AnswerOptions.create(
+    options = AnswerOptions(
         citation_mode=mode,
         max_context_tokens=MAX_CONTEXT_TOKENS,
         max_output_tokens=MAX_OUTPUT_TOKENS,
         timeout=TIMEOUT_SECONDS,
         min_score=min_score,
+        defences=defences,
     )
-    plan = dataclasses.replace(options, defences=defences).plan(question.question, sources, model)
+    plan = plan_answer(options, question.question, sources, model)
     if min_score is None and len(plan.packed.sent) != len(sources):
         msg = f"{question.id}: not every source would be sent ({plan.omissions})"
         raise RuntimeError(msg)

@@ -57,6 +57,7 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first import estimate_tokens as default_estimate_tokens
+from evidence_first._plan import plan_answer
 from evidence_first._prompt import serialize_source
 from evidence_first.adapters import AnswerOptions
 
@@ -254,10 +255,10 @@ async def longest_stall_ms(call: Callable[[], Awaitable[None]]) -> float:
 def prepare_verify(sizes: Sizes, kind: str) -> Prepared:
     sources, sentences = budget_filling_sources(sizes.budget_sources, sizes.budget_tokens, kind)
     ledger = ledger_citing_the_ends(sources, sentences, sizes.facts)
-    options = AnswerOptions.create(
+    options = AnswerOptions(
         max_context_tokens=sizes.budget_tokens, max_output_tokens=8192, max_response_chars=131_072
     )
-    plan = options.plan(QUESTION, sources, InstantModel(ledger))
+    plan = plan_answer(options, QUESTION, sources, InstantModel(ledger))
     require(len(plan.packed.sent) == len(sources), "not every source was packed")
     require(plan.budget.sources_tokens >= 0.9 * sizes.budget_tokens, "the budget is not full")
     response = ModelResponse(text=ledger)

@@ -33,7 +33,7 @@ def test_set_aside_sources_are_reported_as_omitted(scripted, make_ledger):
     ]
     model = scripted(make_ledger(answer=None, missing_evidence=["m"]))
     answer = answer_selection(
-        "q?", select_sources(items), model, AnswerOptions.create(max_context_tokens=100)
+        "q?", select_sources(items), model, AnswerOptions(max_context_tokens=100)
     )
     assert answer.used_source_ids == ("a",)
     assert answer.omissions == {"b": "over_budget", "a": "duplicate_id"}
@@ -47,7 +47,7 @@ def test_set_aside_sources_are_reported_as_omitted(scripted, make_ledger):
 async def test_async_selection_answers_the_same_way(scripted, make_ledger):
     model = scripted(make_ledger(answer=None, missing_evidence=["m"]))
     answer = await aanswer_selection(
-        "q?", select_sources([Evidence(id="a", text="t")]), model, AnswerOptions.create()
+        "q?", select_sources([Evidence(id="a", text="t")]), model, AnswerOptions()
     )
     assert answer.status == "insufficient_evidence"
     assert model.calls == 1
@@ -55,7 +55,7 @@ async def test_async_selection_answers_the_same_way(scripted, make_ledger):
 
 def test_options_are_checked_when_created():
     with pytest.raises(InvalidRequestError):
-        AnswerOptions.create(max_output_tokens=0)
+        AnswerOptions(max_output_tokens=0)
 
 
 def test_document_offsets_locate_the_quote_in_the_original_document(
@@ -69,7 +69,7 @@ def test_document_offsets_locate_the_quote_in_the_original_document(
     )
     quote = "The launch moved to June 15."
     model = scripted(make_ledger([make_fact(("node-1", quote))], answer="June 15"))
-    answer = answer_selection("q?", select_sources([evidence]), model, AnswerOptions.create())
+    answer = answer_selection("q?", select_sources([evidence]), model, AnswerOptions())
     citation = answer.facts[0].citations[0]
     assert citation.document is not None
     assert citation.document.doc_id == "doc-7"

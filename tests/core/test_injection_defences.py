@@ -4,7 +4,6 @@ the spans on the caller's text, and cited spans that look like injections are fl
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from typing import Any
@@ -21,10 +20,13 @@ from evidence_first import (
     ModelRequest,
     answer_from_evidence,
 )
-from evidence_first._engine import AnswerOptions, run_plan
-from evidence_first._injection import DATAMARK, datamark, escape_controls, flags_of
+from evidence_first._citing.modes import style_for
+from evidence_first._engine import run_plan
+from evidence_first._injection import DATAMARK, Defences, datamark, escape_controls, flags_of
 from evidence_first._passages import PassageIndex
-from evidence_first._prompt import Defences, prompt_for
+from evidence_first._plan import plan_answer
+from evidence_first._prompt import system_prompt
+from evidence_first.adapters import AnswerOptions
 from evidence_first.cli import render_report
 from evidence_first.render import render_html, render_markdown
 
@@ -49,10 +51,8 @@ def _sent(user: str) -> list[dict[str, Any]]:
 
 
 def _ask(sources: list[Evidence], model: Any, *, defences: Defences | None = None, **options: Any):
-    plan_options = AnswerOptions.create(**options)
-    if defences is not None:
-        plan_options = dataclasses.replace(plan_options, defences=defences)
-    return run_plan(plan_options.plan("What happened?", sources, model), model, cancel=None)
+    plan_options = AnswerOptions(defences=defences or Defences(), **options)
+    return run_plan(plan_answer(plan_options, "What happened?", sources, model), model, cancel=None)
 
 
 def _citing(*citations: dict[str, Any]) -> str:
@@ -143,6 +143,9 @@ def test_without_the_escape_defence_control_strings_go_out_as_written(scripted, 
 
 
 def test_the_default_defences_are_the_published_prompt_versions():
+    def prompt_for(mode, defences=None):
+        return system_prompt(style_for(mode), defences or Defences())
+
     assert prompt_for("quote")[1] == PROMPT_VERSION
     assert prompt_for("passage")[1] == PASSAGE_PROMPT_VERSION
     assert prompt_for("passage", Defences(datamark=False, restate_rules=True))[1] == (

@@ -16,8 +16,10 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first import _passages as passages_module
-from evidence_first._passages import MAX_PASSAGE_CHARS, PassageIndex, split_passages
-from evidence_first._prompt import Defences, serialize_source
+from evidence_first._citing.passage import PassageStyle
+from evidence_first._injection import Defences
+from evidence_first._passages import MAX_PASSAGE_CHARS, split_passages
+from evidence_first._prompt import serialize_source
 from evidence_first._tokens import estimate_tokens, passage_form_floor
 
 NOTES = Evidence(
@@ -379,7 +381,7 @@ def test_each_sent_source_is_cut_once_and_the_work_grows_linearly(monkeypatch):
 def test_the_passage_floor_never_exceeds_the_estimate_of_the_passage_form(text, escape, mark):
     source = Evidence(id="s", text=text)
     defences = Defences(escape_controls=escape, datamark=mark)
-    sent = serialize_source(source, PassageIndex.of(source), defences)
+    sent = serialize_source(source, PassageStyle().text_fields(source, defences), defences)
     assert passage_form_floor(text) <= estimate_tokens(sent)
 
 

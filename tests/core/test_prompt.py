@@ -14,7 +14,8 @@ from evidence_first import (
     Evidence,
     answer_from_evidence,
 )
-from evidence_first._prompt import branch_on_answer, build_json_schema
+from evidence_first._citing.quote import QuoteStyle
+from evidence_first._schema import branch_on_answer, ledger_schema
 from evidence_first.chat_completions import ChatCompletionsModel
 
 SECRET = "sk-live-51H8yTOPSECRET"
@@ -230,7 +231,12 @@ FACT = {
 
 def _branched() -> dict:
     return branch_on_answer(
-        build_json_schema(["a"], max_output_tokens=512, knowledge="evidence-only")
+        ledger_schema(
+            QuoteStyle(),
+            [Evidence(id="a", text="t")],
+            knowledge="evidence-only",
+            max_output_tokens=512,
+        )
     )
 
 
@@ -266,7 +272,9 @@ def test_the_branched_schema_rules_out_inconsistent_ledgers(ledger):
 
 
 def test_the_branched_schema_keeps_every_bound_and_cites_before_it_answers():
-    plain = build_json_schema(["a"], max_output_tokens=512, knowledge="evidence-only")
+    plain = ledger_schema(
+        QuoteStyle(), [Evidence(id="a", text="t")], knowledge="evidence-only", max_output_tokens=512
+    )
     for branch in _branched()["anyOf"]:
         assert list(branch["properties"]) == list(plain["properties"])
         assert branch["required"] == plain["required"]

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from evidence_first import Citation, Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
-from evidence_first import _verify as verify_module
+from evidence_first._citing import quote as quote_module
 
 FRAGMENTS = (
     "The launch moved to June 15. ",
@@ -241,7 +241,7 @@ def test_no_hostile_ledger_gets_a_false_citation_accepted(mode, hostile_cases, t
 
 
 def test_the_oracle_catches_a_lenient_verifier(monkeypatch, tally):
-    real = verify_module.locate_quote
+    real = quote_module.locate_quote
 
     def case_insensitive(source: Evidence, quote: str) -> Citation | None:
         found = source.text.casefold().find(quote.casefold())
@@ -250,7 +250,7 @@ def test_the_oracle_catches_a_lenient_verifier(monkeypatch, tally):
         lenient = real(source, source.text[found : found + len(quote)])
         return None if lenient is None else lenient.model_copy(update={"quote": quote})
 
-    monkeypatch.setattr(verify_module, "locate_quote", case_insensitive)
+    monkeypatch.setattr(quote_module, "locate_quote", case_insensitive)
     report = run_fuzz("quote", 300, seed=7)
     tally["planted lenient verifier: false accepts caught"] += len(report.false_accepts)
     assert report.false_accepts

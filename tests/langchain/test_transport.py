@@ -16,7 +16,8 @@ from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 from evidence_first import Evidence, InvalidRequestError, ModelRequest
-from evidence_first._prompt import build_json_schema
+from evidence_first._citing.quote import QuoteStyle
+from evidence_first._schema import ledger_schema
 from evidence_first.chat_completions import SCHEMA_NAME
 from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
 from langchain_evidence_first._chat_model import strict_chat_model
@@ -320,7 +321,9 @@ def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it():
     (body,) = bodies
     assert _sent_limit(body) == 200
     schema = body["response_format"]["json_schema"]["schema"]
-    expected = build_json_schema(["a"], max_output_tokens=200, knowledge="evidence-only")
+    expected = ledger_schema(
+        QuoteStyle(), [SOURCE], knowledge="evidence-only", max_output_tokens=200
+    )
     assert schema["properties"]["facts"]["maxItems"] == expected["properties"]["facts"]["maxItems"]
 
 

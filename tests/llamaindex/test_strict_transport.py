@@ -25,7 +25,8 @@ from evidence_first import (
     InvalidRequestError,
     ModelCallError,
 )
-from evidence_first._prompt import build_json_schema
+from evidence_first._citing.quote import QuoteStyle
+from evidence_first._schema import ledger_schema
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,
     UnenforcedSettingsWarning,
@@ -532,5 +533,7 @@ def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it(
     assert body["max_tokens"] == 200
     assert response.metadata["evidence_answer"].budget.max_output_tokens == 200
     schema = body["response_format"]["json_schema"]["schema"]
-    expected = build_json_schema(max_output_tokens=200)["properties"]["facts"]["maxItems"]
+    expected = ledger_schema(QuoteStyle(), None, max_output_tokens=200)["properties"]["facts"][
+        "maxItems"
+    ]
     assert schema["properties"]["facts"]["maxItems"] == expected

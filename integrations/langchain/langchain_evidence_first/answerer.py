@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Collection, Mapping, Sequence
-from datetime import datetime
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.retrievers import BaseRetriever
@@ -17,14 +15,16 @@ from langchain_core.runnables import (
     RunnableSerializable,
 )
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
 
 from evidence_first import EvidenceAnswer, InvalidRequestError, local
 from evidence_first.adapters import (
+    AnswerOptionFields,
     AnswerOptions,
     SourceSelection,
     aanswer_selection,
     answer_selection,
+    option_error,
     select_sources,
 )
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
@@ -33,7 +33,7 @@ from langchain_evidence_first._documents import DocumentKeys, to_evidence
 __all__ = ["EvidenceAnswerer"]
 
 
-class EvidenceAnswerer(RunnableSerializable[dict[str, Any], EvidenceAnswer]):
+class EvidenceAnswerer(AnswerOptionFields, RunnableSerializable[dict[str, Any], EvidenceAnswer]):
     """Answer a question only from the given sources, calling the chat model once.
 
     Input: ``{"question": str, "sources": list[Document | Evidence | dict | str]}``.
@@ -52,30 +52,21 @@ class EvidenceAnswerer(RunnableSerializable[dict[str, Any], EvidenceAnswer]):
     The chat model is called with a system and a human message, no tools and no retries; its
     output limit, timeout and native JSON mode are set for known providers. Without ``llm``,
     the embedded local model is used (``pip install "langchain-evidence-first[local]"``).
+
+    The answering options (``knowledge``, ``max_context_tokens``, ``timeout``...) are the
+    fields of :class:`~evidence_first.adapters.AnswerOptionFields`, with the same defaults,
+    ranges and checks. The answerer is frozen; :meth:`model_copy` checks its update like
+    construction does.
+
+    Raises:
+        InvalidRequestError: An option is out of range, or the chat model is refused.
+        TypeError: An option name is unknown.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
 
     llm: Any = Field(default=None, exclude=True)
     """The chat model (``BaseChatModel``). ``None`` uses the embedded local model."""
-
-    knowledge: Literal["evidence-only", "allow-general-inference"] = "evidence-only"
-    citation_mode: Literal["quote", "passage"] = "quote"
-    """``"quote"``: the model copies exact quotes. ``"passage"``: it cites labeled passages."""
-    output_language: str | None = None
-    question_time: int | datetime | None = None
-    max_context_tokens: int = 2048
-    max_output_tokens: int = 2048
-    max_response_chars: int = 32768
-    timeout: float = 60.0
-    min_evidence: int = 1
-    min_score: float | None = None
-    """Omit documents whose score is lower or missing (``below_min_score``)."""
-    scope: Collection[str] | None = None
-    """Omit documents whose ``metadata[scope_key]`` is not in it (``out_of_scope``).
-    Defence in depth, not authorization: retrieve only what the user may see."""
-    scope_key: str = "scope"
-    token_counter: Callable[[str], int] | None = Field(default=None, exclude=True)
 
     id_key: str | None = "id"
     """Metadata key for the source ID when ``Document.id`` is unset."""
@@ -89,33 +80,20 @@ class EvidenceAnswerer(RunnableSerializable[dict[str, Any], EvidenceAnswer]):
     _strict: StrictChatModel | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
-        super().__init__(**data)
-        # Checked once, here rather than in a validator so the errors keep their type: a bad
-        # option or a retrying model fails before any call.
-        self._options = AnswerOptions.create(
-            knowledge=self.knowledge,
-            citation_mode=self.citation_mode,
-            output_language=self.output_language,
-            question_time=self.question_time,
-            max_context_tokens=self.max_context_tokens,
-            max_output_tokens=self.max_output_tokens,
-            max_response_chars=self.max_response_chars,
-            timeout=self.timeout,
-            min_evidence=self.min_evidence,
-            min_score=self.min_score,
-            scope=self.scope,
-            scope_key=self.scope_key,
-            token_counter=self.token_counter,
-        )
+        # Checked once, with the options' own typed errors: a bad option or a retrying model
+        # fails before any call.
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise option_error(exc) from None
+        options = AnswerOptions(**self.option_values())
         if self.llm is not None:
             self._strict = strict_chat_model(
                 self.llm, timeout=self.timeout, max_tokens=self.max_output_tokens
             )
             # The chat model's own, smaller output limit is the one sent; the schema's bounds
             # follow it.
-            self._options = dataclasses.replace(
-                self._options, max_output_tokens=self._strict.max_tokens
-            )
+            options = options.model_copy(update={"max_output_tokens": self._strict.max_tokens})
         elif not local.is_installed():
             msg = (
                 "EvidenceAnswerer() without llm= uses the embedded local model, which is not "
@@ -123,6 +101,14 @@ class EvidenceAnswerer(RunnableSerializable[dict[str, Any], EvidenceAnswer]):
                 "model: EvidenceAnswerer(llm=ChatOpenAI(model=...))"
             )
             raise ImportError(msg)
+        self._options = options
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> EvidenceAnswerer:
+        """A new answerer with ``update`` applied, checked (and the model prepared) anew."""
+        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        return type(self)(**{**fields, **(update or {})})
 
     @classmethod
     def is_lc_serializable(cls) -> bool:

@@ -6,21 +6,19 @@ when the model's output is malformed or unsupported it fails closed.
 """
 
 from evidence_first._answer import (
-    AnswerStatus,
     Citation,
     CitationCheck,
-    CitationMode,
     DocumentSpan,
     EvidenceAnswer,
     EvidenceSpan,
     Fact,
-    KnowledgePolicy,
-    OmissionReason,
     PromptBudget,
-    ReasonCode,
     TokenUsage,
     ValidationIssue,
 )
+from evidence_first._citing.modes import LEDGER_JSON_SCHEMA, PASSAGE_LEDGER_JSON_SCHEMA
+from evidence_first._citing.passage import PASSAGE_PROMPT_VERSION
+from evidence_first._citing.quote import PROMPT_VERSION
 from evidence_first._engine import aanswer_from_evidence, answer_from_evidence
 from evidence_first._errors import (
     AnswerCancelledError,
@@ -37,13 +35,14 @@ from evidence_first._model import (
     ModelResponse,
     ReaderModel,
 )
-from evidence_first._prompt import (
-    LEDGER_JSON_SCHEMA,
-    PASSAGE_LEDGER_JSON_SCHEMA,
-    PASSAGE_PROMPT_VERSION,
-    PROMPT_VERSION,
-)
 from evidence_first._tokens import estimate_tokens
+from evidence_first._vocabulary import (
+    AnswerStatus,
+    CitationMode,
+    KnowledgePolicy,
+    OmissionReason,
+    ReasonCode,
+)
 
 __all__ = [
     "LEDGER_JSON_SCHEMA",

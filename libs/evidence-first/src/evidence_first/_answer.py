@@ -2,70 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evidence_first._evidence import Evidence
 from evidence_first._injection import CitationFlag
+from evidence_first._vocabulary import (
+    AnswerStatus,
+    CitationMode,
+    OmissionReason,
+    ReasonCode,
+)
 
 __all__ = [
-    "AnswerStatus",
     "Citation",
     "CitationCheck",
-    "CitationMode",
     "DocumentSpan",
     "EvidenceAnswer",
     "EvidenceSpan",
     "Fact",
-    "KnowledgePolicy",
-    "OmissionReason",
     "PromptBudget",
-    "ReasonCode",
     "TokenUsage",
     "ValidationIssue",
 ]
-
-AnswerStatus = Literal["answered", "insufficient_evidence", "invalid_response"]
-KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
-CitationMode = Literal["quote", "passage"]
-"""How the model cites: by copying an exact quote, or by naming labeled passages."""
-
-ReasonCode = Literal[
-    # Stage 0: the response itself.
-    "tool_call_not_allowed",
-    "output_truncated",
-    # Stage 1: size, before parsing.
-    "response_too_large",
-    # Stage 2: exactly one JSON object.
-    "invalid_json",
-    # Stage 3: the ledger's shape.
-    "invalid_schema",
-    "too_many_facts",
-    "too_many_citations",
-    # Stage 4: each citation.
-    "unknown_source",
-    "empty_quote",
-    "quote_not_in_source",
-    # Stage 4, passage mode: each cited label.
-    "unknown_passage",
-    "passage_source_mismatch",
-    "quote_not_in_passages",
-    # Stage 5: consistency and policy.
-    "inconsistent_output",
-    "inference_not_allowed",
-]
-"""Why a response was rejected. A closed set: an `invalid_response` carries one or more."""
-
-OmissionReason = Literal[
-    "over_budget",
-    "empty",
-    "below_min_score",
-    "out_of_scope",
-    "duplicate_id",
-    "over_source_limit",
-]
-"""Why an offered source was not sent to the model."""
 
 
 class _Frozen(BaseModel):
@@ -238,6 +199,7 @@ class EvidenceAnswer(_Frozen):
             ``invalid_response``. Diagnostics only: never present these as an answer.
         usage: Tokens the provider reported, if any.
         prompt_version: The version of the prompt and ledger schema used.
+        citation_mode: How the model was asked to cite: ``"quote"`` or ``"passage"``.
     """
 
     status: AnswerStatus
@@ -260,9 +222,17 @@ class EvidenceAnswer(_Frozen):
     citation_checks: tuple[CitationCheck, ...] = Field(repr=False)
     usage: TokenUsage | None
     prompt_version: str
+    citation_mode: CitationMode
 
     # Every offered source by ID (sent or omitted), so framework objects stay reachable.
     _offered: dict[str, Evidence] = PrivateAttr(default_factory=dict)
+
+    @classmethod
+    def of_offered(cls, offered: Mapping[str, Evidence], **fields: Any) -> EvidenceAnswer:
+        """Build the answer for a request, keeping every source offered to it by ID."""
+        answer = cls(**fields)
+        answer._offered = dict(offered)
+        return answer
 
     @property
     def reason_codes(self) -> tuple[ReasonCode, ...]:
@@ -272,10 +242,18 @@ class EvidenceAnswer(_Frozen):
     def source(self, source_id: str) -> Evidence:
         """Return the offered source with this ID, whether it was sent or omitted.
 
+        A stored answer (``EvidenceAnswer.model_validate(answer.as_dict())``) knows only the
+        sources that were sent.
+
         Raises:
             KeyError: No source with this ID was offered.
         """
-        return self._offered[source_id]
+        if source_id in self._offered:
+            return self._offered[source_id]
+        for evidence in self.evidence:
+            if evidence.id == source_id:
+                return evidence
+        raise KeyError(source_id)
 
     def source_object(self, source_id: str) -> Any:
         """Return the framework object (Document, node) the source was made from, if any.
@@ -283,7 +261,7 @@ class EvidenceAnswer(_Frozen):
         Raises:
             KeyError: No source with this ID was offered.
         """
-        return self._offered[source_id].source_object
+        return self.source(source_id).source_object
 
     def citations(self) -> list[dict[str, Any]]:
         """Return flat provenance records, one per verified citation of the returned facts."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
 from pydantic import (
@@ -16,9 +16,23 @@ from pydantic import (
     field_validator,
 )
 
-__all__ = ["Evidence", "EvidenceStatus"]
+__all__ = ["EPOCH", "Evidence", "EvidenceStatus", "format_timestamp"]
 
 EvidenceStatus = Literal["current", "superseded", "contradicted"]
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+"""Time zero of Unix milliseconds."""
+
+
+def format_timestamp(value: int | datetime) -> str:
+    """Render Unix milliseconds or an aware datetime as ISO 8601 UTC with a ``Z`` suffix.
+
+    Raises:
+        OverflowError: The milliseconds are outside the range of ``datetime``.
+    """
+    moment = EPOCH + timedelta(milliseconds=value) if isinstance(value, int) else value
+    utc = moment.astimezone(timezone.utc)
+    return utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Evidence(BaseModel):

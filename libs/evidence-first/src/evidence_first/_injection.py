@@ -26,20 +26,58 @@ to the verdict or the text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from evidence_first._passages import split_passages
 
 __all__ = [
     "DATAMARK",
+    "DEFAULT_DEFENCES",
     "FLAG_DESCRIPTIONS",
     "CitationFlag",
+    "Defences",
     "datamark",
     "escape_controls",
     "flags_of",
     "flags_of_spans",
 ]
+
+
+@dataclass(frozen=True)
+class Defences:
+    """The injection defences a request is built with.
+
+    The defaults are what every request gets, chosen by ``benchmarks/injection.py``; the
+    other settings exist so that it can measure each defence against its absence.
+
+    Attributes:
+        escape_controls: Write ``<``, ``>`` and ``[INST]``-like brackets in caller text as JSON
+            escapes, so no chat-template control string acts as a control token.
+        datamark: In passage mode, send every space of a passage's text as U+02C6
+            (:data:`DATAMARK`). Quote mode never datamarks: its model copies text, and a
+            marked copy is no excerpt of the caller's text.
+        restate_rules: Restate after the question that the sources are data. Measured, and
+            off: it raised attack success on the embedded reader.
+    """
+
+    escape_controls: bool = True
+    datamark: bool = True
+    restate_rules: bool = False
+
+    def version_suffix(self, applied: Collection[str]) -> str:
+        """How the ``applied`` settings differ from the defaults, for the prompt version."""
+        default = Defences()
+        changed = [
+            f"{field.name}={'on' if getattr(self, field.name) else 'off'}"
+            for field in fields(self)
+            if field.name in applied and getattr(self, field.name) != getattr(default, field.name)
+        ]
+        return "".join(f"+{change}" for change in changed)
+
+
+DEFAULT_DEFENCES = Defences()
 
 CitationFlag = Literal["control_string", "instruction_like"]
 """Why a verified citation deserves a second look (``CitationCheck.flags``)."""

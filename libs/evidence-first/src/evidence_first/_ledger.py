@@ -9,24 +9,23 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
-from evidence_first._answer import CitationMode, ValidationIssue
+from evidence_first._answer import ValidationIssue
+from evidence_first._citing.base import LedgerCitationBase, StrictModel
+from evidence_first._limits import (
+    MAX_ANSWER_CHARS,
+    MAX_CITATIONS_PER_FACT,
+    MAX_FACTS,
+    MAX_MISSING_ITEMS,
+    MAX_TERM_CHARS,
+)
 from evidence_first._model import ModelResponse
-from evidence_first._prompt import MAX_CITATIONS_PER_FACT, MAX_FACTS
+from evidence_first._text import is_unicode_text
 
-__all__ = [
-    "Ledger",
-    "LedgerCitation",
-    "LedgerFact",
-    "ParsedResponse",
-    "PassageCitation",
-    "is_unicode_text",
-    "json_path",
-    "parse_response",
-]
+__all__ = ["Ledger", "LedgerFact", "ParsedResponse", "json_path", "parse_response"]
 
 _TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens"})
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -37,54 +36,35 @@ _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", r
 _MAX_SCHEMA_ISSUES = 16
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+CitationT = TypeVar("CitationT", bound=LedgerCitationBase)
+
+_Term = Annotated[str, Field(json_schema_extra={"maxLength": MAX_TERM_CHARS})]
+_Text = Annotated[str | None, Field(json_schema_extra={"maxLength": MAX_ANSWER_CHARS})]
 
 
-class LedgerCitation(_Strict):
-    """A quote-mode citation as the model wrote it, not yet verified."""
-
-    source_id: str
-    quote: str
-
-
-class PassageCitation(_Strict):
-    """A passage-mode citation as the model wrote it: passage labels and an optional quote.
-
-    An absent ``quote`` means ``null`` (a provider that does not enforce the schema omits
-    optional keys); every other key is required, and unknown keys are still rejected.
-    """
-
-    source_id: str
-    passages: list[str] = Field(min_length=1)
-    quote: str | None = None
-
-
-CitationT = TypeVar("CitationT", LedgerCitation, PassageCitation)
-
-
-class LedgerFact(_Strict, Generic[CitationT]):
+class LedgerFact(StrictModel, Generic[CitationT]):
     """A fact as the model wrote it."""
 
-    subject: str
-    relation: str
-    object: str
-    citations: list[CitationT] = Field(min_length=1)
+    subject: _Term
+    relation: _Term
+    object: _Term
+    citations: list[CitationT] = Field(
+        min_length=1, json_schema_extra={"maxItems": MAX_CITATIONS_PER_FACT}
+    )
 
 
-class Ledger(_Strict, Generic[CitationT]):
-    """The model's ledger, shape-checked. Every key is required; ``inference`` is nullable."""
+class Ledger(StrictModel, Generic[CitationT]):
+    """The model's ledger, shape-checked. Every key is required; ``inference`` is nullable.
 
-    facts: list[LedgerFact[CitationT]]
-    answer: str | None
-    inference: str | None
-    missing_evidence: list[str]
+    The one declaration of the ledger's shape: the request schema is derived from it
+    (:mod:`~evidence_first._schema`). ``json_schema_extra`` bounds guide a schema-enforcing
+    provider only; parsing enforces the fact and citation counts with their own codes.
+    """
 
-
-_LEDGER_MODELS: dict[CitationMode, type[Ledger[Any]]] = {
-    "quote": Ledger[LedgerCitation],
-    "passage": Ledger[PassageCitation],
-}
+    facts: list[LedgerFact[CitationT]] = Field(json_schema_extra={"maxItems": MAX_FACTS})
+    answer: _Text
+    inference: _Text
+    missing_evidence: list[_Term] = Field(json_schema_extra={"maxItems": MAX_MISSING_ITEMS})
 
 
 @dataclass(frozen=True)
@@ -96,9 +76,12 @@ class ParsedResponse:
 
 
 def parse_response(
-    response: ModelResponse, *, max_response_chars: int, mode: CitationMode = "quote"
+    response: ModelResponse,
+    *,
+    max_response_chars: int,
+    citation_model: type[LedgerCitationBase],
 ) -> ParsedResponse:
-    """Run stages 0 to 3 on a model response, for the ledger shape of ``mode``."""
+    """Run stages 0 to 3 on a model response, for a ledger of ``citation_model`` citations."""
     if response.tool_calls:
         return _fail("tool_call_not_allowed", "$", "the response carries tool calls")
     if response.finish_reason in _TRUNCATED_FINISH_REASONS:
@@ -113,7 +96,7 @@ def parse_response(
     decoded = _decode_one_object(text)
     if isinstance(decoded, ValidationIssue):
         return ParsedResponse(None, (decoded,))
-    return _check_shape(decoded, _LEDGER_MODELS[mode])
+    return _check_shape(decoded, Ledger[citation_model])  # type: ignore[valid-type]
 
 
 def _fail(code: Any, path: str, detail: str) -> ParsedResponse:
@@ -131,17 +114,6 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         msg = "duplicate key"
         raise ValueError(msg)
     return obj
-
-
-def is_unicode_text(text: str) -> bool:
-    """Whether ``text`` is valid Unicode: no lone surrogates, which no encoding can carry."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _all_strings_are_unicode(value: object) -> bool:

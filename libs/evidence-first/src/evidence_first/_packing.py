@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from evidence_first._answer import OmissionReason
 from evidence_first._evidence import Evidence
 from evidence_first._prompt import serialize_source
+from evidence_first._vocabulary import OmissionReason
 
 __all__ = ["PackedSources", "pack_sources"]
 

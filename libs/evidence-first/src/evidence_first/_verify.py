@@ -1,43 +1,34 @@
-"""Citation verification and consistency checks: validation stages 4 and 5.
+"""Citation verification: validation stage 4, every citation against the sources sent.
 
 A quote verifies only as an exact substring of the cited text (plain ``str.find``: no regex, no
 normalization, no fuzzy matching), resolved to its first occurrence. A passage label verifies
 only if it was sent, for the source the citation names; labels resolve to the passages' spans.
+Each citation style (:mod:`evidence_first._citing`) resolves its own kind of citation.
 """
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evidence_first._answer import (
-    Citation,
-    CitationCheck,
-    DocumentSpan,
-    EvidenceSpan,
-    Fact,
-    KnowledgePolicy,
-    ReasonCode,
-    ValidationIssue,
-)
+from evidence_first._answer import Citation, CitationCheck, Fact, ValidationIssue
+from evidence_first._citing.base import CitationStyle, Rejection
 from evidence_first._evidence import Evidence
 from evidence_first._injection import CitationFlag, flags_of_spans
-from evidence_first._ledger import Ledger, LedgerCitation, PassageCitation
-from evidence_first._passages import PassageIndex, split_passages
+from evidence_first._ledger import Ledger
 
-__all__ = ["Verdict", "has_text", "locate_quote", "resolve_passages", "span_of", "verify_ledger"]
+__all__ = ["Verdict", "verify_citations"]
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """Stages 4 and 5 over a parsed ledger.
+    """Stage 4 over a parsed ledger.
 
     Attributes:
         facts: The facts with resolved citations (only meaningful when ``issues`` is empty).
         checks: One verdict per citation the model produced, in order.
-        issues: Every failed check; empty when the ledger is fully verified and consistent.
+        issues: Every failed citation; empty when every citation verified.
     """
 
     facts: tuple[Fact, ...]
@@ -45,125 +36,20 @@ class Verdict:
     issues: tuple[ValidationIssue, ...]
 
 
-@dataclass(frozen=True)
-class _Rejection:
-    code: ReasonCode
-    detail: str
-    subpath: str = ""
-
-
-def span_of(source: Evidence, start: int, end: int) -> EvidenceSpan:
-    """The verified span ``source.text[start:end]``, with UTF-16, UTF-8 and document offsets."""
-    text = source.text
-    if text.isascii():
-        utf16_start, utf16_end, utf8_start, utf8_end = start, end, start, end
-    else:
-        prefix, part = text[:start], text[start:end]
-        utf16_start = len(prefix.encode("utf-16-le")) // 2
-        utf16_end = utf16_start + len(part.encode("utf-16-le")) // 2
-        utf8_start = len(prefix.encode("utf-8"))
-        utf8_end = utf8_start + len(part.encode("utf-8"))
-    document = None
-    if source.document is not None:
-        doc_id, offset = source.document
-        document = DocumentSpan(doc_id=doc_id, char_start=offset + start, char_end=offset + end)
-    return EvidenceSpan(
-        text=text[start:end],
-        char_start=start,
-        char_end=end,
-        utf16_start=utf16_start,
-        utf16_end=utf16_end,
-        utf8_start=utf8_start,
-        utf8_end=utf8_end,
-        document=document,
-    )
-
-
-def _citation(
-    source: Evidence, spans: list[EvidenceSpan], passages: tuple[str, ...] = ()
-) -> Citation:
-    origin = spans[0]
-    return Citation(
-        source_id=source.id,
-        quote=origin.text,
-        char_start=origin.char_start,
-        char_end=origin.char_end,
-        utf16_start=origin.utf16_start,
-        utf16_end=origin.utf16_end,
-        utf8_start=origin.utf8_start,
-        utf8_end=origin.utf8_end,
-        document=origin.document,
-        passages=passages,
-        evidence_spans=tuple(spans),
-    )
-
-
-def locate_quote(source: Evidence, quote: str) -> Citation | None:
-    """Return the citation of the first exact occurrence of ``quote`` in ``source``, or None."""
-    start = source.text.find(quote)
-    if start < 0:
-        return None
-    return _citation(source, [span_of(source, start, start + len(quote))])
-
-
-def resolve_passages(
-    source: Evidence, indices: list[int], index: PassageIndex, quote: str | None
-) -> Citation | None:
-    """Resolve cited passage positions (1-based) of ``source`` to spans.
-
-    Adjacent passages merge into one span; the groups are listed in text order, the first
-    being the origin. A ``quote`` must lie inside one group and narrows that group's span;
-    ``None`` is returned when it lies in none.
-    """
-    passages = index.by_source[source.id]
-    groups: list[list[int]] = []
-    for position in sorted(set(indices)):
-        if groups and groups[-1][-1] == position - 1:
-            groups[-1].append(position)
-        else:
-            groups.append([position])
-    bounds = [(passages[g[0] - 1].char_start, passages[g[-1] - 1].char_end) for g in groups]
-    if quote is not None:
-        for number, (start, end) in enumerate(bounds):
-            found = source.text.find(quote, start, end)
-            if found >= 0:
-                bounds[number] = (found, found + len(quote))
-                break
-        else:
-            return None
-    labels = tuple(passages[p - 1].label for group in groups for p in group)
-    return _citation(source, [span_of(source, start, end) for start, end in bounds], labels)
-
-
-def verify_ledger(
-    ledger: Ledger[Any],
-    sent: Mapping[str, Evidence],
-    *,
-    knowledge: KnowledgePolicy,
-    passages: PassageIndex | None = None,
+def verify_citations(
+    ledger: Ledger[Any], sent: Mapping[str, Evidence], style: CitationStyle
 ) -> Verdict:
-    """Verify every citation against the sources sent, then check the ledger's consistency.
-
-    Args:
-        ledger: The parsed ledger.
-        sent: The sources sent, by ID.
-        knowledge: The knowledge policy.
-        passages: The passages sent, in passage mode.
-    """
+    """Verify every citation of ``ledger`` against the sources ``sent``, by ID."""
     facts: list[Fact] = []
     checks: list[CitationCheck] = []
     issues: list[ValidationIssue] = []
-    # Each cited source's sentences, cut once per ledger (passage mode has them already).
+    # Each cited source's sentences, cut once per ledger.
     sentences: dict[str, list[tuple[int, int]]] = {}
 
     def flags(citation: Citation) -> tuple[CitationFlag, ...]:
         source = sent[citation.source_id]
         if source.id not in sentences:
-            sentences[source.id] = (
-                [(p.char_start, p.char_end) for p in passages.by_source[source.id]]
-                if passages is not None
-                else split_passages(source.text)
-            )
+            sentences[source.id] = style.sentences(source)
         spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
         return flags_of_spans(source.text, spans, sentences[source.id])
 
@@ -171,9 +57,14 @@ def verify_ledger(
         citations: list[Citation] = []
         for citation_index, cited in enumerate(fact.citations):
             path = f"$.facts[{fact_index}].citations[{citation_index}]"
-            outcome = _check(cited, sent, passages)
-            quote = cited.quote if cited.quote is not None else ""
-            if isinstance(outcome, _Rejection):
+            source = sent.get(cited.source_id)
+            outcome = (
+                Rejection("unknown_source", "the cited source was not sent to the model")
+                if source is None
+                else style.resolve(cited, source)
+            )
+            quote = getattr(cited, "quote", None) or ""
+            if isinstance(outcome, Rejection):
                 issues.append(
                     ValidationIssue(
                         code=outcome.code, path=path + outcome.subpath, detail=outcome.detail
@@ -208,91 +99,4 @@ def verify_ledger(
                 citations=tuple(citations),
             )
         )
-    issues.extend(_consistency_issues(ledger, knowledge))
     return Verdict(tuple(facts), tuple(checks), tuple(issues))
-
-
-def _check(
-    cited: LedgerCitation | PassageCitation,
-    sent: Mapping[str, Evidence],
-    passages: PassageIndex | None,
-) -> Citation | _Rejection:
-    source = sent.get(cited.source_id)
-    if source is None:
-        return _Rejection("unknown_source", "the cited source was not sent to the model")
-    if isinstance(cited, LedgerCitation):
-        if not cited.quote.strip():
-            return _Rejection("empty_quote", "the quote is empty", ".quote")
-        citation = locate_quote(source, cited.quote)
-        if citation is None:
-            return _Rejection(
-                "quote_not_in_source", "the quote is not an exact excerpt of the source", ".quote"
-            )
-        return citation
-    assert passages is not None, "passage citations need the passages sent"
-    positions: list[int] = []
-    for number, label in enumerate(cited.passages):
-        passage = passages.by_label.get(label)
-        if passage is None:
-            return _Rejection("unknown_passage", "the label was never sent", f".passages[{number}]")
-        if passage.source_id != source.id:
-            return _Rejection(
-                "passage_source_mismatch",
-                "the label belongs to another source",
-                f".passages[{number}]",
-            )
-        positions.append(passage.index)
-    if cited.quote is not None and not cited.quote.strip():
-        return _Rejection("empty_quote", "the quote is empty", ".quote")
-    citation = resolve_passages(source, positions, passages, cited.quote)
-    if citation is None:
-        return _Rejection(
-            "quote_not_in_passages",
-            "the quote is not an exact excerpt of one group of the cited passages",
-            ".quote",
-        )
-    return citation
-
-
-# No visible character: control, format (zero-width space, joiners, BOM) and separator
-# categories, besides whatever str.isspace() counts.
-_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
-
-
-def has_text(value: str | None) -> bool:
-    """Whether an optional answer field holds at least one visible character.
-
-    Blank means no visible character: whitespace, zero-width and other format characters,
-    by Unicode category. ``"\u200b"`` is blank.
-    """
-    return value is not None and any(
-        not (char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES)
-        for char in value
-    )
-
-
-def _consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[ValidationIssue]:
-    issues: list[ValidationIssue] = []
-
-    def inconsistent(path: str, detail: str) -> None:
-        issues.append(ValidationIssue(code="inconsistent_output", path=path, detail=detail))
-
-    answered = has_text(ledger.answer)
-    if answered and ledger.missing_evidence:
-        inconsistent("$.missing_evidence", "an answer is given while evidence is listed missing")
-    if not answered and not ledger.missing_evidence:
-        inconsistent("$.answer", "no answer is given and no missing evidence is listed")
-    if answered and not ledger.facts:
-        inconsistent("$.facts", "an answer is given without any fact")
-    for index, item in enumerate(ledger.missing_evidence):
-        if not has_text(item):
-            inconsistent(f"$.missing_evidence[{index}]", "a missing-evidence item is blank")
-    if knowledge == "evidence-only" and has_text(ledger.inference):
-        issues.append(
-            ValidationIssue(
-                code="inference_not_allowed",
-                path="$.inference",
-                detail="an inference was given under the evidence-only policy",
-            )
-        )
-    return issues

@@ -2,10 +2,10 @@
 
 An integration maps its objects to :class:`~evidence_first.Evidence` (keeping the originals
 with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once with
-:meth:`AnswerOptions.create`, sets aside what the core would refuse with
+:class:`AnswerOptions`, sets aside what the core would refuse with
 :func:`select_sources`, and answers with :func:`answer_selection`::
 
-    options = AnswerOptions.create(max_context_tokens=4096)          # InvalidRequestError early
+    options = AnswerOptions(max_context_tokens=4096)                 # InvalidRequestError early
     selection = select_sources(to_evidence(doc) for doc in documents)
     answer = answer_selection(question, selection, model, options)
 """
@@ -16,18 +16,25 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from evidence_first._answer import EvidenceAnswer, OmissionReason
-from evidence_first._engine import MAX_SOURCES, AnswerOptions, arun_plan, run_plan
+from evidence_first._answer import EvidenceAnswer
+from evidence_first._engine import arun_plan, run_plan
+from evidence_first._limits import MAX_SOURCES
+from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
+from evidence_first._plan import aplan_answer, plan_answer
+from evidence_first._vocabulary import OmissionReason
 from evidence_first._evidence import Evidence
 from evidence_first._model import ReaderModel
 
 __all__ = [
     "MAX_SOURCES",
+    "AnswerOptionFields",
     "AnswerOptions",
+    "OptionArgs",
     "SourceSelection",
     "UnenforcedSettingsWarning",
     "aanswer_selection",
     "answer_selection",
+    "option_error",
     "select_sources",
 ]
 
@@ -83,7 +90,7 @@ def answer_selection(
 
     Same contract and errors as :func:`~evidence_first.answer_from_evidence`.
     """
-    plan = options.plan(question, selection.sources, model, preomitted=selection.set_aside)
+    plan = plan_answer(options, question, selection.sources, model, preomitted=selection.set_aside)
     return run_plan(plan, model, cancel=cancel)
 
 
@@ -91,5 +98,7 @@ async def aanswer_selection(
     question: str, selection: SourceSelection, model: ReaderModel, options: AnswerOptions
 ) -> EvidenceAnswer:
     """Async :func:`answer_selection`."""
-    plan = await options.aplan(question, selection.sources, model, preomitted=selection.set_aside)
+    plan = await aplan_answer(
+        options, question, selection.sources, model, preomitted=selection.set_aside
+    )
     return await arun_plan(plan, model)

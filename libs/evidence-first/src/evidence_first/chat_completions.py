@@ -18,7 +18,7 @@ from typing import Any
 from evidence_first._answer import TokenUsage
 from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
-from evidence_first._prompt import branch_on_answer
+from evidence_first._schema import branch_on_answer
 
 __all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
 
@@ -31,7 +31,7 @@ def chat_completions_body(
 ) -> dict[str, Any]:
     """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output.
 
-    With ``branched``, the schema sent is :func:`~evidence_first._prompt.branch_on_answer` of
+    With ``branched``, the schema sent is :func:`~evidence_first._schema.branch_on_answer` of
     the request's: a top-level ``anyOf`` that llama.cpp's grammars enforce but OpenAI's strict
     structured outputs reject.
     """
@@ -64,7 +64,7 @@ class ChatCompletionsModel:
         api_key: Sent as a bearer token when given. Never logged or put in errors.
         seed: A sampling seed, for providers that honour one.
         branched_schema: Send the ledger schema as two branches, answered or abstained
-            (:func:`~evidence_first._prompt.branch_on_answer`), for servers whose grammars
+            (:func:`~evidence_first._schema.branch_on_answer`), for servers whose grammars
             enforce ``anyOf`` at the top level, such as llama.cpp. Off by default: OpenAI's
             strict structured outputs reject a top-level ``anyOf``.
     """

@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from evidence_first._answer import CitationMode, EvidenceAnswer
+from evidence_first._answer import EvidenceAnswer
 from evidence_first._cli_output import Progress, emit, started
 from evidence_first._demo import DEMO_MIN_SCORE, load_demo_corpus, run_demo
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import EvidenceFirstError
 from evidence_first._evidence import Evidence
 from evidence_first._model import ReaderModel
+from evidence_first._vocabulary import CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 from evidence_first.render import render_text

@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer
-from evidence_first._evidence import Evidence
+from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._injection import FLAG_DESCRIPTIONS, CitationFlag
-from evidence_first._prompt import format_timestamp
 
 __all__ = ["render_html", "render_markdown", "render_text"]
 

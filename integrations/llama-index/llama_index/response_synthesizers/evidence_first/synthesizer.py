@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
@@ -22,9 +20,10 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, QueryT
 from llama_index.core.settings import Settings
 from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.types import RESPONSE_TEXT_TYPE
+from typing_extensions import Unpack
 
-from evidence_first import CitationMode, EvidenceAnswer, InvalidRequestError, KnowledgePolicy
-from evidence_first.adapters import AnswerOptions, aanswer_selection, answer_selection
+from evidence_first import EvidenceAnswer, InvalidRequestError
+from evidence_first.adapters import AnswerOptions, OptionArgs, aanswer_selection, answer_selection
 from llama_index.response_synthesizers.evidence_first._nodes import (
     DocumentTexts,
     MetadataKeys,
@@ -71,22 +70,6 @@ class EvidenceSynthesizer(BaseSynthesizer):
             one :class:`UnenforcedSettingsWarning`; one that retries (``max_retries`` > 0) or
             is wrapped with tools or structured output is refused.
         callback_manager: LlamaIndex callbacks; default ``Settings.callback_manager``.
-        knowledge: ``"evidence-only"``, or ``"allow-general-inference"``.
-        citation_mode: ``"quote"`` (the model copies exact quotes) or ``"passage"`` (nodes are
-            sent as labeled passages and the model cites labels).
-        output_language: The answer's language; ``None`` for the question's language.
-        question_time: Anchor for relative-time questions: Unix ms or an aware ``datetime``.
-        max_context_tokens: Estimated allowance for the serialized sources, 1 to 32,768.
-        max_output_tokens: The output limit passed to the model, 1 to 8,192.
-        max_response_chars: Longer responses are rejected unparsed, 1 to 131,072.
-        timeout: Seconds to wait for the model, in (0, 300].
-        min_evidence: Sources that must be packed before the model is called, 1 to 64.
-        min_score: Omit nodes whose score is lower or missing (``below_min_score``). Scores
-            are taken as higher-is-better, as LlamaIndex's ``SimilarityPostprocessor`` does.
-        scope: Omit nodes whose ``metadata[scope_key]`` is not in it (``out_of_scope``).
-            Defence in depth only: retrieve only what the user may see.
-        scope_key: The metadata key ``scope`` is checked against.
-        token_counter: Counts tokens of a serialized source; default: a conservative estimate.
         speaker_key: The metadata key of who said or wrote a node's text.
         observed_at_key: The metadata key of when: Unix ms, an aware ``datetime`` or ISO 8601
             with a UTC offset. Any other value leaves the time unset (and is logged by key).
@@ -95,9 +78,15 @@ class EvidenceSynthesizer(BaseSynthesizer):
         documents: The original documents (LlamaIndex documents, or a mapping of document ID
             to text), so citations can be given offsets into them.
         docstore: A docstore holding the original documents by ID, for the same purpose.
+        **options: The answering options (``knowledge``, ``citation_mode``,
+            ``max_context_tokens``, ``timeout``, ``min_score``, ``scope``...), each with its
+            default, range and meaning in :class:`~evidence_first.adapters.AnswerOptionFields`
+            and the README's table. ``min_score`` takes scores as higher-is-better, as
+            LlamaIndex's ``SimilarityPostprocessor`` does.
 
     Raises:
         InvalidRequestError: An option is out of range, or the LLM is refused.
+        TypeError: An option name is unknown.
     """
 
     def __init__(
@@ -105,40 +94,24 @@ class EvidenceSynthesizer(BaseSynthesizer):
         llm: LLM | None = None,
         *,
         callback_manager: CallbackManager | None = None,
-        knowledge: KnowledgePolicy = "evidence-only",
-        citation_mode: CitationMode = "quote",
-        output_language: str | None = None,
-        question_time: int | datetime | None = None,
-        max_context_tokens: int = 2048,
-        max_output_tokens: int = 2048,
-        max_response_chars: int = 32768,
-        timeout: float = 60.0,
-        min_evidence: int = 1,
-        min_score: float | None = None,
-        scope: Collection[str] | None = None,
-        scope_key: str = "scope",
-        token_counter: Callable[[str], int] | None = None,
         speaker_key: str = "speaker",
         observed_at_key: str = "observed_at",
         status_key: str = "status",
         documents: Iterable[BaseNode] | Mapping[str, str] | None = None,
         docstore: BaseDocumentStore | None = None,
+        **options: Unpack[OptionArgs],
     ) -> None:
-        self._options = AnswerOptions.create(
-            knowledge=knowledge,
-            citation_mode=citation_mode,
-            output_language=output_language,
-            question_time=question_time,
-            max_context_tokens=max_context_tokens,
-            max_output_tokens=max_output_tokens,
-            max_response_chars=max_response_chars,
-            timeout=timeout,
-            min_evidence=min_evidence,
-            min_score=min_score,
-            scope=scope,
-            scope_key=scope_key,
-            token_counter=token_counter,
-        )
+        self._arguments: dict[str, Any] = {
+            "llm": llm,
+            "callback_manager": callback_manager,
+            "speaker_key": speaker_key,
+            "observed_at_key": observed_at_key,
+            "status_key": status_key,
+            "documents": documents,
+            "docstore": docstore,
+            **options,
+        }
+        self._options = AnswerOptions(**options)
         self._keys = MetadataKeys(
             speaker=speaker_key, observed_at=observed_at_key, status=status_key
         )
@@ -149,8 +122,26 @@ class EvidenceSynthesizer(BaseSynthesizer):
         # The LLM's own, smaller output limit is the one sent; the schema's bounds follow it.
         own = self._reader.max_tokens
         if own is not None and own < self._options.max_output_tokens:
-            self._options = dataclasses.replace(self._options, max_output_tokens=own)
+            self._options = self._options.model_copy(update={"max_output_tokens": own})
         super().__init__(llm=resolved, callback_manager=callback_manager)
+
+    @property
+    def options(self) -> AnswerOptions:
+        """The answering options in effect (the output limit may be the LLM's smaller one)."""
+        return self._options
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> EvidenceSynthesizer:
+        """A new synthesizer with ``update`` applied to its arguments, checked anew.
+
+        ``update`` takes the constructor's keywords (``llm``, ``speaker_key``, any option).
+
+        Raises:
+            InvalidRequestError: An updated value is out of range, or the LLM is refused.
+            TypeError: An updated name is not a constructor keyword.
+        """
+        return type(self)(**{**self._arguments, **(update or {})})
 
     @property
     def llm(self) -> LLM:

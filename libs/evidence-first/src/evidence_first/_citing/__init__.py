@@ -1,0 +1,1 @@
+"""Citation styles, one module each: ``quote`` and ``passage``; ``modes`` names them."""

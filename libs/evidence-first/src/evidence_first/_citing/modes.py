@@ -1,0 +1,28 @@
+"""Every citation mode by name: a new mode is one module in ``_citing`` plus a line here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evidence_first._citing.base import CitationStyle
+from evidence_first._citing.passage import PassageStyle
+from evidence_first._citing.quote import QuoteStyle
+from evidence_first._schema import ledger_schema
+from evidence_first._vocabulary import CitationMode
+
+__all__ = ["LEDGER_JSON_SCHEMA", "PASSAGE_LEDGER_JSON_SCHEMA", "STYLES", "style_for"]
+
+STYLES: dict[CitationMode, type[CitationStyle]] = {"quote": QuoteStyle, "passage": PassageStyle}
+
+
+def style_for(mode: CitationMode) -> CitationStyle:
+    """A fresh style for one request in ``mode``."""
+    return STYLES[mode]()
+
+
+LEDGER_JSON_SCHEMA: dict[str, Any] = ledger_schema(QuoteStyle(), None)
+"""The general quote-mode ledger schema: at most 32 facts of 1 to 8 citations; every key
+required."""
+
+PASSAGE_LEDGER_JSON_SCHEMA: dict[str, Any] = ledger_schema(PassageStyle(), None)
+"""The general passage-mode ledger schema: citations name passages, and the quote is null."""

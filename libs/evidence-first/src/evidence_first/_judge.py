@@ -1,0 +1,155 @@
+"""Judging a response: parsing, verification, then stage 5 and the status rules, in one place.
+
+``answered`` needs a visible answer, at least one fact, every citation verified and no missing
+evidence. ``insufficient_evidence`` is an abstention that lists what is missing (or, with no
+model call, says why). Anything else is ``invalid_response``, with every failed check.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from evidence_first._answer import EvidenceAnswer, ValidationIssue
+from evidence_first._ledger import Ledger, parse_response
+from evidence_first._model import ModelResponse
+from evidence_first._text import has_text, is_unicode_text
+from evidence_first._verify import verify_citations
+from evidence_first._vocabulary import KnowledgePolicy
+
+if TYPE_CHECKING:
+    from evidence_first._plan import AnswerPlan
+
+__all__ = ["consistency_issues", "judge", "without_model_call"]
+
+
+def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
+    """Validate the model's response (stages 0 to 5) and build the result."""
+    parsed = parse_response(
+        response,
+        max_response_chars=plan.options.max_response_chars,
+        citation_model=plan.style.citation_model,
+    )
+    raw = response.text
+    if not is_unicode_text(raw):
+        # Lone surrogates cannot be serialized; keep them visible as escapes.
+        raw = raw.encode("utf-8", "backslashreplace").decode("utf-8")
+    common: dict[str, Any] = {
+        "model_called": True,
+        "diagnostic": None,
+        "raw_response": raw,
+        "usage": response.usage,
+    }
+    if parsed.ledger is None:
+        return _rejected(plan, parsed.issues, (), common)
+    ledger = parsed.ledger
+    verdict = verify_citations(ledger, {s.id: s for s in plan.packed.sent}, plan.style)
+    issues = verdict.issues + tuple(consistency_issues(ledger, plan.options.knowledge))
+    if issues:
+        return _rejected(plan, issues, verdict.checks, common)
+    answered = has_text(ledger.answer)
+    return _answer(
+        plan,
+        status="answered" if answered else "insufficient_evidence",
+        answer=ledger.answer if answered else None,
+        inference=ledger.inference if answered and has_text(ledger.inference) else None,
+        facts=verdict.facts,
+        missing_evidence=() if answered else ledger.missing_evidence,
+        validation_errors=(),
+        citation_checks=verdict.checks,
+        **common,
+    )
+
+
+def without_model_call(plan: AnswerPlan) -> EvidenceAnswer:
+    """The abstention when too few sources could be packed; the model is not called."""
+    if not plan.offered:
+        diagnostic = "no sources were supplied"
+    else:
+        counts: dict[str, int] = {}
+        for reason in plan.omissions.values():
+            counts[reason] = counts.get(reason, 0) + 1
+        reasons = ", ".join(f"{count} {reason}" for reason, count in counts.items())
+        diagnostic = (
+            f"{len(plan.packed.sent)} of {len(plan.offered)} sources could be sent "
+            f"(omitted: {reasons or 'none'}); min_evidence is {plan.options.min_evidence}"
+        )
+    return _answer(
+        plan,
+        status="insufficient_evidence",
+        answer=None,
+        inference=None,
+        facts=(),
+        missing_evidence=(),
+        validation_errors=(),
+        citation_checks=(),
+        model_called=False,
+        diagnostic=diagnostic,
+        raw_response=None,
+        usage=None,
+    )
+
+
+def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[ValidationIssue]:
+    """Stage 5: an answer xor missing evidence, facts behind an answer, and the policy."""
+    issues: list[ValidationIssue] = []
+
+    def inconsistent(path: str, detail: str) -> None:
+        issues.append(ValidationIssue(code="inconsistent_output", path=path, detail=detail))
+
+    answered = has_text(ledger.answer)
+    if answered and ledger.missing_evidence:
+        inconsistent("$.missing_evidence", "an answer is given while evidence is listed missing")
+    if not answered and not ledger.missing_evidence:
+        inconsistent("$.answer", "no answer is given and no missing evidence is listed")
+    if answered and not ledger.facts:
+        inconsistent("$.facts", "an answer is given without any fact")
+    for index, item in enumerate(ledger.missing_evidence):
+        if not has_text(item):
+            inconsistent(f"$.missing_evidence[{index}]", "a missing-evidence item is blank")
+    if knowledge == "evidence-only" and has_text(ledger.inference):
+        issues.append(
+            ValidationIssue(
+                code="inference_not_allowed",
+                path="$.inference",
+                detail="an inference was given under the evidence-only policy",
+            )
+        )
+    return issues
+
+
+def _rejected(
+    plan: AnswerPlan,
+    issues: tuple[ValidationIssue, ...],
+    checks: tuple[Any, ...],
+    common: dict[str, Any],
+) -> EvidenceAnswer:
+    return _answer(
+        plan,
+        status="invalid_response",
+        answer=None,
+        inference=None,
+        facts=(),
+        missing_evidence=(),
+        validation_errors=issues,
+        citation_checks=checks,
+        **common,
+    )
+
+
+def _answer(plan: AnswerPlan, **fields: Any) -> EvidenceAnswer:
+    sent = plan.packed.sent
+    scores = [source.score for source in sent if source.score is not None]
+    return EvidenceAnswer.of_offered(
+        plan.offered,
+        question=plan.question,
+        citations_verified=any(fact.citations for fact in fields["facts"]),
+        used_source_ids=tuple(source.id for source in sent),
+        omitted_source_ids=tuple(plan.omissions),
+        omissions=plan.omissions,
+        confidence=max(scores) if scores else None,
+        evidence=sent,
+        budget=plan.budget,
+        prompt_version=plan.prompt_version,
+        citation_mode=plan.style.mode,
+        **fields,
+    )

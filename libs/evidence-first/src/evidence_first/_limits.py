@@ -1,0 +1,46 @@
+"""The contract's fixed limits on a request and on the ledger, in one place."""
+
+from __future__ import annotations
+
+__all__ = [
+    "LARGE_INPUT_CHARS",
+    "MAX_ANSWER_CHARS",
+    "MAX_CITATIONS_PER_FACT",
+    "MAX_ENUM_VALUES",
+    "MAX_FACTS",
+    "MAX_MISSING_ITEMS",
+    "MAX_PASSAGES_PER_CITATION",
+    "MAX_QUESTION_TOKENS",
+    "MAX_QUESTION_UTF16_UNITS",
+    "MAX_QUOTE_CHARS",
+    "MAX_SOURCES",
+    "MAX_SOURCE_UTF16_UNITS",
+    "MAX_TERM_CHARS",
+]
+
+# The request.
+MAX_SOURCES = 64
+MAX_SOURCE_UTF16_UNITS = 262_144
+# The question is bounded, so the prompt stays bounded: first by size (cheap, before any
+# counting), then by its estimated tokens, with the request's own token counter.
+MAX_QUESTION_UTF16_UNITS = 262_144
+MAX_QUESTION_TOKENS = 2048
+# Past this much source text, async planning runs on a worker thread (tens of milliseconds of
+# CPU in passage mode at this size).
+LARGE_INPUT_CHARS = 262_144
+
+# The ledger: enforced by parsing, with their own reason codes.
+MAX_FACTS = 32
+MAX_CITATIONS_PER_FACT = 8
+
+# Bounds that keep a schema-enforcing provider's output inside the output limit. They guide
+# generation only: verification does not reject a long but exact quote.
+MAX_QUOTE_CHARS = 1000
+MAX_TERM_CHARS = 500
+MAX_ANSWER_CHARS = 8000
+MAX_MISSING_ITEMS = 16
+# A fact rarely rests on more than a few passages, and adjacent ones merge into one span.
+MAX_PASSAGES_PER_CITATION = 4
+# Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
+# labels are plain strings and verification alone catches an unknown one.
+MAX_ENUM_VALUES = 256

@@ -1,0 +1,339 @@
+"""The answering options, declared once: each one's default, range, meaning and check.
+
+:class:`AnswerOptionFields` is the declaration. Everything else derives from it: the
+checked value :class:`AnswerOptions`, the entry points' keywords (:class:`OptionArgs`, pinned
+to the fields by a test), the integrations' fields and arguments, the CLI flags and the
+README's options table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Iterator, Mapping
+from datetime import datetime
+from functools import cached_property
+from typing import Any, get_args
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic.fields import FieldInfo
+from typing_extensions import TypedDict, Unpack
+
+from evidence_first._errors import InvalidRequestError
+from evidence_first._evidence import format_timestamp
+from evidence_first._injection import DEFAULT_DEFENCES, Defences
+from evidence_first._limits import MAX_SOURCES
+from evidence_first._text import is_unicode_text
+from evidence_first._tokens import estimate_tokens
+from evidence_first._vocabulary import CitationMode, KnowledgePolicy
+
+__all__ = ["AnswerOptionFields", "AnswerOptions", "OptionArgs", "option_error", "option_rows"]
+
+
+def _accepts(text: str) -> dict[str, Any]:
+    return {"accepts": text}
+
+
+class AnswerOptionFields(BaseModel):
+    """Every answering option with its default, range and meaning: the one declaration.
+
+    A field's ``description`` is its documentation; ``ge``/``gt``/``le`` or a ``Literal`` is
+    its range, and ``json_schema_extra["accepts"]`` describes any other accepted value. The
+    checks below raise :class:`~evidence_first.InvalidRequestError` naming the option.
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    knowledge: KnowledgePolicy = Field(
+        "evidence-only",
+        description="the opt-in keeps an `inference` apart from the facts",
+    )
+    citation_mode: CitationMode = Field(
+        "quote",
+        description="how the model cites: exact quotes, or labeled passages",
+    )
+    output_language: str | None = Field(
+        None,
+        description="the answer's language (a model instruction; `None`: the question's); "
+        "quotes stay in their source language",
+        json_schema_extra=_accepts("a non-blank string"),
+    )
+    question_time: int | datetime | None = Field(
+        None,
+        description="anchor for relative-time questions",
+        json_schema_extra=_accepts("Unix ms or an aware `datetime`"),
+    )
+    max_context_tokens: int = Field(
+        2048, ge=1, le=32_768, description="estimated allowance for the serialized sources"
+    )
+    max_output_tokens: int = Field(2048, ge=1, le=8_192, description="passed to the model")
+    max_response_chars: int = Field(
+        32_768, ge=1, le=131_072, description="longer output is rejected before parsing"
+    )
+    timeout: float = Field(
+        60.0,
+        gt=0,
+        le=300,
+        description="seconds; the engine stops waiting even if the model ignores it",
+    )
+    min_evidence: int = Field(
+        1,
+        ge=1,
+        le=MAX_SOURCES,
+        description="packed sources needed before the model is called",
+    )
+    min_score: float | None = Field(
+        None,
+        description="sources scoring lower, or unscored, are omitted (`below_min_score`)",
+        json_schema_extra=_accepts("a finite number"),
+    )
+    scope: Collection[str] | None = Field(
+        None,
+        description="sources whose `metadata[scope_key]` is not in it are omitted "
+        "(`out_of_scope`); defence in depth, not authorization",
+        json_schema_extra=_accepts("a collection of strings"),
+    )
+    scope_key: str = Field(
+        "scope",
+        description="the metadata key `scope` is checked against",
+        json_schema_extra=_accepts("a non-empty string"),
+    )
+    token_counter: Callable[[str], int] | None = Field(
+        None,
+        exclude=True,
+        description="counts a serialized source; `None`: a conservative offline estimate",
+        json_schema_extra=_accepts("`str -> int`"),
+    )
+
+    @field_validator("knowledge", "citation_mode", mode="before")
+    @classmethod
+    def _one_of(cls, value: object, info: ValidationInfo) -> object:
+        name = str(info.field_name)
+        choices: tuple[str, ...] = get_args(cls.model_fields[name].annotation)
+        if value not in choices:
+            msg = f"{name} must be one of {', '.join(choices)}"
+            raise InvalidRequestError(msg, field=name)
+        return value
+
+    @field_validator(
+        "max_context_tokens",
+        "max_output_tokens",
+        "max_response_chars",
+        "min_evidence",
+        mode="before",
+    )
+    @classmethod
+    def _int_in_range(cls, value: object, info: ValidationInfo) -> object:
+        name = str(info.field_name)
+        low, high = _bounds(cls.model_fields[name])
+        if isinstance(value, bool) or not isinstance(value, int):
+            msg = f"{name} must be an int"
+            raise InvalidRequestError(msg, field=name)
+        if not low <= value <= high:
+            msg = f"{name} must be between {low} and {high}, got {value}"
+            raise InvalidRequestError(msg, field=name)
+        return value
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _seconds(cls, value: object) -> object:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            msg = "timeout must be a number of seconds"
+            raise InvalidRequestError(msg, field="timeout")
+        if not (math.isfinite(value) and 0 < value <= 300):
+            msg = f"timeout must be greater than 0 and at most 300 seconds, got {value}"
+            raise InvalidRequestError(msg, field="timeout")
+        return float(value)
+
+    @field_validator("output_language", mode="before")
+    @classmethod
+    def _language(cls, value: object) -> object:
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            msg = "output_language must be None or a non-blank string"
+            raise InvalidRequestError(msg, field="output_language")
+        if not is_unicode_text(value):
+            msg = "output_language contains a lone surrogate, which is not valid Unicode"
+            raise InvalidRequestError(msg, field="output_language")
+        return value
+
+    @field_validator("question_time", mode="before")
+    @classmethod
+    def _anchor(cls, value: object) -> object:
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, datetime)):
+            msg = "question_time must be Unix milliseconds (int) or an aware datetime"
+            raise InvalidRequestError(msg, field="question_time")
+        if isinstance(value, datetime) and value.utcoffset() is None:
+            msg = "question_time must be timezone-aware"
+            raise InvalidRequestError(msg, field="question_time")
+        try:
+            format_timestamp(value)
+        except (OverflowError, ValueError):
+            msg = "question_time is out of range"
+            raise InvalidRequestError(msg, field="question_time") from None
+        return value
+
+    @field_validator("min_score", mode="before")
+    @classmethod
+    def _score_floor(cls, value: object) -> object:
+        if value is None:
+            return None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            msg = "min_score must be None or a finite number"
+            raise InvalidRequestError(msg, field="min_score")
+        return float(value)
+
+    @field_validator("scope", mode="before")
+    @classmethod
+    def _tags(cls, value: object) -> object:
+        if value is None:
+            return None
+        if isinstance(value, (str, bytes)) or not isinstance(value, Collection):
+            msg = "scope must be a collection of strings, such as a set (not one string)"
+            raise InvalidRequestError(msg, field="scope")
+        if not all(isinstance(tag, str) for tag in value):
+            msg = "scope must contain only strings"
+            raise InvalidRequestError(msg, field="scope")
+        return frozenset(value)
+
+    @field_validator("scope_key", mode="before")
+    @classmethod
+    def _key(cls, value: object) -> object:
+        if not isinstance(value, str) or not value:
+            msg = "scope_key must be a non-empty string"
+            raise InvalidRequestError(msg, field="scope_key")
+        return value
+
+    @field_validator("token_counter", mode="before")
+    @classmethod
+    def _counter(cls, value: object) -> object:
+        if value is not None and not callable(value):
+            msg = "token_counter must be callable"
+            raise InvalidRequestError(msg, field="token_counter")
+        return value
+
+    def option_values(self) -> dict[str, Any]:
+        """Every option by name, as given (the keywords that rebuild these options)."""
+        return {name: getattr(self, name) for name in AnswerOptionFields.model_fields}
+
+
+class OptionArgs(TypedDict, total=False):
+    """The options as keyword arguments: the names and types of :class:`AnswerOptionFields`."""
+
+    knowledge: KnowledgePolicy
+    citation_mode: CitationMode
+    output_language: str | None
+    question_time: int | datetime | None
+    max_context_tokens: int
+    max_output_tokens: int
+    max_response_chars: int
+    timeout: float
+    min_evidence: int
+    min_score: float | None
+    scope: Collection[str] | None
+    scope_key: str
+    token_counter: Callable[[str], int] | None
+
+
+class AnswerOptions(AnswerOptionFields):
+    """Every answering option, checked on construction: ``AnswerOptions(max_context_tokens=4096)``.
+
+    Frozen; :meth:`model_copy` checks its update like construction does.
+
+    Raises:
+        InvalidRequestError: An option is of the wrong type or outside its range.
+        TypeError: An option name is unknown.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    defences: Defences = Field(DEFAULT_DEFENCES, exclude=True)
+    """The injection defences (not an entry-point option: benchmarks measure them)."""
+
+    def __init__(
+        self, *, defences: Defences = DEFAULT_DEFENCES, **options: Unpack[OptionArgs]
+    ) -> None:
+        try:
+            fields: dict[str, Any] = {"defences": defences, **options}
+            super().__init__(**fields)
+        except ValidationError as exc:
+            raise option_error(exc) from None
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> AnswerOptions:
+        """A copy with ``update`` applied, checked like construction."""
+        return type(self)(**{**self.option_values(), "defences": self.defences, **(update or {})})
+
+    @cached_property
+    def count_tokens(self) -> Callable[[str], int]:
+        """The token counter, its results checked; the default estimate when none was given."""
+        counter = self.token_counter
+        if counter is None:
+            return estimate_tokens
+
+        def count(text: str) -> int:
+            tokens: object = counter(text)
+            if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+                msg = "token_counter must return a non-negative int"
+                raise InvalidRequestError(msg, field="token_counter")
+            return tokens
+
+        return count
+
+    @property
+    def question_time_text(self) -> str | None:
+        """``question_time`` in ISO 8601 UTC, as the prompt states it."""
+        return None if self.question_time is None else format_timestamp(self.question_time)
+
+
+def option_error(exc: ValidationError) -> Exception:
+    """The typed error for a failed option check: never pydantic's, never the value.
+
+    Returns:
+        The option's own :class:`InvalidRequestError`; a ``TypeError`` for an unknown name;
+        else an ``InvalidRequestError`` naming the field and the kind of error.
+    """
+    error = exc.errors(include_url=False, include_input=False)[0]
+    name = ".".join(str(part) for part in error["loc"])
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, InvalidRequestError):
+        return cause
+    if error["type"] == "extra_forbidden":
+        return TypeError(f"unexpected keyword argument {name!r}")
+    return InvalidRequestError(f"{name} is not valid ({error['type']})", field=name or None)
+
+
+def _bounds(field: FieldInfo) -> tuple[Any, Any]:
+    low = high = None
+    for bound in field.metadata:
+        if isinstance(bound, (annotated_types.Ge, annotated_types.Gt)):
+            low = bound.ge if isinstance(bound, annotated_types.Ge) else bound.gt
+        if isinstance(bound, annotated_types.Le):
+            high = bound.le
+    return low, high
+
+
+def option_rows() -> Iterator[tuple[str, str, str, str]]:
+    """``(option, default, accepts, meaning)`` for each option, as the README table shows."""
+    for name, field in AnswerOptionFields.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        low, high = _bounds(field)
+        choices = get_args(field.annotation) if name in ("knowledge", "citation_mode") else ()
+        if choices:
+            accepts = ", ".join(f'`"{choice}"`' for choice in choices)
+        elif high is not None:
+            opening = "(" if any(isinstance(b, annotated_types.Gt) for b in field.metadata) else ""
+            accepts = f"{opening}{low:,}, {high:,}]" if opening else f"{low:,}..{high:,}"
+        else:
+            accepts = str(extra.get("accepts", ""))
+        default = field.default
+        shown = f'`"{default}"`' if isinstance(default, str) else f"`{default}`"
+        yield f"`{name}`", shown, accepts, str(field.description)

@@ -1,0 +1,183 @@
+"""Planning one answer: check the request, pack the sources and build the model request."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from evidence_first._answer import EvidenceAnswer, PromptBudget
+from evidence_first._citing.base import CitationStyle
+from evidence_first._citing.modes import style_for
+from evidence_first._evidence import Evidence
+from evidence_first._judge import judge, without_model_call
+from evidence_first._limits import LARGE_INPUT_CHARS
+from evidence_first._model import ModelRequest, ModelResponse
+from evidence_first._options import AnswerOptions
+from evidence_first._packing import PackedSources, pack_sources
+from evidence_first._prompt import UserMessage, serialize_source, system_prompt
+from evidence_first._request import (
+    checked_model,
+    checked_question,
+    checked_sources,
+    first_sources,
+    text_chars,
+)
+from evidence_first._schema import ledger_schema
+from evidence_first._tokens import estimate_tokens
+from evidence_first._vocabulary import OmissionReason
+
+__all__ = ["AnswerPlan", "aplan_answer", "plan_answer"]
+
+
+@dataclass(frozen=True)
+class AnswerPlan:
+    """A checked request: what will be sent, and how to judge the response.
+
+    Attributes:
+        options: The options it was planned with.
+        style: The citation style, holding what it sent (passage mode: the passages).
+        question: The question.
+        offered: Every source offered, sent or not, by ID.
+        packed: The sources sent and their serialized form.
+        omissions: Why each other source was not sent.
+        budget: Estimated prompt tokens by part.
+        request: What the model is sent; ``None`` when too few sources were packed.
+        prompt_version: The prompt's version.
+    """
+
+    options: AnswerOptions
+    style: CitationStyle
+    question: str
+    offered: dict[str, Evidence]
+    packed: PackedSources
+    omissions: dict[str, OmissionReason]
+    budget: PromptBudget
+    request: ModelRequest | None
+    prompt_version: str
+
+    def judge(self, response: ModelResponse) -> EvidenceAnswer:
+        """Validate the model's response (stages 0 to 5) and build the result."""
+        return judge(self, response)
+
+    def without_model_call(self) -> EvidenceAnswer:
+        """The abstention when too few sources could be packed; the model is not called."""
+        return without_model_call(self)
+
+
+async def aplan_answer(
+    options: AnswerOptions,
+    question: object,
+    sources: object,
+    model: object,
+    *,
+    preomitted: Sequence[tuple[Evidence, OmissionReason]] = (),
+) -> AnswerPlan:
+    """Async :func:`plan_answer`: a large input is planned on a worker thread.
+
+    Checking, estimating and cutting passages is CPU work that grows with the sources' text;
+    past :data:`~evidence_first._limits.LARGE_INPUT_CHARS` of it, it runs off the event loop,
+    so the loop never stalls for long.
+    """
+    if isinstance(sources, Iterable) and not isinstance(sources, (str, bytes, Mapping, list)):
+        sources = first_sources(sources)
+    if isinstance(sources, list) and text_chars(sources) > LARGE_INPUT_CHARS:
+        return await asyncio.to_thread(
+            plan_answer, options, question, sources, model, preomitted=preomitted
+        )
+    return plan_answer(options, question, sources, model, preomitted=preomitted)
+
+
+def plan_answer(
+    options: AnswerOptions,
+    question: object,
+    sources: object,
+    model: object,
+    *,
+    preomitted: Sequence[tuple[Evidence, OmissionReason]] = (),
+) -> AnswerPlan:
+    """Check the question, sources and model, pack the sources and build the request.
+
+    Args:
+        options: The checked options.
+        question: The question.
+        sources: The sources to consider.
+        model: The reader model.
+        preomitted: Sources an integration already set aside (``duplicate_id``,
+            ``over_source_limit``); they are reported as omitted and never sent.
+
+    Raises:
+        InvalidRequestError: The question, a source or the model breaks the contract.
+    """
+    count = options.count_tokens
+    question = checked_question(question, count)
+    offered = checked_sources(sources)
+    checked_model(model)
+    style = style_for(options.citation_mode)
+    defences = options.defences
+    packed = pack_sources(
+        offered,
+        max_context_tokens=options.max_context_tokens,
+        count_tokens=count,
+        serialize=lambda source: serialize_source(
+            source, style.text_fields(source, defences), defences
+        ),
+        # A floor is a bound of the default estimate only.
+        floor=style.packing_floor() if count is estimate_tokens else None,
+        min_score=options.min_score,
+        scope=options.scope,  # type: ignore[arg-type]  # a frozenset once checked
+        scope_key=options.scope_key,
+    )
+    style.sent(packed.sent)
+    system, prompt_version = system_prompt(style, defences)
+    message = UserMessage.of(
+        question,
+        knowledge=options.knowledge,
+        output_language=options.output_language,
+        question_time=options.question_time_text,
+        defences=defences,
+    )
+    system_tokens = count(system)
+    question_tokens = count(message.frame)
+    budget = PromptBudget(
+        system_tokens=system_tokens,
+        question_tokens=question_tokens,
+        sources_tokens=packed.tokens,
+        total_tokens=system_tokens + question_tokens + packed.tokens,
+        max_context_tokens=options.max_context_tokens,
+        max_output_tokens=options.max_output_tokens,
+    )
+    request = None
+    if len(packed.sent) >= options.min_evidence:
+        request = ModelRequest(
+            system=system,
+            user=message.with_sources(packed.serialized),
+            max_tokens=options.max_output_tokens,
+            json_schema=ledger_schema(
+                style,
+                packed.sent,
+                knowledge=options.knowledge,
+                max_output_tokens=options.max_output_tokens,
+                max_response_chars=options.max_response_chars,
+            ),
+            timeout=options.timeout,
+            prompt_version=prompt_version,
+        )
+    # Set-aside sources follow the core's omissions. A duplicate's ID may also be in
+    # used_source_ids: its first copy was sent. Each ID keeps its first reason.
+    omissions = dict(packed.omissions)
+    for evidence, reason in preomitted:
+        omissions.setdefault(evidence.id, reason)
+    offered_by_id = {evidence.id: evidence for evidence, _ in preomitted}
+    offered_by_id.update((evidence.id, evidence) for evidence in offered)
+    return AnswerPlan(
+        options=options,
+        style=style,
+        question=question,
+        offered=offered_by_id,
+        packed=packed,
+        omissions=omissions,
+        budget=budget,
+        request=request,
+        prompt_version=prompt_version,
+    )

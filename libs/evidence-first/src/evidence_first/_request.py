@@ -1,0 +1,144 @@
+"""The request checks: the question, the sources and the model, before anything is sent."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from evidence_first._errors import InvalidRequestError
+from evidence_first._evidence import Evidence, format_timestamp
+from evidence_first._invoke import has_async, has_sync
+from evidence_first._limits import (
+    MAX_QUESTION_TOKENS,
+    MAX_QUESTION_UTF16_UNITS,
+    MAX_SOURCE_UTF16_UNITS,
+    MAX_SOURCES,
+)
+from evidence_first._text import utf16_units
+
+__all__ = [
+    "checked_model",
+    "checked_question",
+    "checked_sources",
+    "evidence_error",
+    "first_sources",
+    "text_chars",
+]
+
+
+def checked_question(question: object, count_tokens: Callable[[str], int]) -> str:
+    """The question: a non-blank string of valid Unicode, bounded in size and tokens."""
+    if not isinstance(question, str):
+        msg = f"question must be a string, got {type(question).__name__}"
+        raise InvalidRequestError(msg, field="question")
+    if not question.strip():
+        msg = "question must not be empty"
+        raise InvalidRequestError(msg, field="question")
+    units = _units(question, "question")
+    if units > MAX_QUESTION_UTF16_UNITS:
+        msg = f"question has {units} UTF-16 code units; the limit is {MAX_QUESTION_UTF16_UNITS}"
+        raise InvalidRequestError(msg, field="question")
+    tokens = count_tokens(question)
+    if tokens > MAX_QUESTION_TOKENS:
+        msg = f"question has about {tokens} tokens; the limit is {MAX_QUESTION_TOKENS}"
+        raise InvalidRequestError(msg, field="question")
+    return question
+
+
+def checked_model(model: object) -> None:
+    """Refuse a model with neither ``generate`` nor ``agenerate``."""
+    if not (has_sync(model) or has_async(model)):
+        msg = "model must have a generate(request) method or an async agenerate(request)"
+        raise InvalidRequestError(msg, field="model")
+
+
+def first_sources(sources: object) -> list[object]:
+    """The sources as a list, read at most one past the limit (a generator may be endless)."""
+    if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable):
+        msg = "sources must be a sequence of Evidence objects or mappings"
+        raise InvalidRequestError(msg, field="sources")
+    return list(itertools.islice(sources, MAX_SOURCES + 1))
+
+
+def checked_sources(sources: object) -> list[Evidence]:
+    """At most 64 valid sources with unique, non-empty IDs, in the order given."""
+    items = sources if isinstance(sources, list) else first_sources(sources)
+    if len(items) > MAX_SOURCES:
+        msg = f"at most {MAX_SOURCES} sources are accepted per request"
+        raise InvalidRequestError(msg, field="sources")
+    offered: list[Evidence] = []
+    seen: set[str] = set()
+    for index, item in enumerate(items):
+        evidence = _evidence(item, index)
+        field = f"sources[{index}]"
+        if not evidence.id:
+            msg = f"{field}.id must not be empty"
+            raise InvalidRequestError(msg, field=f"{field}.id")
+        if evidence.id in seen:
+            msg = f"{field}.id repeats an earlier source's ID; IDs must be unique"
+            raise InvalidRequestError(msg, field=f"{field}.id")
+        seen.add(evidence.id)
+        _units(evidence.id, f"{field}.id")
+        if evidence.speaker is not None:
+            _units(evidence.speaker, f"{field}.speaker")
+        _check_text_size(evidence.text, f"{field}.text")
+        if isinstance(evidence.observed_at, int):
+            try:
+                format_timestamp(evidence.observed_at)
+            except OverflowError:
+                msg = f"{field}.observed_at is out of range"
+                raise InvalidRequestError(msg, field=f"{field}.observed_at") from None
+        offered.append(evidence)
+    return offered
+
+
+def _units(text: str, field: str) -> int:
+    units = utf16_units(text)
+    if units is None:
+        msg = f"{field} contains a lone surrogate, which is not valid Unicode"
+        raise InvalidRequestError(msg, field=field)
+    return units
+
+
+def _check_text_size(text: str, field: str) -> None:
+    # A code point is one or two UTF-16 units, so the length alone often settles it.
+    units = len(text) if len(text) > MAX_SOURCE_UTF16_UNITS else _units(text, field)
+    if units > MAX_SOURCE_UTF16_UNITS:
+        msg = f"{field} exceeds {MAX_SOURCE_UTF16_UNITS} UTF-16 code units"
+        raise InvalidRequestError(msg, field=field)
+
+
+def _evidence(item: object, index: int) -> Evidence:
+    if isinstance(item, Evidence):
+        return item
+    if isinstance(item, Mapping):
+        try:
+            return Evidence.model_validate(dict(item))
+        except ValidationError as exc:
+            # Name the fields and the kinds of error only: the input may be private text.
+            raise evidence_error(f"sources[{index}]", exc) from None
+    msg = f"sources[{index}] must be Evidence or a mapping, got {type(item).__name__}"
+    raise InvalidRequestError(msg, field=f"sources[{index}]")
+
+
+def evidence_error(field: str, exc: ValidationError) -> InvalidRequestError:
+    """The typed error for evidence that failed validation: fields and kinds, never values."""
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'source'}: {error['type']}"
+        for error in exc.errors(include_url=False, include_input=False)
+    )
+    return InvalidRequestError(f"{field} is not valid evidence ({problems})", field=field)
+
+
+def text_chars(sources: list[Any]) -> int:
+    """The characters of text among ``sources`` (Evidence or mappings; others count 0)."""
+    total = 0
+    for item in sources:
+        text = item.text if isinstance(item, Evidence) else None
+        if isinstance(item, Mapping):
+            text = item.get("text")
+        total += len(text) if isinstance(text, str) else 0
+    return total

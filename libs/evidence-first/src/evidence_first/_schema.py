@@ -1,0 +1,264 @@
+"""The ledger's JSON schema, derived from the ledger models and narrowed for each request.
+
+The models in :mod:`~evidence_first._ledger` and :mod:`~evidence_first._citing` are the one
+declaration of the ledger's shape. Their pydantic schema is flattened into the form providers
+take (no ``$ref``, ``$defs``, ``title``, ``description`` or ``default``; every key required;
+a fixed key order), then a request narrows only enums and bounds: the IDs and labels sent,
+how many facts and citations fit the output limit, and string lengths that keep the longest
+ledger the schema allows within ``max_response_chars``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from evidence_first._ledger import Ledger
+from evidence_first._limits import (
+    MAX_ANSWER_CHARS,
+    MAX_CITATIONS_PER_FACT,
+    MAX_ENUM_VALUES,
+    MAX_FACTS,
+)
+from evidence_first._vocabulary import KnowledgePolicy
+
+if TYPE_CHECKING:
+    from evidence_first._citing.base import CitationStyle
+    from evidence_first._evidence import Evidence
+
+__all__ = [
+    "NULL",
+    "branch_on_answer",
+    "enum_or_string",
+    "flat_schema",
+    "ledger_schema",
+    "narrowed",
+    "worst_case_chars",
+]
+
+NULL: dict[str, Any] = {"type": "null"}
+
+# Output tokens per allowed fact and per allowed citation of a fact: the request schema's
+# bounds follow the output limit, so a model that fills every list still fits in it.
+_OUTPUT_TOKENS_PER_FACT = 128
+_OUTPUT_TOKENS_PER_CITATION = 256
+_DROPPED = frozenset({"title", "description", "default", "$defs"})
+_KEY_ORDER = (
+    "type",
+    "enum",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "anyOf",
+)
+
+
+def _flatten(node: Any, defs: Mapping[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_flatten(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        return _flatten({**target, **{k: v for k, v in node.items() if k != "$ref"}}, defs)
+    flat: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED:
+            continue
+        if key == "properties":
+            flat[key] = {name: _flatten(sub, defs) for name, sub in value.items()}
+        else:
+            flat[key] = _flatten(value, defs)
+    branches = flat.get("anyOf")
+    if branches and all(list(b) == ["type"] and isinstance(b["type"], str) for b in branches):
+        # `str | None` is a type list, as strict providers spell a nullable string.
+        del flat["anyOf"]
+        flat["type"] = [branch["type"] for branch in branches]
+    if "properties" in flat:
+        # Strict providers require every key; parsing still reads an absent optional one.
+        flat["required"] = list(flat["properties"])
+    rank = {key: n for n, key in enumerate(_KEY_ORDER)}
+    return dict(sorted(flat.items(), key=lambda item: rank.get(item[0], len(rank))))
+
+
+@cache
+def flat_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The flattened JSON schema of a ledger model (shared: never modify it)."""
+    raw = model.model_json_schema()
+    flat: dict[str, Any] = _flatten(raw, raw.get("$defs", {}))
+    return flat
+
+
+def narrowed(general: Mapping[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
+    """An object schema with some properties replaced, keeping the key order."""
+    return {**general, "properties": {**general["properties"], **properties}}
+
+
+def enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:
+    """A string schema, an enum of ``values`` when there are some and few enough."""
+    schema: dict[str, Any] = {"type": "string"}
+    if values is not None and 0 < len(values) <= MAX_ENUM_VALUES:
+        schema["enum"] = list(values)
+    return schema
+
+
+def ledger_schema(
+    style: CitationStyle,
+    sent: Sequence[Evidence] | None,
+    *,
+    knowledge: KnowledgePolicy = "allow-general-inference",
+    max_output_tokens: int | None = None,
+    max_response_chars: int | None = None,
+) -> dict[str, Any]:
+    """The ledger schema for a request (``sent=None`` and no limits: the general form).
+
+    Args:
+        style: The citation style; it narrows the citation (IDs and labels sent).
+        sent: The sources sent.
+        knowledge: Under ``"evidence-only"`` the ``inference`` must be ``null``.
+        max_output_tokens: Bounds how many facts, and citations per fact, the schema allows
+            (verification still accepts up to 32 and 8).
+        max_response_chars: String lengths (and, if need be, list sizes) shrink until the
+            longest ledger the schema allows, written without escapes, fits.
+    """
+    general = flat_schema(Ledger[style.citation_model])  # type: ignore[name-defined]
+    props = general["properties"]
+    facts, citations = MAX_FACTS, MAX_CITATIONS_PER_FACT
+    missing: int = props["missing_evidence"]["maxItems"]
+    if max_output_tokens is not None:
+        tokens = max_output_tokens // style.output_cost
+        facts = max(1, min(MAX_FACTS, tokens // _OUTPUT_TOKENS_PER_FACT))
+        citations = max(1, min(MAX_CITATIONS_PER_FACT, tokens // _OUTPUT_TOKENS_PER_CITATION))
+    citation = style.citation_schema(sent)
+    fact = props["facts"]["items"]
+    while True:
+        schema = narrowed(
+            general,
+            {
+                "facts": {
+                    **props["facts"],
+                    "items": narrowed(
+                        fact,
+                        {
+                            "citations": {
+                                **fact["properties"]["citations"],
+                                "items": citation,
+                                "maxItems": citations,
+                            }
+                        },
+                    ),
+                    "maxItems": facts,
+                },
+                "inference": NULL if knowledge == "evidence-only" else props["inference"],
+                "missing_evidence": {**props["missing_evidence"], "maxItems": missing},
+            },
+        )
+        factor = 1.0
+        if max_response_chars is not None:
+            shortest, longest = _worst(schema)
+            if longest > max_response_chars:
+                if shortest > max_response_chars and (facts, citations, missing) != (1, 1, 1):
+                    facts, citations = max(1, facts // 2), max(1, citations // 2)
+                    missing = max(1, missing // 2)
+                    continue
+                factor = max(0.0, (max_response_chars - shortest) / (longest - shortest))
+        fresh: dict[str, Any] = _scaled(schema, factor)
+        return fresh
+
+
+def _scaled(node: Any, factor: float) -> Any:
+    """A fresh copy whose every ``maxLength`` L becomes ``1 + floor((L - 1) * factor)``."""
+    if isinstance(node, list):
+        return [_scaled(item, factor) for item in node]
+    if not isinstance(node, dict):
+        return node
+    copy = {key: _scaled(value, factor) for key, value in node.items()}
+    if factor < 1.0 and "maxLength" in copy:
+        copy["maxLength"] = 1 + math.floor((copy["maxLength"] - 1) * factor)
+    return copy
+
+
+def worst_case_chars(schema: Mapping[str, Any]) -> float:
+    r"""The length of the longest compact JSON text ``schema`` allows, strings unescaped.
+
+    ``inf`` when a string or array is unbounded. Escape sequences (``\"``, ``\u0001``) can
+    lengthen a text up to six times per character; they are not counted.
+    """
+    return _worst(schema)[1]
+
+
+def _worst(schema: Mapping[str, Any]) -> tuple[float, float]:
+    """The longest text with every bounded string at length 1, and at its ``maxLength``."""
+    if "anyOf" in schema:
+        pairs = [_worst(branch) for branch in schema["anyOf"]]
+        return max(p[0] for p in pairs), max(p[1] for p in pairs)
+    if "enum" in schema:
+        longest = max(len(json.dumps(value, ensure_ascii=False)) for value in schema["enum"])
+        return longest, longest
+    kinds = schema.get("type")
+    pairs = [_worst_of(schema, kind) for kind in (kinds if isinstance(kinds, list) else [kinds])]
+    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+
+
+def _worst_of(schema: Mapping[str, Any], kind: object) -> tuple[float, float]:
+    if kind == "null":
+        return 4, 4
+    if kind == "string":
+        bound = schema.get("maxLength")
+        return (math.inf, math.inf) if bound is None else (2 + min(bound, 1), 2 + bound)
+    if kind == "array":
+        count = schema.get("maxItems", math.inf)
+        if count == 0:
+            return 2, 2
+        short, long = _worst(schema["items"])
+        return 1 + count * (short + 1), 1 + count * (long + 1)
+    if kind == "object":
+        short = long = 1.0 + max(1, len(schema["properties"]))
+        for name, sub in schema["properties"].items():
+            key = len(json.dumps(name, ensure_ascii=False)) + 1
+            sub_short, sub_long = _worst(sub)
+            short, long = short + key + sub_short, long + key + sub_long
+        return short, long
+    return math.inf, math.inf
+
+
+def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
+    """Make "an answer xor missing evidence" structural: a choice of two ledger shapes.
+
+    One branch answers (at least one fact, a non-empty answer, no missing evidence); the other
+    abstains (a null answer and inference, at least one missing-evidence item, facts allowed).
+    A grammar-constrained provider (llama.cpp) then cannot produce an ``inconsistent_output``
+    ledger. Verification is unchanged: it still checks every rule on whatever comes back.
+    """
+    properties = schema["properties"]
+    answer_chars = properties["answer"].get("maxLength", MAX_ANSWER_CHARS)
+    # Facts first, as in the single-branch schema: the model cites before it answers.
+    answered = {
+        **schema,
+        "properties": {
+            "facts": {**properties["facts"], "minItems": 1},
+            "answer": {"type": "string", "minLength": 1, "maxLength": answer_chars},
+            "inference": properties["inference"],
+            "missing_evidence": {**properties["missing_evidence"], "maxItems": 0},
+        },
+    }
+    abstained = {
+        **schema,
+        "properties": {
+            "facts": properties["facts"],
+            "answer": NULL,
+            "inference": NULL,
+            "missing_evidence": {**properties["missing_evidence"], "minItems": 1},
+        },
+    }
+    return {"anyOf": [answered, abstained]}

@@ -1,0 +1,58 @@
+"""Verified spans of a source: code-point, UTF-16, UTF-8 and original-document offsets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evidence_first._answer import Citation, DocumentSpan, EvidenceSpan
+from evidence_first._evidence import Evidence
+
+__all__ = ["citation_of", "span_of"]
+
+
+def span_of(source: Evidence, start: int, end: int) -> EvidenceSpan:
+    """The verified span ``source.text[start:end]``, with UTF-16, UTF-8 and document offsets."""
+    text = source.text
+    if text.isascii():
+        utf16_start, utf16_end, utf8_start, utf8_end = start, end, start, end
+    else:
+        prefix, part = text[:start], text[start:end]
+        utf16_start = len(prefix.encode("utf-16-le")) // 2
+        utf16_end = utf16_start + len(part.encode("utf-16-le")) // 2
+        utf8_start = len(prefix.encode("utf-8"))
+        utf8_end = utf8_start + len(part.encode("utf-8"))
+    document = None
+    if source.document is not None:
+        doc_id, offset = source.document
+        document = DocumentSpan(doc_id=doc_id, char_start=offset + start, char_end=offset + end)
+    return EvidenceSpan(
+        text=text[start:end],
+        char_start=start,
+        char_end=end,
+        utf16_start=utf16_start,
+        utf16_end=utf16_end,
+        utf8_start=utf8_start,
+        utf8_end=utf8_end,
+        document=document,
+    )
+
+
+def citation_of(
+    source: Evidence, bounds: Sequence[tuple[int, int]], passages: tuple[str, ...] = ()
+) -> Citation:
+    """The citation of ``source`` at ``bounds`` (half-open), the first being its origin span."""
+    spans = [span_of(source, start, end) for start, end in bounds]
+    origin = spans[0]
+    return Citation(
+        source_id=source.id,
+        quote=origin.text,
+        char_start=origin.char_start,
+        char_end=origin.char_end,
+        utf16_start=origin.utf16_start,
+        utf16_end=origin.utf16_end,
+        utf8_start=origin.utf8_start,
+        utf8_end=origin.utf8_end,
+        document=origin.document,
+        passages=passages,
+        evidence_spans=tuple(spans),
+    )

@@ -1,0 +1,54 @@
+"""The closed vocabularies every stage shares: statuses, policies, modes and reason codes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = [
+    "AnswerStatus",
+    "CitationMode",
+    "KnowledgePolicy",
+    "OmissionReason",
+    "ReasonCode",
+]
+
+AnswerStatus = Literal["answered", "insufficient_evidence", "invalid_response"]
+KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
+CitationMode = Literal["quote", "passage"]
+"""How the model cites: by copying an exact quote, or by naming labeled passages."""
+
+ReasonCode = Literal[
+    # Stage 0: the response itself.
+    "tool_call_not_allowed",
+    "output_truncated",
+    # Stage 1: size, before parsing.
+    "response_too_large",
+    # Stage 2: exactly one JSON object.
+    "invalid_json",
+    # Stage 3: the ledger's shape.
+    "invalid_schema",
+    "too_many_facts",
+    "too_many_citations",
+    # Stage 4: each citation.
+    "unknown_source",
+    "empty_quote",
+    "quote_not_in_source",
+    # Stage 4, passage mode: each cited label.
+    "unknown_passage",
+    "passage_source_mismatch",
+    "quote_not_in_passages",
+    # Stage 5: consistency and policy.
+    "inconsistent_output",
+    "inference_not_allowed",
+]
+"""Why a response was rejected. A closed set: an `invalid_response` carries one or more."""
+
+OmissionReason = Literal[
+    "over_budget",
+    "empty",
+    "below_min_score",
+    "out_of_scope",
+    "duplicate_id",
+    "over_source_limit",
+]
+"""Why an offered source was not sent to the model."""
