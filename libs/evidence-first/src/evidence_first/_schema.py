@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -105,10 +105,13 @@ def narrowed(general: Mapping[str, Any], properties: Mapping[str, Any]) -> dict[
 
 
 def enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:
-    """A string schema, an enum of ``values`` when there are some and few enough."""
+    """A string schema: an enum of ``values`` when few enough, else bounded by the longest."""
     schema: dict[str, Any] = {"type": "string"}
-    if values is not None and 0 < len(values) <= MAX_ENUM_VALUES:
-        schema["enum"] = list(values)
+    if values:
+        if len(values) <= MAX_ENUM_VALUES:
+            schema["enum"] = list(values)
+        else:
+            schema["maxLength"] = max(len(value) for value in values)
     return schema
 
 
@@ -165,24 +168,35 @@ def ledger_schema(
         )
         factor = 1.0
         if max_response_chars is not None:
-            shortest, longest = _worst(schema)
+            shortest, longest = _worst(schema, style.identifiers)
             if longest > max_response_chars:
                 if shortest > max_response_chars and (facts, citations, missing) != (1, 1, 1):
                     facts, citations = max(1, facts // 2), max(1, citations // 2)
                     missing = max(1, missing // 2)
                     continue
                 factor = max(0.0, (max_response_chars - shortest) / (longest - shortest))
-        fresh: dict[str, Any] = _scaled(schema, factor)
+        fresh: dict[str, Any] = _scaled(schema, factor, style.identifiers)
         return fresh
 
 
-def _scaled(node: Any, factor: float) -> Any:
-    """A fresh copy whose every ``maxLength`` L becomes ``1 + floor((L - 1) * factor)``."""
+def _scaled(node: Any, factor: float, identifiers: Collection[str]) -> Any:
+    """A fresh copy whose every text ``maxLength`` L becomes ``1 + floor((L - 1) * factor)``.
+
+    Properties named in ``identifiers`` (source IDs, passage labels) keep their bounds.
+    """
     if isinstance(node, list):
-        return [_scaled(item, factor) for item in node]
+        return [_scaled(item, factor, identifiers) for item in node]
     if not isinstance(node, dict):
         return node
-    copy = {key: _scaled(value, factor) for key, value in node.items()}
+    copy: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "properties":
+            copy[key] = {
+                name: _scaled(sub, 1.0 if name in identifiers else factor, identifiers)
+                for name, sub in value.items()
+            }
+        else:
+            copy[key] = _scaled(value, factor, identifiers)
     if factor < 1.0 and "maxLength" in copy:
         copy["maxLength"] = 1 + math.floor((copy["maxLength"] - 1) * factor)
     return copy
@@ -194,39 +208,51 @@ def worst_case_chars(schema: Mapping[str, Any]) -> float:
     ``inf`` when a string or array is unbounded. Escape sequences (``\"``, ``\u0001``) can
     lengthen a text up to six times per character; they are not counted.
     """
-    return _worst(schema)[1]
+    return _worst(schema, ())[1]
 
 
-def _worst(schema: Mapping[str, Any]) -> tuple[float, float]:
-    """The longest text with every bounded string at length 1, and at its ``maxLength``."""
+def _worst(
+    schema: Mapping[str, Any], identifiers: Collection[str], fixed: bool = False
+) -> tuple[float, float]:
+    """The longest text with every text string at length 1, and at its ``maxLength``.
+
+    Strings under ``identifiers`` (or with ``fixed``) count at their ``maxLength`` in both.
+    """
     if "anyOf" in schema:
-        pairs = [_worst(branch) for branch in schema["anyOf"]]
+        pairs = [_worst(branch, identifiers, fixed) for branch in schema["anyOf"]]
         return max(p[0] for p in pairs), max(p[1] for p in pairs)
     if "enum" in schema:
         longest = max(len(json.dumps(value, ensure_ascii=False)) for value in schema["enum"])
         return longest, longest
     kinds = schema.get("type")
-    pairs = [_worst_of(schema, kind) for kind in (kinds if isinstance(kinds, list) else [kinds])]
+    pairs = [
+        _worst_of(schema, kind, identifiers, fixed)
+        for kind in (kinds if isinstance(kinds, list) else [kinds])
+    ]
     return max(p[0] for p in pairs), max(p[1] for p in pairs)
 
 
-def _worst_of(schema: Mapping[str, Any], kind: object) -> tuple[float, float]:
+def _worst_of(
+    schema: Mapping[str, Any], kind: object, identifiers: Collection[str], fixed: bool
+) -> tuple[float, float]:
     if kind == "null":
         return 4, 4
     if kind == "string":
         bound = schema.get("maxLength")
-        return (math.inf, math.inf) if bound is None else (2 + min(bound, 1), 2 + bound)
+        if bound is None:
+            return math.inf, math.inf
+        return 2 + (bound if fixed else min(bound, 1)), 2 + bound
     if kind == "array":
         count = schema.get("maxItems", math.inf)
         if count == 0:
             return 2, 2
-        short, long = _worst(schema["items"])
+        short, long = _worst(schema["items"], identifiers, fixed)
         return 1 + count * (short + 1), 1 + count * (long + 1)
     if kind == "object":
         short = long = 1.0 + max(1, len(schema["properties"]))
         for name, sub in schema["properties"].items():
             key = len(json.dumps(name, ensure_ascii=False)) + 1
-            sub_short, sub_long = _worst(sub)
+            sub_short, sub_long = _worst(sub, identifiers, fixed or name in identifiers)
             short, long = short + key + sub_short, long + key + sub_long
         return short, long
     return math.inf, math.inf

@@ -14,10 +14,13 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer
 from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._injection import FLAG_DESCRIPTIONS, CitationFlag
+
+if TYPE_CHECKING:  # types only: the answer renders itself in notebooks with this module
+    from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer
 
 __all__ = ["render_html", "render_markdown", "render_text"]
 
@@ -301,8 +304,7 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
         context_chars: Characters of source text shown on each side of a cited span.
     """
     p = _printable
-    mode = "passage" if "/passage/" in answer.prompt_version else "quote"
-    lines = [f"Question: {p(answer.question)}  [{mode} mode]"]
+    lines = [f"Question: {p(answer.question)}  [{answer.citation_mode} mode]"]
     sent = [f"{p(e.id)} ({e.status})" if e.status else p(e.id) for e in answer.evidence]
     lines.append(f"Sources sent: {', '.join(sent) or '-'}")
     if answer.omissions:

@@ -48,6 +48,8 @@ class CitationStyle(ABC):
         citation_model: The ledger citation this style parses.
         facts_rule: The system prompt's description of the ``facts`` key.
         defences: The names of the :class:`Defences` settings this style applies.
+        identifiers: The citation's keys that hold IDs or labels: their schema bounds are
+            validity bounds, never shortened to fit ``max_response_chars``.
         output_cost: How many times the quote style's output one citation costs; the
             schema allows proportionally fewer facts and citations per output token.
     """
@@ -57,6 +59,7 @@ class CitationStyle(ABC):
     citation_model: ClassVar[type[LedgerCitationBase]]
     facts_rule: ClassVar[str]
     defences: ClassVar[Collection[str]] = ("escape_controls", "restate_rules")
+    identifiers: ClassVar[Collection[str]] = ("source_id",)
     output_cost: ClassVar[int] = 1
 
     def rules(self, defences: Defences) -> str:

@@ -86,6 +86,7 @@ labels of that source's passages that state the fact; "quote" is null (the passa
 turned into exact positions for you).
 """
     defences: ClassVar[Collection[str]] = ("escape_controls", "datamark", "restate_rules")
+    identifiers: ClassVar[Collection[str]] = ("source_id", "passages")
     # A passage citation lists up to four labels (measured on the quality set, with 512
     # output tokens the quote-mode bounds let passage-mode output run out of tokens in most
     # answers), so passage mode allows half as many facts and citations.
@@ -146,7 +147,8 @@ turned into exact positions for you).
                 ]
             }
         ids = None if sent is None else [source.id for source in sent]
-        return self._for_source(general, ids, None)
+        every_label = None if labels is None else [p.label for cut in labels.values() for p in cut]
+        return self._for_source(general, ids, every_label)
 
     @staticmethod
     def _for_source(

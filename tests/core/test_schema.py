@@ -1,0 +1,214 @@
+"""The request schema and the ledger models are one shape: a property test holds them together.
+
+Anything valid under a request schema the engine emits parses as a ledger, and the longest
+ledger the schema allows (every string at its maxLength, every list at its maxItems, written
+compactly without escapes) fits the request's ``max_response_chars``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evidence_first import LEDGER_JSON_SCHEMA, Evidence, ModelResponse
+from evidence_first._citing.modes import STYLES
+from evidence_first._ledger import parse_response
+from evidence_first._plan import plan_answer
+from evidence_first._schema import branch_on_answer, worst_case_chars
+from evidence_first.adapters import AnswerOptions
+
+SENTENCE = "The survey of the northern valley ended on the third day."
+
+
+class _NeverCalled:
+    def generate(self, request: Any) -> str:
+        raise AssertionError
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> tuple[dict[str, Any], AnswerOptions]:
+    ids = draw(
+        st.lists(
+            st.text("abcdefghijklmnopqrstuvwxyz0123456789-_", min_size=1, max_size=16),
+            min_size=1,
+            max_size=64,
+            unique=True,
+        )
+    )
+    sentences = draw(st.lists(st.integers(1, 6), min_size=len(ids), max_size=len(ids)))
+    sources = [
+        Evidence(id=source_id, text=" ".join([SENTENCE] * count))
+        for source_id, count in zip(ids, sentences, strict=True)
+    ]
+    options = AnswerOptions(
+        citation_mode=draw(st.sampled_from(sorted(STYLES))),
+        knowledge=draw(st.sampled_from(["evidence-only", "allow-general-inference"])),
+        max_context_tokens=32_768,
+        max_output_tokens=draw(st.integers(1, 8192)),
+        max_response_chars=draw(st.integers(2_000, 131_072)),
+    )
+    plan = plan_answer(options, "What ended on the third day?", sources, _NeverCalled())
+    assert plan.request is not None
+    assert len(plan.packed.sent) == len(sources)
+    return plan.request.json_schema, options
+
+
+def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
+    """Instances of a request schema (its keywords only; lists and strings kept short).
+
+    hypothesis-jsonschema would do this, but its current release reaches into Hypothesis
+    internals that the pinned Hypothesis no longer has.
+    """
+    if "anyOf" in schema:
+        return st.one_of([from_schema(branch) for branch in schema["anyOf"]])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    options: list[st.SearchStrategy[Any]] = []
+    for kind in kinds:
+        if kind == "null":
+            options.append(st.none())
+        elif kind == "string":
+            low = schema.get("minLength", 0)
+            high = max(low, min(schema.get("maxLength", 40), 40))
+            options.append(st.text(min_size=low, max_size=high))
+        elif kind == "array":
+            low = schema.get("minItems", 0)
+            high = max(low, min(schema.get("maxItems", 3), 3))
+            options.append(st.lists(from_schema(schema["items"]), min_size=low, max_size=high))
+        elif kind == "object":
+            options.append(
+                st.fixed_dictionaries(
+                    {name: from_schema(sub) for name, sub in schema["properties"].items()}
+                )
+            )
+    return st.one_of(options)
+
+
+def _compact(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _longest(schema: dict[str, Any]) -> Any:
+    """The longest instance, built greedily: lengths add up, so the longest part wins."""
+    if "anyOf" in schema:
+        return max((_longest(branch) for branch in schema["anyOf"]), key=lambda v: len(_compact(v)))
+    if "enum" in schema:
+        return max(schema["enum"], key=lambda v: len(_compact(v)))
+    kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+    candidates: list[Any] = []
+    for kind in kinds:
+        if kind == "null":
+            candidates.append(None)
+        elif kind == "string":
+            candidates.append("x" * schema["maxLength"])
+        elif kind == "array":
+            candidates.append([_longest(schema["items"])] * schema["maxItems"])
+        elif kind == "object":
+            candidates.append({name: _longest(sub) for name, sub in schema["properties"].items()})
+        else:
+            raise AssertionError(f"unexpected type {kind}")
+    return max(candidates, key=lambda v: len(_compact(v)))
+
+
+def _parses(instance: object, options: AnswerOptions) -> bool:
+    text = json.dumps(instance, ensure_ascii=False)
+    parsed = parse_response(
+        ModelResponse(text=text),
+        max_response_chars=max(len(text), options.max_response_chars),
+        citation_model=STYLES[options.citation_mode].citation_model,
+    )
+    return parsed.ledger is not None
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests())
+def test_the_longest_ledger_a_request_schema_allows_fits_and_parses(request_schema):
+    schema, options = request_schema
+    for form in (schema, branch_on_answer(schema)):
+        longest = _longest(form)
+        jsonschema.validate(longest, form)
+        assert len(_compact(longest)) == worst_case_chars(form)
+        assert len(_compact(longest)) <= options.max_response_chars
+        assert _parses(longest, options)
+
+
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(requests(), st.data())
+def test_anything_a_request_schema_allows_parses_as_a_ledger(request_schema, data):
+    schema, options = request_schema
+    for form in (schema, branch_on_answer(schema)):
+        instance = data.draw(from_schema(form))
+        jsonschema.validate(instance, form)
+        assert _parses(instance, options)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(from_schema(LEDGER_JSON_SCHEMA))
+def test_anything_the_general_schema_allows_parses_as_a_ledger(instance):
+    assert _parses(instance, AnswerOptions(max_response_chars=131_072))
+
+
+def test_the_schema_sent_is_flat_and_names_every_key():
+    schema = LEDGER_JSON_SCHEMA
+    text = json.dumps(schema)
+    for keyword in ('"$ref"', '"$defs"', '"title"', '"description"', '"default"'):
+        assert keyword not in text
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if "properties" in node:
+                assert node["required"] == list(node["properties"])
+                assert node["additionalProperties"] is False
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(schema)
+
+
+def _schema_for(mode: str, sources: list[Evidence], **options: Any) -> dict[str, Any]:
+    plan = plan_answer(
+        AnswerOptions(citation_mode=mode, max_context_tokens=32_768, **options),
+        "q?",
+        sources,
+        _NeverCalled(),
+    )
+    assert plan.request is not None
+    return plan.request.json_schema
+
+
+def test_text_bounds_shrink_to_fit_the_response_limit_and_ids_never_do():
+    sources = [Evidence(id=f"source-{n}", text=SENTENCE) for n in range(8)]
+    roomy = _schema_for("quote", sources, max_output_tokens=8192, max_response_chars=131_072)
+    tight = _schema_for("quote", sources, max_output_tokens=8192, max_response_chars=32_768)
+    citation = tight["properties"]["facts"]["items"]["properties"]["citations"]["items"]
+    assert worst_case_chars(roomy) > 32_768 >= worst_case_chars(tight)
+    assert citation["properties"]["quote"]["maxLength"] < 1000
+    assert citation["properties"]["source_id"]["enum"] == [s.id for s in sources]
+
+
+def test_past_the_enum_cap_labels_are_strings_bounded_by_the_longest_label_sent():
+    sources = [Evidence(id=f"s{n}", text=" ".join([SENTENCE] * 5)) for n in range(64)]
+    schema = _schema_for("passage", sources, max_response_chars=4_000)
+    citation = schema["properties"]["facts"]["items"]["properties"]["citations"]["items"]
+    labels = citation["properties"]["passages"]["items"]
+    assert labels == {"type": "string", "maxLength": len("s10#5")}
+    assert worst_case_chars(schema) <= 4_000
+
+
+def test_a_response_limit_too_small_for_any_ledger_still_gives_a_valid_schema():
+    schema = _schema_for("quote", [Evidence(id="a", text=SENTENCE)], max_response_chars=1)
+    longest = _longest(schema)
+    jsonschema.validate(longest, schema)
+    assert schema["properties"]["facts"]["maxItems"] == 1

@@ -1,0 +1,59 @@
+"""A stored answer (as_dict, then model_validate) is the same answer: it renders the same."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
+from evidence_first.render import render_html, render_markdown, render_text
+
+SOURCES = [
+    Evidence(id="a", text="Standup. The launch moved to June 15. Nothing else.", speaker="Ravi"),
+    Evidence(id="b", text="x " * 4000),
+]
+QUOTE = "The launch moved to June 15."
+
+
+def _ledger(citation):
+    return json.dumps(
+        {
+            "facts": [{"subject": "launch", "relation": "moved to", "object": "June 15",
+                       "citations": [citation]}],
+            "answer": "June 15",
+            "inference": None,
+            "missing_evidence": [],
+        }
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mode", "citation"),
+    [
+        ("quote", {"source_id": "a", "quote": QUOTE}),
+        ("passage", {"source_id": "a", "passages": ["a#2"], "quote": None}),
+    ],
+)
+def test_a_stored_answer_renders_as_the_answer_did_and_knows_its_mode(scripted, mode, citation):
+    answer = answer_from_evidence(
+        "When is the launch?",
+        SOURCES,
+        scripted(_ledger(citation)),
+        citation_mode=mode,
+        max_context_tokens=200,
+    )
+    assert answer.status == "answered"
+    assert answer.omissions == {"b": "over_budget"}
+
+    stored = EvidenceAnswer.model_validate(json.loads(json.dumps(answer.as_dict())))
+
+    assert stored.as_dict() == answer.as_dict()
+    assert stored.citation_mode == answer.citation_mode == mode
+    for render in (render_markdown, render_html, render_text):
+        assert render(stored) == render(answer)
+    assert stored.source("a") == answer.source("a")
+    # Only the sources sent are stored; the omitted one was offered, not kept.
+    assert answer.source("b").id == "b"
+    with pytest.raises(KeyError):
+        stored.source("b")
