@@ -14,7 +14,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+import types
+import typing
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -25,6 +27,7 @@ from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import EvidenceFirstError
 from evidence_first._evidence import Evidence
 from evidence_first._model import ReaderModel
+from evidence_first._options import AnswerOptionFields
 from evidence_first._vocabulary import CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
@@ -88,15 +91,44 @@ def _read_sources(args: argparse.Namespace) -> list[Evidence | dict[str, Any]]:
     return sources
 
 
+# The options `ask` offers as flags: every option a command line can spell.
+_ASK_OPTIONS = tuple(name for name in AnswerOptionFields.model_fields if name != "token_counter")
+# The command's own defaults: the embedded reader is slow, and reads passages best.
+_CLI_DEFAULTS: dict[str, Any] = {
+    "citation_mode": RECOMMENDED_MODE,
+    "max_output_tokens": 512,
+    "timeout": 300.0,
+}
+
+
+def _add_option_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
+    """One flag per option, its type, choices and help taken from the options' declaration."""
+    for name in names:
+        field = AnswerOptionFields.model_fields[name]
+        default = _CLI_DEFAULTS.get(name, field.default)
+        kinds = [kind for kind in _alternatives(field.annotation) if kind is not type(None)]
+        flag: dict[str, Any] = {"dest": name, "default": default}
+        if typing.get_origin(kinds[0]) is typing.Literal:
+            flag["choices"] = typing.get_args(kinds[0])
+        elif typing.get_origin(kinds[0]) is Collection:
+            flag.update(action="append", metavar="TAG")
+        else:
+            # An int or a datetime (question_time) is given as an int: Unix milliseconds.
+            flag["type"] = int if int in kinds else kinds[0]
+        shown = "none" if default is None else default
+        flag["help"] = f"{field.description} (default: {shown})".replace("%", "%%")
+        parser.add_argument(f"--{name.replace('_', '-')}", **flag)
+
+
+def _alternatives(annotation: Any) -> tuple[Any, ...]:
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return typing.get_args(annotation)
+    return (annotation,)
+
+
 def _ask(args: argparse.Namespace, out: TextIO) -> int:
     sources = _read_sources(args)
-    options: dict[str, Any] = {
-        "knowledge": args.knowledge,
-        "citation_mode": args.citation_mode,
-        "max_context_tokens": args.max_context_tokens,
-        "max_output_tokens": args.max_output_tokens,
-        "timeout": args.timeout,
-    }
+    options = {name: getattr(args, name) for name in _ASK_OPTIONS}
     if args.base_url:
         api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
         remote: ReaderModel = ChatCompletionsModel(args.base_url, model=args.model, api_key=api_key)
@@ -125,9 +157,6 @@ def _parser() -> argparse.ArgumentParser:
         default=RECOMMENDED_MODE,
         help=f"citation mode (default {RECOMMENDED_MODE}, the one that reads best on the "
         "embedded reader); both shows each question in quote mode, then passage mode",
-    )
-    demo.add_argument(
-        "--min-score", type=float, default=DEMO_MIN_SCORE, help="the retrieval score floor"
     )
     demo.add_argument(
         "--model",
@@ -161,15 +190,13 @@ def _parser() -> argparse.ArgumentParser:
         default="OPENAI_API_KEY",
         help="environment variable that holds the API key for --base-url",
     )
-    ask.add_argument(
-        "--knowledge", choices=["evidence-only", "allow-general-inference"], default="evidence-only"
+    _add_option_flags(ask, _ASK_OPTIONS)
+    _add_option_flags(demo, ("max_output_tokens", "timeout"))
+    demo.add_argument(
+        "--min-score", type=float, default=DEMO_MIN_SCORE, help="the retrieval score floor"
     )
-    ask.add_argument("--max-context-tokens", type=int, default=2048)
-    ask.add_argument("--citation-mode", choices=["quote", "passage"], default=RECOMMENDED_MODE)
     for command in (demo, ask):
         command.add_argument("--json", action="store_true", help="print as_dict() as JSON")
-        command.add_argument("--max-output-tokens", type=int, default=512)
-        command.add_argument("--timeout", type=float, default=300.0)
     return parser
 
 
