@@ -293,31 +293,8 @@ class EvidenceAnswer(_Frozen):
         return render_html(self)
 
     def __str__(self) -> str:
-        lines = [f"status: {self.status}"]
-        if self.answer is not None:
-            lines.append(f"answer: {self.answer}")
-        if self.inference is not None:
-            lines.append(f"inference: {self.inference}")
-        for number, fact in enumerate(self.facts, start=1):
-            lines.append(f"fact {number}: {fact.subject} | {fact.relation} | {fact.object}")
-            lines.extend(
-                f"  [{c.source_id} {c.char_start}:{c.char_end}] {c.quote!r}" for c in fact.citations
-            )
-        lines.extend(f"missing: {item}" for item in self.missing_evidence)
-        lines.extend(
-            f"rejected: {issue.code} at {issue.path}: {issue.detail}"
-            for issue in self.validation_errors
-        )
-        if self.diagnostic:
-            lines.append(f"diagnostic: {self.diagnostic}")
-        lines.append(f"sent: {', '.join(self.used_source_ids) or '-'}")
-        if self.omissions:
-            lines.append(
-                "omitted: "
-                + ", ".join(
-                    f"{source_id} ({reason})" for source_id, reason in self.omissions.items()
-                )
-            )
-        if self.confidence is not None:
-            lines.append(f"retrieval strength: {self.confidence:g}")
-        return "\n".join(lines)
+        # The plain-text report: status, answer, each cited span in its source, the verdict on
+        # every citation, omissions and reason codes; never the raw response.
+        from evidence_first.render import render_text
+
+        return render_text(self)
