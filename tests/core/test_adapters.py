@@ -1,15 +1,32 @@
-"""The building blocks integrations use: selection, set-aside reasons, provenance."""
+"""The building blocks integrations use: selection, provenance, and the glue they share."""
 
 from __future__ import annotations
 
+import threading
+import warnings
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
 import pytest
 
-from evidence_first import Evidence, InvalidRequestError
+from evidence_first import Evidence, InvalidRequestError, ModelRequest
 from evidence_first.adapters import (
+    SCHEMA_NAME,
+    STRICT_KEYS,
+    TOOL_KEYS,
     AnswerOptions,
+    UnenforcedSettingsWarning,
     aanswer_selection,
     answer_selection,
+    json_safe_metadata,
+    limits_in,
+    metadata_fields,
+    normalized_finish_reason,
+    openai_response_format,
     select_sources,
+    tool_keys_in,
+    warn_unenforced_once,
+    without_strict_keys,
 )
 
 
@@ -83,3 +100,149 @@ def test_document_offsets_locate_the_quote_in_the_original_document(
 def test_document_provenance_needs_an_id_and_a_non_negative_offset(kwargs):
     with pytest.raises(ValueError, match="doc"):
         Evidence(id="a", text="t").with_provenance(**kwargs)
+
+
+# The glue both integrations share.
+
+
+def test_the_openai_response_format_asks_strictly_for_the_request_schema():
+    request = ModelRequest(
+        system="s",
+        user="u",
+        max_tokens=9,
+        json_schema={"type": "object"},
+        timeout=1.0,
+        prompt_version="test",
+    )
+    expected = {"name": SCHEMA_NAME, "schema": {"type": "object"}, "strict": True}
+    assert openai_response_format(request) == {"type": "json_schema", "json_schema": expected}
+    other = openai_response_format(request, schema={"anyOf": []})
+    assert other["json_schema"]["schema"] == {"anyOf": []}
+
+
+def test_settings_are_searched_inside_extra_body_and_model_kwargs():
+    settings = {
+        "max_tokens": 900,
+        "top_k": 2,
+        "temperature": 1.5,
+        "model_kwargs": {"max_completion_tokens": 300, "extra_body": {"max_tokens": True}},
+        "extra_body": {"tool_choice": "auto", "n": 3, "seed": 1},
+    }
+    assert sorted(limits_in(settings)) == [300, 900]  # a bool is not a limit
+    assert limits_in("not a mapping") == []
+    assert tool_keys_in(settings, "llm") == ("llm.extra_body", ["tool_choice"])
+    assert tool_keys_in({"model_kwargs": {}}, "llm") is None
+    assert without_strict_keys(settings) == {
+        "top_k": 2,
+        "model_kwargs": {"extra_body": {}},
+        "extra_body": {"seed": 1},
+    }
+    assert TOOL_KEYS <= STRICT_KEYS
+    assert {"parallel_tool_calls", "timeout", "response_format"} <= STRICT_KEYS
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ({"finish_reason": "length"}, "length"),
+        ({"finish_reason": "", "stop_reason": "max_tokens"}, "length"),
+        ({"done_reason": "LENGTH"}, "length"),
+        ({"stop_reason": "end_turn", "done_reason": "length"}, "end_turn"),
+        (SimpleNamespace(finish_reason="stop"), "stop"),
+        ({"finish_reason": None}, None),
+    ],
+)
+def test_any_out_of_tokens_finish_reason_is_length(source, expected):
+    assert normalized_finish_reason(source) == expected
+
+
+def test_the_unenforced_settings_warning_is_issued_once_per_class_across_threads():
+    class Unlisted:
+        pass
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = [
+            threading.Thread(
+                target=warn_unenforced_once,
+                args=(Unlisted,),
+                kwargs={"retries_ruled_out": False, "stacklevel": 1},
+            )
+            for _ in range(8)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert [w.category for w in caught] == [UnenforcedSettingsWarning]
+    assert "Unlisted" in str(caught[0].message)
+    assert "retries cannot be ruled out" in str(caught[0].message)
+
+
+KEYS = {"speaker": "who", "observed_at": "when", "status": "state", "score": "rank"}
+
+
+def test_mapped_metadata_gives_checked_fields():
+    metadata = {"who": "Ravi", "when": "2026-04-28T09:30:00Z", "state": "current", "rank": 3}
+    fields = metadata_fields(metadata, "sources[0]", KEYS)
+    assert fields == {
+        "speaker": "Ravi",
+        "observed_at": datetime(2026, 4, 28, 9, 30, tzinfo=timezone.utc),
+        "status": "current",
+        "score": 3.0,
+    }
+    assert metadata_fields({"who": None}, "sources[0]", {**KEYS, "status": None}) == {}
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"state": "stale"},
+        {"who": 7},
+        {"when": datetime(2026, 4, 28)},
+        {"when": "yesterday"},
+        {"when": 10**20},
+        {"when": 1.5},
+        {"when": True},
+        {"rank": float("inf")},
+        {"rank": "high"},
+    ],
+)
+def test_an_unusable_mapped_value_is_refused_by_key_never_by_value(metadata):
+    with pytest.raises(InvalidRequestError) as raised:
+        metadata_fields(metadata, "sources[3]", KEYS)
+    assert raised.value.field == "sources[3].metadata"
+    ((key, value),) = metadata.items()
+    assert f"[{key!r}]" in str(raised.value)
+    assert str(value) not in str(raised.value)
+
+
+def test_pass_through_metadata_keeps_only_what_is_json_safe():
+    class Opaque:
+        pass
+
+    cycle: list[object] = []
+    cycle.append(cycle)
+    deep: list[object] = []
+    inner = deep
+    for _ in range(20):
+        inner.append([])
+        inner = inner[0]  # type: ignore[assignment]
+    metadata = {
+        "when": datetime(2026, 4, 28, tzinfo=timezone.utc),
+        "tags": {"a"},
+        "pair": ("x", 1),
+        "nested": {"k": [1, None, True, 0.5]},
+        "n": float("inf"),
+        "inner_nan": {"x": [float("nan")]},
+        "object": Opaque(),
+        "cycle": cycle,
+        "deep": deep,
+        7: "not a string key",
+    }
+    assert json_safe_metadata(metadata) == {
+        "when": "2026-04-28T00:00:00Z",
+        "tags": ["a"],
+        "pair": ["x", 1],
+        "nested": {"k": [1, None, True, 0.5]},
+    }

@@ -8,25 +8,54 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
     options = AnswerOptions(max_context_tokens=4096)                 # InvalidRequestError early
     selection = select_sources(to_evidence(doc) for doc in documents)
     answer = answer_selection(question, selection, model, options)
+
+The rest is the glue both integrations share, so they follow one policy. For metadata:
+
+1. A metadata value mapped to an evidence field (speaker, observed_at, status, score) that is
+   unusable raises :class:`~evidence_first.InvalidRequestError` before any call: a status
+   outside the three, a non-string speaker, a time that is naive, unparsable, out of range or
+   a float, a score that is not a finite number. Its ``field`` names the item
+   (``sources[3].metadata``, by position in the list given) and its message names the key,
+   never the value. It fails closed: a ``superseded`` status silently dropped would make stale
+   evidence look current to the model.
+2. Metadata kept as provenance (never sent to the model) is made JSON-safe: values pydantic can
+   serialize are converted with ``pydantic_core.to_jsonable_python`` (a datetime becomes its
+   ISO 8601 string, a set or tuple a list); an entry still not JSON-safe (a non-finite float
+   anywhere inside, a non-string key, an unserializable object, nesting deeper than 16) is
+   dropped from ``Evidence.metadata`` and stays on the original, via ``source_object``.
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import threading
-from collections.abc import Iterable
+import warnings
+import weakref
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, get_args
+
+from pydantic import JsonValue
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
+from evidence_first._errors import InvalidRequestError
+from evidence_first._evidence import Evidence, EvidenceStatus
 from evidence_first._limits import MAX_SOURCES
+from evidence_first._model import ModelRequest, ReaderModel
 from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
 from evidence_first._plan import aplan_answer, plan_answer
 from evidence_first._vocabulary import OmissionReason
-from evidence_first._evidence import Evidence
-from evidence_first._model import ReaderModel
 
 __all__ = [
     "MAX_SOURCES",
+    "NESTED_SETTINGS",
+    "SCHEMA_NAME",
+    "STRICT_KEYS",
+    "TOOL_KEYS",
     "AnswerOptionFields",
     "AnswerOptions",
     "OptionArgs",
@@ -34,8 +63,16 @@ __all__ = [
     "UnenforcedSettingsWarning",
     "aanswer_selection",
     "answer_selection",
+    "json_safe_metadata",
+    "limits_in",
+    "metadata_fields",
+    "normalized_finish_reason",
+    "openai_response_format",
     "option_error",
     "select_sources",
+    "tool_keys_in",
+    "warn_unenforced_once",
+    "without_strict_keys",
 ]
 
 
@@ -102,3 +139,205 @@ async def aanswer_selection(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )
     return await arun_plan(plan, model)
+
+
+# The strict call's settings, the same for every framework.
+
+SCHEMA_NAME = "evidence_ledger"
+"""The name given to the ledger schema in an OpenAI ``json_schema`` response format."""
+
+TOOL_KEYS = frozenset({"tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"})
+"""Request settings that give a model tools; a model configured with any of them is refused."""
+
+STRICT_KEYS = TOOL_KEYS | {
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "n",
+    "stream",
+    "stream_options",
+    "response_format",
+    "timeout",
+}
+"""Request settings the strict call sets itself: a caller's own values for them are dropped."""
+
+NESTED_SETTINGS = ("extra_body", "model_kwargs")
+"""Keys under which frameworks nest more request settings; searched below as well."""
+
+_LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
+# Finish reasons that mean the output hit its token limit: OpenAI's and Ollama's, Anthropic's.
+_OUT_OF_TOKENS = frozenset({"length", "max_tokens"})
+
+
+def openai_response_format(
+    request: ModelRequest, *, schema: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The OpenAI ``response_format`` asking strictly for ``schema``, default the request's."""
+    schema = request.json_schema if schema is None else schema
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
+    }
+
+
+def limits_in(settings: object) -> list[int]:
+    """The output limits (``max_tokens``, ``max_completion_tokens``) set in ``settings``."""
+    if not isinstance(settings, Mapping):
+        return []
+    limits = [
+        value
+        for key in _LIMIT_KEYS
+        if isinstance(value := settings.get(key), int) and not isinstance(value, bool)
+    ]
+    for name in NESTED_SETTINGS:
+        limits.extend(limits_in(settings.get(name)))
+    return limits
+
+
+def tool_keys_in(settings: object, where: str) -> tuple[str, list[str]] | None:
+    """Where ``settings`` first sets :data:`TOOL_KEYS` (``where.extra_body``...), and which."""
+    if not isinstance(settings, Mapping):
+        return None
+    if found := sorted(TOOL_KEYS.intersection(settings)):
+        return where, found
+    for name in NESTED_SETTINGS:
+        if nested := tool_keys_in(settings.get(name), f"{where}.{name}"):
+            return nested
+    return None
+
+
+def without_strict_keys(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` without :data:`STRICT_KEYS`, nested settings included."""
+    kept = {key: value for key, value in settings.items() if key not in STRICT_KEYS}
+    for name in NESTED_SETTINGS:
+        if isinstance(kept.get(name), Mapping):
+            kept[name] = without_strict_keys(kept[name])
+    return kept
+
+
+_warned: weakref.WeakSet[type] = weakref.WeakSet()
+_warned_lock = threading.Lock()
+
+
+def warn_unenforced_once(model_class: type, *, retries_ruled_out: bool, stacklevel: int) -> None:
+    """Issue one :class:`UnenforcedSettingsWarning` per model class, from any thread.
+
+    ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
+    """
+    with _warned_lock:
+        if model_class in _warned:
+            return
+        _warned.add(model_class)
+    retries = "" if retries_ruled_out else ", and retries cannot be ruled out"
+    msg = (
+        f"{model_class.__name__} is not on evidence-first's allow-list, so it is called with the "
+        "prompt alone: its output limit (max_tokens), temperature, provider-side timeout and "
+        f"JSON output could not be set{retries}. The answer still comes from one call, its "
+        "wait is bounded by `timeout` and its size by `max_response_chars`."
+    )
+    warnings.warn(msg, UnenforcedSettingsWarning, stacklevel=stacklevel + 1)
+
+
+def normalized_finish_reason(source: object) -> str | None:
+    """The finish, stop (Anthropic) or done (Ollama) reason in ``source``; out of tokens: length."""
+    for name in ("finish_reason", "stop_reason", "done_reason"):
+        value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+        if isinstance(value, str) and value:
+            return "length" if value.lower() in _OUT_OF_TOKENS else value
+    return None
+
+
+# Metadata, by the policy in the module docstring.
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_STATUSES: tuple[str, ...] = get_args(EvidenceStatus)
+_MAX_METADATA_DEPTH = 16  # provenance is not a data store; a cycle must not recurse forever
+
+
+def metadata_fields(
+    metadata: Mapping[str, object], field: str, keys: Mapping[str, str | None]
+) -> dict[str, Any]:
+    """The evidence fields read from ``metadata``, checked; a missing or ``None`` value is unset.
+
+    Args:
+        metadata: The Document's or node's metadata.
+        field: The item, such as ``sources[3]``, for errors.
+        keys: The metadata key of each field read (``speaker``, ``observed_at``, ``status``,
+            ``score``), or ``None`` to skip it.
+
+    Raises:
+        InvalidRequestError: A value is unusable; ``field`` is ``<field>.metadata`` and the
+            message names the key, never the value.
+    """
+    fields: dict[str, Any] = {}
+    for name, key in keys.items():
+        value = None if key is None else metadata.get(key)
+        if value is not None:
+            checked, problem = _CHECKS[name](value)
+            if problem:
+                msg = f"{field}.metadata[{key!r}] {problem}"
+                raise InvalidRequestError(msg, field=f"{field}.metadata")
+            fields[name] = checked
+    return fields
+
+
+def _observed_at(value: object) -> tuple[object, str]:
+    expected = "must be Unix milliseconds (int), an aware datetime or ISO 8601 with a UTC offset"
+    if isinstance(value, str):
+        try:  # Python 3.10's fromisoformat does not read a final Z
+            value = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1:] == "Z" else value)
+        except ValueError:
+            return None, expected
+    if isinstance(value, bool) or not isinstance(value, (int, datetime)):
+        return None, expected
+    if isinstance(value, datetime) and value.utcoffset() is None:
+        return None, "has no UTC offset (a naive time is ambiguous by up to a day)"
+    try:
+        moment = _EPOCH + timedelta(milliseconds=value) if isinstance(value, int) else value
+        moment.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        return None, "is outside the range of a datetime"
+    return value, ""
+
+
+def _score(value: object) -> tuple[object, str]:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return None, "must be a number"
+    number = float(value)
+    return number, "" if math.isfinite(number) else "must be a finite number"
+
+
+_STATUS_PROBLEM = f"must be one of {', '.join(_STATUSES)}"
+_CHECKS = {
+    "speaker": lambda value: (value, "" if isinstance(value, str) else "must be a string"),
+    "observed_at": _observed_at,
+    "status": lambda value: (value, "" if value in _STATUSES else _STATUS_PROBLEM),
+    "score": _score,
+}
+
+
+def json_safe_metadata(metadata: Mapping[Any, object]) -> dict[str, JsonValue]:
+    """The metadata entries kept as provenance, made JSON-safe; the others are dropped."""
+    kept: dict[str, JsonValue] = {}
+    for key, value in metadata.items():
+        try:
+            converted = to_jsonable_python(value)
+        except (PydanticSerializationError, TypeError, ValueError, RecursionError):
+            continue  # unserializable, a cycle, or too deep for pydantic
+        if isinstance(key, str) and _is_json_safe(converted, 0):
+            kept[key] = converted
+    return kept
+
+
+def _is_json_safe(value: object, depth: int) -> bool:
+    if depth > _MAX_METADATA_DEPTH:
+        return False
+    if value is None or isinstance(value, (str, bool, int)):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, list):
+        return all(_is_json_safe(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _is_json_safe(v, depth + 1) for k, v in value.items())
+    return False

@@ -19,11 +19,9 @@ from evidence_first._answer import TokenUsage
 from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
 from evidence_first._schema import branch_on_answer
+from evidence_first.adapters import SCHEMA_NAME, openai_response_format
 
 __all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
-
-SCHEMA_NAME = "evidence_ledger"
-"""The name given to the ledger schema in an OpenAI ``json_schema`` response format."""
 
 
 def chat_completions_body(
@@ -44,10 +42,7 @@ def chat_completions_body(
         ],
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
-        "response_format": {
-            "type": "json_schema",
-            "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
-        },
+        "response_format": openai_response_format(request, schema=schema),
         "stream": False,
     }
     if seed is not None:
