@@ -1,0 +1,58 @@
+"""An allow-list entry: how the strict call prepares one provider's LangChain chat model.
+
+Each provider's entry lives in its own module (``_openai``, ``_anthropic``, ``_ollama``), with
+whatever knowledge of that framework's internals it needs, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from evidence_first import ModelRequest
+
+__all__ = ["NO_TEMPERATURE", "AsyncSession", "Provider", "RequestKwargs", "no_kwargs"]
+
+AsyncSession = Callable[[BaseChatModel], AbstractAsyncContextManager[BaseChatModel]]
+"""Gives one async call a copy of the chat model with HTTP clients of its own."""
+
+RequestKwargs = Callable[[ModelRequest], dict[str, Any]]
+"""Builds one call's keyword arguments from the request."""
+
+NO_TEMPERATURE = re.compile(r"^(o\d|gpt-5|claude-fable-5|claude-sonnet-5-5)")
+"""Model names that reject a temperature other than their default."""
+
+
+def no_kwargs(request: ModelRequest) -> dict[str, Any]:
+    """No per-call keyword arguments: everything travels as the copy's fields."""
+    return {}
+
+
+@dataclass(frozen=True)
+class Provider:
+    """One allow-list entry, matched by class name so that no provider package is imported.
+
+    Attributes:
+        name: The name reported as ``StrictChatModel.provider``.
+        class_name: The name of a class in the chat model's MRO.
+        prepare: Given the caller's model, the timeout and the output limit, a strict copy of
+            the model and what to pass per call.
+        own_limits: The output limits the caller's model is configured with.
+        async_session: Given the caller's model and the timeout, a per-call async session, or
+            ``None`` when the caller's own clients serve async calls.
+    """
+
+    name: str
+    class_name: str
+    prepare: Callable[[BaseChatModel, float, int], tuple[BaseChatModel, RequestKwargs]]
+    own_limits: Callable[[BaseChatModel], list[int | None]]
+    async_session: Callable[[BaseChatModel, float], AsyncSession | None] | None = None
+
+    def matches(self, model: BaseChatModel) -> bool:
+        """Whether ``model`` is an instance of this provider's class, or of a subclass."""
+        return any(cls.__name__ == self.class_name for cls in type(model).__mro__)
