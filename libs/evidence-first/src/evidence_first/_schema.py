@@ -169,12 +169,13 @@ def ledger_schema(
         factor = 1.0
         if max_response_chars is not None:
             shortest, longest = _worst(schema, style.identifiers)
-            if longest > max_response_chars:
+            if math.isfinite(longest) and longest > max_response_chars:
                 if shortest > max_response_chars and (facts, citations, missing) != (1, 1, 1):
                     facts, citations = max(1, facts // 2), max(1, citations // 2)
                     missing = max(1, missing // 2)
                     continue
-                factor = max(0.0, (max_response_chars - shortest) / (longest - shortest))
+                room, spread = max_response_chars - shortest, longest - shortest
+                factor = max(0.0, room / spread) if spread > 0 else 0.0
         fresh: dict[str, Any] = _scaled(schema, factor, style.identifiers)
         return fresh
 
@@ -235,8 +236,13 @@ def _worst(
 def _worst_of(
     schema: Mapping[str, Any], kind: object, identifiers: Collection[str], fixed: bool
 ) -> tuple[float, float]:
-    if kind == "null":
-        return 4, 4
+    if kind in ("null", "boolean"):
+        return (4, 4) if kind == "null" else (5, 5)
+    if kind == "integer":
+        # The longest a bounded integer prints; otherwise a 64-bit one's (sign and 19 digits).
+        ends = [schema[key] for key in ("minimum", "maximum") if key in schema]
+        width = max((len(str(end)) for end in ends), default=20) if len(ends) == 2 else 20
+        return width, width
     if kind == "string":
         bound = schema.get("maxLength")
         if bound is None:
