@@ -8,10 +8,9 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from evidence_first import CitationMode, Evidence
+from evidence_first import CitationMode, Evidence, ModelResponse
 from evidence_first._citing import modes
 from evidence_first._citing.base import CitationStyle, LedgerCitationBase, Rejection
-from evidence_first import ModelResponse
 from evidence_first._injection import Defences
 from evidence_first._ledger import parse_response
 from evidence_first._passages import split_passages
