@@ -119,21 +119,47 @@ def test_evidence_mappings_and_strings_are_accepted(quoting_model):
 
 
 @pytest.mark.parametrize(
-    ("metadata", "field"),
+    "metadata",
     [
-        ({"status": "stale"}, "sources[0].metadata"),
-        ({"observed_at": datetime(2026, 1, 1)}, "sources[0].metadata"),
-        ({"observed_at": "last tuesday"}, "sources[0]"),
-        ({"score": "high"}, "sources[0]"),
+        {"status": "stale"},
+        {"observed_at": datetime(2026, 1, 1)},  # naive: zone unknown
+        {"observed_at": "last tuesday"},
+        {"observed_at": "2026-04-28T09:30:00"},
+        {"observed_at": 10**20},  # out of datetime's range
+        {"observed_at": 1.5},  # seconds or ms? ambiguous
+        {"speaker": 42},
+        {"score": "high"},
+        {"score": float("nan")},
     ],
 )
-def test_invalid_mapped_metadata_is_a_clear_error(quoting_model, metadata, field):
+def test_invalid_mapped_metadata_is_a_clear_error(quoting_model, metadata):
     secret_text = "Private evidence text. X."
+    ok = Document(page_content="Fine. X.")
+    bad = Document(page_content=secret_text, metadata=metadata)
     with pytest.raises(InvalidRequestError) as info:
-        _answer(quoting_model, [Document(page_content=secret_text, metadata=metadata)])
-    assert info.value.field == field
+        _answer(quoting_model, [ok, bad])
+    assert info.value.field == "sources[1].metadata"
+    ((key, value),) = metadata.items()
+    assert repr(key) in str(info.value)
+    assert str(value) not in str(info.value)
     assert secret_text not in str(info.value)
     assert quoting_model.calls == []
+
+
+def test_pass_through_metadata_is_made_json_safe(quoting_model):
+    when = datetime(2026, 4, 28, 9, 30, tzinfo=timezone.utc)
+    source = Document(
+        id="a",
+        page_content="One. X.",
+        metadata={"when": when, "tags": {"a"}, "pair": ("x", 1), "n": float("inf")},
+    )
+    answer = _answer(quoting_model, [source])
+    assert answer.source("a").metadata == {
+        "when": "2026-04-28T09:30:00Z",
+        "tags": ["a"],
+        "pair": ["x", 1],
+    }
+    assert answer.source_object("a").metadata["n"] == float("inf")
 
 
 @pytest.mark.parametrize(

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, get_args
+from typing import Any
 
 from langchain_core.documents import Document
 from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from evidence_first import Evidence, EvidenceStatus, InvalidRequestError
+from evidence_first import Evidence, InvalidRequestError
+from evidence_first.adapters import json_safe_metadata, metadata_fields
 
 __all__ = ["DocumentKeys", "to_evidence"]
-
-_STATUSES = get_args(EvidenceStatus)
 
 
 @dataclass(frozen=True)
@@ -33,13 +30,14 @@ def to_evidence(item: object, index: int, keys: DocumentKeys) -> Evidence:
     """Turn one retrieved item into evidence that remembers the item it came from.
 
     A ``Document`` takes its ID from ``Document.id``, then ``metadata[id_key]``, then its
-    position (``doc-1``, ``doc-2``...); its metadata becomes JSON-safe evidence metadata
-    (values that cannot be made JSON-safe stay only on the Document). A mapping is read as
-    evidence fields; a string becomes a positional source.
+    position (``doc-1``, ``doc-2``...); its fields come from metadata keys and the rest of its
+    metadata is kept JSON-safe, by the policy of :mod:`evidence_first.adapters`. A mapping is
+    read as evidence fields; a string becomes a positional source.
 
     Raises:
-        InvalidRequestError: The item, or a metadata value mapped to a field, is invalid.
-            The message names the field, never its value.
+        InvalidRequestError: The item is invalid (``field`` is ``sources[index]``), or a
+            metadata value mapped to a field is (``sources[index].metadata``). The message
+            names the field or key, never the value.
     """
     field = f"sources[{index}]"
     if isinstance(item, Evidence):
@@ -64,26 +62,22 @@ def _positional_id(index: int) -> str:
 def _from_document(document: Document, index: int, keys: DocumentKeys) -> Evidence:
     metadata = document.metadata or {}
     field = f"sources[{index}]"
+    mapped = metadata_fields(
+        metadata,
+        field,
+        {
+            "speaker": keys.speaker_key,
+            "observed_at": keys.observed_at_key,
+            "status": keys.status_key,
+            "score": keys.score_key,
+        },
+    )
     fields: dict[str, Any] = {
         "id": _document_id(document, index, keys),
         "text": document.page_content,
-        "metadata": _json_safe(metadata),
+        "metadata": json_safe_metadata(metadata),
+        **mapped,
     }
-    for name, key in (
-        ("speaker", keys.speaker_key),
-        ("observed_at", keys.observed_at_key),
-        ("status", keys.status_key),
-        ("score", keys.score_key),
-    ):
-        if key is not None and metadata.get(key) is not None:
-            fields[name] = metadata[key]
-    if fields.get("status") is not None and fields["status"] not in _STATUSES:
-        msg = f"{field}.metadata[{keys.status_key!r}] must be one of {', '.join(_STATUSES)}"
-        raise InvalidRequestError(msg, field=f"{field}.metadata")
-    observed_at = fields.get("observed_at")
-    if isinstance(observed_at, datetime) and observed_at.utcoffset() is None:
-        msg = f"{field}.metadata[{keys.observed_at_key!r}] must be a timezone-aware datetime"
-        raise InvalidRequestError(msg, field=f"{field}.metadata")
     try:
         evidence = Evidence.model_validate(fields)
     except ValidationError as exc:
@@ -101,18 +95,6 @@ def _document_id(document: Document, index: int, keys: DocumentKeys) -> str:
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
     return _positional_id(index)
-
-
-def _json_safe(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    safe: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if not isinstance(key, str):
-            continue
-        try:
-            safe[key] = to_jsonable_python(value)
-        except (PydanticSerializationError, TypeError, ValueError):
-            continue  # still reachable on the Document itself
-    return safe
 
 
 def _invalid(field: str, exc: ValidationError) -> InvalidRequestError:
