@@ -146,7 +146,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
     @property
     def llm(self) -> LLM:
         """The LLM this synthesizer reads with (the caller's; calls go through a strict copy)."""
-        return self._llm
+        llm: LLM = self._reader.llm
+        return llm
 
     def _get_prompts(self) -> PromptDictType:
         # The prompt is fixed and versioned (EvidenceAnswer.prompt_version), not a template.
@@ -211,7 +212,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         """
         dispatcher.event(SynthesizeStartEvent(query=query))
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        with self._callback_manager.event(
+        with self.callback_manager.event(
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
             selected = select_nodes(nodes, self._keys, self._documents)
@@ -239,7 +240,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         """
         dispatcher.event(SynthesizeStartEvent(query=query))
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        with self._callback_manager.event(
+        with self.callback_manager.event(
             CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
         ) as event:
             selected = select_nodes(nodes, self._keys, self._documents)
