@@ -1,0 +1,94 @@
+"""The strict call of LlamaIndex's OpenAI LLMs (``OpenAI``, ``OpenAILike`` and subclasses).
+
+Framework internals it touches, and why (``tests/llamaindex/test_openai_canary.py`` fails if
+they change):
+
+- ``OpenAI._client`` / ``OpenAI._aclient`` (private attributes) and ``OpenAI._get_client()`` /
+  ``OpenAI._get_aclient()``: the LLM builds its openai client lazily, with its ``max_retries``,
+  and caches it in ``_client``; ``model_copy`` shares that cache. The strict copy is given a
+  retry-free view of the caller's client (``with_options``, public), so a client the caller
+  passed, its base URL, headers and connection pool are kept. There is no public way to read
+  the client an LLM built, or to give a copy one (``openai_client=`` is a constructor argument).
+- ``llama_index.llms.openai.utils.O1_MODELS``: the reasoning models, whose temperature
+  ``OpenAI()`` pins to their default; the package exports no public test for them.
+
+``llama_index.llms.openai`` is never imported before the caller has: an OpenAI LLM exists only
+if they did, and this package must not depend on it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Collection
+from typing import Any
+
+from evidence_first import ModelRequest
+from evidence_first.adapters import STRICT_KEYS, openai_response_format
+
+__all__ = ["is_openai", "is_reasoning_model", "strict_openai_call"]
+
+
+def is_openai(llm: object) -> bool:
+    """Whether ``llm`` is one of LlamaIndex's OpenAI LLMs (``OpenAILike`` is a subclass)."""
+    package = sys.modules.get("llama_index.llms.openai")
+    openai_class = getattr(package, "OpenAI", None)
+    return isinstance(openai_class, type) and isinstance(llm, openai_class)
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether ``OpenAI()`` treats ``model`` as a reasoning model (only its default temperature).
+
+    Called only for an OpenAI LLM, so its package is already imported.
+    """
+    from llama_index.llms.openai.utils import O1_MODELS
+
+    reasoning_models: Collection[str] = O1_MODELS
+    return model in reasoning_models
+
+
+def strict_openai_call(
+    request: ModelRequest, llm: Any, is_async: bool
+) -> tuple[Any, dict[str, Any]]:
+    """A per-call copy of ``llm`` with retries off, the request's settings and a retry-free client.
+
+    Args:
+        request: The request: output limit, timeout, temperature and schema.
+        llm: The caller's OpenAI LLM; it is never modified.
+        is_async: Whether the copy is for ``achat`` (its async client) or ``chat``.
+
+    Returns:
+        The copy to call, and no keyword arguments: everything travels on the copy.
+    """
+    # LlamaIndex's OpenAI LLMs let additional_kwargs override the call's own arguments, so the
+    # copy drops the ones this call sets. The schema travels in the body as-is: as a
+    # `response_format` argument the SDK would walk the whole schema on every call to
+    # transform it, the largest CPU cost per request.
+    additional_kwargs = {
+        key: value for key, value in llm.additional_kwargs.items() if key not in STRICT_KEYS
+    }
+    caller_body = additional_kwargs.get("extra_body") or {}
+    additional_kwargs["extra_body"] = {
+        **{key: value for key, value in caller_body.items() if key not in STRICT_KEYS},
+        "response_format": openai_response_format(request),
+    }
+    update: dict[str, Any] = {
+        "max_retries": 0,
+        "timeout": request.timeout,
+        "max_tokens": request.max_tokens,
+        "additional_kwargs": additional_kwargs,
+    }
+    if not is_reasoning_model(llm.model):
+        update["temperature"] = request.temperature
+    strict = llm.model_copy(update=update)
+    # Without reuse_client, the copy builds and closes its own client per call from its
+    # fields, where max_retries is now 0; with it, the call goes through a retry-free view of
+    # the client the caller's LLM caches, so no pool is opened per call.
+    strict._client = strict._aclient = None
+    if llm.reuse_client:
+        client = llm._get_aclient() if is_async else llm._get_client()
+        retry_free = client.with_options(max_retries=0, timeout=request.timeout)
+        if is_async:
+            strict._aclient = retry_free
+        else:
+            strict._client = retry_free
+    return strict, {}
