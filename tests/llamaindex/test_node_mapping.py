@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 from datetime import datetime, timezone
 
 import pytest
@@ -16,6 +15,7 @@ from llama_index.core.schema import (
 )
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
+from evidence_first import InvalidRequestError
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer
 
 QUESTION = "When is the Apollo launch?"
@@ -85,30 +85,31 @@ def test_custom_metadata_keys_are_read(fake_openai):
 
 
 @pytest.mark.parametrize(
-    ("metadata", "unset"),
+    "metadata",
     [
-        ({"status": "draft"}, "status"),
-        ({"observed_at": "last Tuesday"}, "observed_at"),
-        ({"observed_at": "2026-04-28T09:30:00"}, "observed_at"),  # naive: zone unknown
-        ({"observed_at": 10**20}, "observed_at"),  # out of datetime's range
-        ({"observed_at": 1.5}, "observed_at"),  # seconds or ms? ambiguous
-        ({"speaker": 42}, "speaker"),
+        {"status": "draft"},
+        {"observed_at": "last Tuesday"},
+        {"observed_at": "2026-04-28T09:30:00"},  # naive: zone unknown
+        {"observed_at": 10**20},  # out of datetime's range
+        {"observed_at": 1.5},  # seconds or ms? ambiguous
+        {"speaker": 42},
     ],
 )
-def test_unusable_field_values_leave_the_field_unset_and_are_logged_by_key(
-    fake_openai, caplog, metadata, unset
+def test_an_unusable_field_value_is_refused_naming_the_node_and_key_not_the_value(
+    fake_openai, metadata
 ):
-    item = node(metadata=metadata)
+    # Fail closed: dropping a "superseded" status would change what the model is told.
+    synthesizer = EvidenceSynthesizer(llm=fake_openai.llm())
 
-    with caplog.at_level(logging.WARNING, logger="llama_index.response_synthesizers"):
-        answer, evidence = sent_evidence(fake_openai, [item])
+    with pytest.raises(InvalidRequestError) as raised:
+        synthesizer.synthesize(QUESTION, [node("ok"), node("n1", metadata=metadata)])
 
-    assert answer.status == "answered"
-    assert getattr(evidence["n1"], unset) is None
-    (record,) = caplog.records
-    assert "n1" in record.getMessage()
-    assert repr(unset) in record.getMessage()
-    assert str(metadata[unset]) not in record.getMessage()
+    assert raised.value.field == "sources[1].metadata"
+    ((key, value),) = metadata.items()
+    assert repr(key) in str(raised.value)
+    assert str(value) not in str(raised.value)
+    assert LAUNCH not in str(raised.value)
+    assert fake_openai.attempts == 0
 
 
 def test_metadata_kept_as_provenance_is_json_safe(fake_openai):
@@ -139,6 +140,7 @@ def test_metadata_kept_as_provenance_is_json_safe(fake_openai):
         "tags": ["a", "b"],
         "nested": {"k": [1, None, True]},
         "pair": ["x", 1],
+        "created": "2026-04-28T00:00:00Z",
     }
     answer.as_dict()  # the whole result serializes
     # The node itself, with all its metadata, stays reachable.

@@ -2,36 +2,22 @@
 
 from __future__ import annotations
 
-import logging
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import get_args
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 from llama_index.core.storage.docstore.types import BaseDocumentStore
-from pydantic import JsonValue
 
-from evidence_first import Evidence, EvidenceStatus, InvalidRequestError
-from evidence_first.adapters import SourceSelection, select_sources
+from evidence_first import Evidence, InvalidRequestError
+from evidence_first.adapters import (
+    SourceSelection,
+    json_safe_metadata,
+    metadata_fields,
+    select_sources,
+)
 
-__all__ = [
-    "DocumentTexts",
-    "MetadataKeys",
-    "NodeSelection",
-    "json_safe_metadata",
-    "select_nodes",
-    "to_evidence",
-]
-
-logger = logging.getLogger("llama_index.response_synthesizers.evidence_first")
-
-_STATUSES: tuple[str, ...] = get_args(EvidenceStatus)
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-# Nested metadata deeper than this is dropped: it is provenance, not a data store, and a
-# self-referencing structure must not recurse forever.
-_MAX_METADATA_DEPTH = 16
+__all__ = ["DocumentTexts", "MetadataKeys", "NodeSelection", "select_nodes", "to_evidence"]
 
 
 @dataclass(frozen=True)
@@ -128,134 +114,58 @@ class NodeSelection:
 def select_nodes(
     nodes: Sequence[NodeWithScore], keys: MetadataKeys, documents: DocumentTexts | None = None
 ) -> NodeSelection:
-    """Map nodes to evidence, then set aside repeated IDs and nodes past the 64-source limit."""
+    """Map nodes to evidence, then set aside repeated IDs and nodes past the 64-source limit.
+
+    Raises:
+        InvalidRequestError: A node's metadata value mapped to a field is unusable
+            (``field`` is ``sources[i].metadata``, ``i`` the node's position in ``nodes``).
+    """
     by_id: dict[str, NodeWithScore] = {}
     evidence = []
-    for node in nodes:
-        item = to_evidence(node, keys, documents)
+    for index, node in enumerate(nodes):
+        item = to_evidence(node, index, keys, documents)
         by_id.setdefault(item.id, node)
         evidence.append(item)
     return NodeSelection(select_sources(evidence), by_id)
 
 
 def to_evidence(
-    node_with_score: NodeWithScore, keys: MetadataKeys, documents: DocumentTexts | None = None
+    node_with_score: NodeWithScore,
+    index: int,
+    keys: MetadataKeys,
+    documents: DocumentTexts | None = None,
 ) -> Evidence:
     """Map one retrieved node to `Evidence`, keeping the node for provenance.
 
-    With ``documents``, a node whose text is exactly its document's slice at its offsets
-    gives its citations offsets into that document.
-
     The text is the node's content with ``MetadataMode.NONE``, so no metadata reaches the
-    prompt. Metadata values that are unusable for a field (a status outside the three, a naive
-    or unparsable timestamp) leave that field unset and are logged by key, never by value.
+    prompt. Speaker, time and status come from metadata keys, and the rest of the metadata is
+    kept JSON-safe, by the policy of :mod:`evidence_first.adapters`. With ``documents``, a node
+    whose text is exactly its document's slice at its offsets gives its citations offsets into
+    that document.
+
+    Raises:
+        InvalidRequestError: A metadata value mapped to a field is unusable (a status outside
+            the three, a naive or unparsable time...): ``field`` is ``sources[index].metadata``
+            and the message names the key, never the value.
     """
     node = node_with_score.node
     text = node.get_content(metadata_mode=MetadataMode.NONE)
-    metadata = node.metadata
+    fields = metadata_fields(
+        node.metadata,
+        f"sources[{index}]",
+        {"speaker": keys.speaker, "observed_at": keys.observed_at, "status": keys.status},
+    )
     evidence = Evidence(
         id=node.node_id,
         text=text,
-        speaker=_speaker(metadata.get(keys.speaker), node.node_id, keys.speaker),
-        observed_at=_observed_at(metadata.get(keys.observed_at), node.node_id, keys.observed_at),
-        status=_status(metadata.get(keys.status), node.node_id, keys.status),
-        metadata=json_safe_metadata(metadata),
+        **fields,
+        metadata=json_safe_metadata(node.metadata),
         score=_score(node_with_score.score),
     )
     doc_id, doc_char_start = _document_offset(node_with_score, text, documents)
     if doc_id is None or doc_char_start is None:
         return evidence.with_provenance(node)
     return evidence.with_provenance(node, doc_id=doc_id, doc_char_start=doc_char_start)
-
-
-def json_safe_metadata(metadata: Mapping[str, object]) -> dict[str, JsonValue]:
-    """Keep the JSON-safe metadata entries; drop the rest.
-
-    JSON-safe means strings, finite numbers, booleans, ``None``, and lists, tuples or
-    string-keyed dicts of those. Anything else (a datetime, an object) is dropped rather than
-    stringified, so no object representation leaks into results; the node itself stays
-    reachable through ``EvidenceAnswer.source_object``.
-    """
-    kept: dict[str, JsonValue] = {}
-    for key, value in metadata.items():
-        safe, converted = _json_value(value, 0)
-        if isinstance(key, str) and safe:
-            kept[key] = converted
-    return kept
-
-
-def _json_value(value: object, depth: int) -> tuple[bool, JsonValue]:
-    if depth > _MAX_METADATA_DEPTH:
-        return False, None
-    if value is None or isinstance(value, (str, bool, int)):
-        return True, value
-    if isinstance(value, float):
-        return math.isfinite(value), value
-    if isinstance(value, (list, tuple)):
-        items: list[JsonValue] = []
-        for item in value:
-            safe, converted = _json_value(item, depth + 1)
-            if not safe:
-                return False, None
-            items.append(converted)
-        return True, items
-    if isinstance(value, dict):
-        entries: dict[str, JsonValue] = {}
-        for key, item in value.items():
-            safe, converted = _json_value(item, depth + 1)
-            if not isinstance(key, str) or not safe:
-                return False, None
-            entries[key] = converted
-        return True, entries
-    return False, None
-
-
-def _speaker(value: object, node_id: str, key: str) -> str | None:
-    if value is None or isinstance(value, str):
-        return value
-    _log_unusable(node_id, key, "is not a string")
-    return None
-
-
-def _status(value: object, node_id: str, key: str) -> EvidenceStatus | None:
-    if value is None:
-        return None
-    if isinstance(value, str) and value in _STATUSES:
-        return value  # type: ignore[return-value]
-    _log_unusable(node_id, key, f"is not one of {', '.join(_STATUSES)}")
-    return None
-
-
-def _observed_at(value: object, node_id: str, key: str) -> int | datetime | None:
-    if value is None:
-        return None
-    moment: int | datetime | None = None
-    if isinstance(value, (int, datetime)) and not isinstance(value, bool):
-        moment = value
-    elif isinstance(value, str):
-        try:
-            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            moment = None
-    if isinstance(moment, datetime) and moment.utcoffset() is None:
-        # A naive time is ambiguous by up to a day; leaving it out beats guessing a zone.
-        _log_unusable(node_id, key, "has no UTC offset")
-        return None
-    if moment is None or not _in_range(moment):
-        _log_unusable(
-            node_id, key, "is not Unix milliseconds, an aware datetime or ISO 8601 with offset"
-        )
-        return None
-    return moment
-
-
-def _in_range(moment: int | datetime) -> bool:
-    try:
-        instant = _EPOCH + timedelta(milliseconds=moment) if isinstance(moment, int) else moment
-        instant.astimezone(timezone.utc)
-    except (OverflowError, ValueError):
-        return False
-    return True
 
 
 def _score(score: object) -> float | None:
@@ -296,8 +206,3 @@ def _document_offset(
     if document is None or document[start:end] != text:
         return None, None
     return doc_id, start
-
-
-def _log_unusable(node_id: str, key: str, problem: str) -> None:
-    # Only the node ID and the key are logged: the value may be private data.
-    logger.warning("node %s: metadata[%r] %s; the field is left unset", node_id, key, problem)
