@@ -5,29 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.callbacks.base import CallbackManager
-from llama_index.core.callbacks.schema import CBEventType, EventPayload
-from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
-from llama_index.core.prompts.mixin import PromptMixinType
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.settings import Settings
 
+from evidence_first import InvalidRequestError
 from llama_index.response_synthesizers.evidence_first.synthesizer import EvidenceSynthesizer
 
 __all__ = ["EvidenceQueryEngine"]
 
-# Spans and events nest under LlamaIndex's root dispatcher, as the core synthesizers' do.
-# (llama-index-core re-exports get_dispatcher without declaring it, hence the type ignore.)
-dispatcher = get_dispatcher(__name__)
 
-
-class EvidenceQueryEngine(BaseQueryEngine):
-    """Retrieves nodes, optionally post-processes them, and answers with `EvidenceSynthesizer`.
+class EvidenceQueryEngine(RetrieverQueryEngine):
+    """A `RetrieverQueryEngine` whose synthesizer is always an `EvidenceSynthesizer`.
 
     ::
 
@@ -35,11 +27,17 @@ class EvidenceQueryEngine(BaseQueryEngine):
         response = engine.query("When is the launch?")
         answer = response.metadata["evidence_answer"]   # status, facts, verified citations
 
+    Retrieval, node postprocessors, callbacks and instrumentation are
+    ``RetrieverQueryEngine``'s; only the synthesizer, and ``from_args`` that builds it, differ.
+
     Args:
         retriever: Any LlamaIndex retriever; its nodes are sources, best first.
         response_synthesizer: The synthesizer that answers.
         node_postprocessors: Applied to the retrieved nodes, in order, before answering.
         callback_manager: LlamaIndex callbacks; default the synthesizer's.
+
+    Raises:
+        InvalidRequestError: ``response_synthesizer`` is not an `EvidenceSynthesizer`.
     """
 
     def __init__(
@@ -49,16 +47,27 @@ class EvidenceQueryEngine(BaseQueryEngine):
         node_postprocessors: Sequence[BaseNodePostprocessor] | None = None,
         callback_manager: CallbackManager | None = None,
     ) -> None:
-        self._retriever = retriever
-        self._response_synthesizer = response_synthesizer
-        self._node_postprocessors = list(node_postprocessors or [])
-        callback_manager = callback_manager or response_synthesizer.callback_manager
-        for postprocessor in self._node_postprocessors:
-            postprocessor.callback_manager = callback_manager
-        super().__init__(callback_manager=callback_manager)
+        if not isinstance(response_synthesizer, EvidenceSynthesizer):
+            # Anything else would answer without verified citations, under this engine's name.
+            msg = (
+                "response_synthesizer must be an EvidenceSynthesizer, got "
+                f"{type(response_synthesizer).__name__}; use RetrieverQueryEngine for others"
+            )
+            raise InvalidRequestError(msg, field="response_synthesizer")
+        # Kept under this class's own names: the base's attributes are private to it.
+        self._synthesizer = response_synthesizer
+        self._postprocessors = list(node_postprocessors or [])
+        super().__init__(
+            retriever,
+            response_synthesizer=response_synthesizer,
+            node_postprocessors=self._postprocessors,
+            callback_manager=callback_manager,
+        )
 
+    # The base from_args takes the options of LlamaIndex's own synthesizers (response_mode,
+    # templates, streaming...), which do not apply here; its options are EvidenceSynthesizer's.
     @classmethod
-    def from_args(
+    def from_args(  # type: ignore[override]
         cls,
         retriever: BaseRetriever,
         llm: LLM | None = None,
@@ -91,71 +100,16 @@ class EvidenceQueryEngine(BaseQueryEngine):
             callback_manager=callback_manager,
         )
 
-    @property
-    def retriever(self) -> BaseRetriever:
-        """The retriever whose nodes are the sources."""
-        return self._retriever
+    def with_retriever(self, retriever: BaseRetriever) -> EvidenceQueryEngine:
+        """The same engine over another retriever (the base would return a plain one)."""
+        return type(self)(
+            retriever,
+            self.response_synthesizer,
+            node_postprocessors=self._postprocessors,
+            callback_manager=self.callback_manager,
+        )
 
     @property
     def response_synthesizer(self) -> EvidenceSynthesizer:
         """The synthesizer that answers."""
-        return self._response_synthesizer
-
-    def _get_prompt_modules(self) -> PromptMixinType:
-        return {"response_synthesizer": self._response_synthesizer}
-
-    def retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        """Retrieve nodes for ``query_bundle`` and apply the node postprocessors."""
-        nodes = self._retriever.retrieve(query_bundle)
-        for postprocessor in self._node_postprocessors:
-            nodes = postprocessor.postprocess_nodes(nodes, query_bundle=query_bundle)
-        return nodes
-
-    async def aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        """Async :meth:`retrieve`."""
-        nodes = await self._retriever.aretrieve(query_bundle)
-        for postprocessor in self._node_postprocessors:
-            nodes = await postprocessor.apostprocess_nodes(nodes, query_bundle=query_bundle)
-        return nodes
-
-    def synthesize(
-        self,
-        query_bundle: QueryBundle,
-        nodes: list[NodeWithScore],
-        additional_source_nodes: Sequence[NodeWithScore] | None = None,
-    ) -> RESPONSE_TYPE:
-        """Answer from nodes retrieved elsewhere (see :meth:`EvidenceSynthesizer.synthesize`)."""
-        return self._response_synthesizer.synthesize(
-            query=query_bundle, nodes=nodes, additional_source_nodes=additional_source_nodes
-        )
-
-    async def asynthesize(
-        self,
-        query_bundle: QueryBundle,
-        nodes: list[NodeWithScore],
-        additional_source_nodes: Sequence[NodeWithScore] | None = None,
-    ) -> RESPONSE_TYPE:
-        """Async :meth:`synthesize`."""
-        return await self._response_synthesizer.asynthesize(
-            query=query_bundle, nodes=nodes, additional_source_nodes=additional_source_nodes
-        )
-
-    @dispatcher.span
-    def _query(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        with self.callback_manager.event(
-            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
-        ) as query_event:
-            nodes = self.retrieve(query_bundle)
-            response = self._response_synthesizer.synthesize(query=query_bundle, nodes=nodes)
-            query_event.on_end(payload={EventPayload.RESPONSE: response})
-        return response
-
-    @dispatcher.span
-    async def _aquery(self, query_bundle: QueryBundle) -> RESPONSE_TYPE:
-        with self.callback_manager.event(
-            CBEventType.QUERY, payload={EventPayload.QUERY_STR: query_bundle.query_str}
-        ) as query_event:
-            nodes = await self.aretrieve(query_bundle)
-            response = await self._response_synthesizer.asynthesize(query=query_bundle, nodes=nodes)
-            query_event.on_end(payload={EventPayload.RESPONSE: response})
-        return response
+        return self._synthesizer
