@@ -12,6 +12,7 @@ from llama_index.core.callbacks import CallbackManager, CBEventType, EventPayloa
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
@@ -437,3 +438,25 @@ def _sources_sent(fake_openai) -> list[dict]:
     (body,) = fake_openai.bodies
     user = body["messages"][1]["content"]
     return json.JSONDecoder().raw_decode(user, user.index("\n[\n") + 1)[0]
+
+
+def test_the_engine_is_a_retriever_query_engine_that_keeps_its_kind(retriever, fake_openai):
+    engine = EvidenceQueryEngine.from_args(retriever, llm=fake_openai.llm())
+    assert isinstance(engine, RetrieverQueryEngine)
+
+    other = engine.with_retriever(retriever)
+
+    assert isinstance(other, EvidenceQueryEngine)
+    assert other.response_synthesizer is engine.response_synthesizer
+    assert evidence_answer(other.query(QUESTION)).status == "answered"
+
+
+def test_an_engine_with_another_synthesizer_is_refused(retriever):
+    from llama_index.core.response_synthesizers import get_response_synthesizer
+
+    from evidence_first import InvalidRequestError
+
+    other = get_response_synthesizer(llm=MockLLM())
+    with pytest.raises(InvalidRequestError) as raised:
+        EvidenceQueryEngine(retriever, other)
+    assert raised.value.field == "response_synthesizer"
