@@ -43,7 +43,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import InvalidRequestError
-from evidence_first._evidence import Evidence, EvidenceStatus
+from evidence_first._evidence import EPOCH, Evidence, EvidenceStatus
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._model import ModelRequest, ReaderModel
 from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
@@ -249,7 +249,6 @@ def normalized_finish_reason(source: object) -> str | None:
 
 # Metadata, by the policy in the module docstring.
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _STATUSES: tuple[str, ...] = get_args(EvidenceStatus)
 _MAX_METADATA_DEPTH = 16  # provenance is not a data store; a cycle must not recurse forever
 
@@ -293,7 +292,7 @@ def _observed_at(value: object) -> tuple[object, str]:
     if isinstance(value, datetime) and value.utcoffset() is None:
         return None, "has no UTC offset (a naive time is ambiguous by up to a day)"
     try:
-        moment = _EPOCH + timedelta(milliseconds=value) if isinstance(value, int) else value
+        moment = EPOCH + timedelta(milliseconds=value) if isinstance(value, int) else value
         moment.astimezone(timezone.utc)
     except (OverflowError, ValueError):
         return None, "is outside the range of a datetime"
