@@ -96,3 +96,76 @@ def test_no_core_module_is_over_350_lines():
         if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_CORE_MODULE_LINES
     }
     assert long == {}
+
+
+# Integration modules allowed to touch a framework's private attributes: one per provider,
+# each listing in its docstring what it touches, each with its canary tests.
+PROVIDER_MODULES = {
+    "langchain_evidence_first._anthropic",
+    "langchain_evidence_first._openai",
+    "langchain_evidence_first._ollama",
+    "llama_index.response_synthesizers.evidence_first._openai",
+}
+# Protected hooks the frameworks document for subclasses to call or override.
+SUBCLASS_HOOKS = {
+    "_call_with_config",
+    "_acall_with_config",
+    "_get_prompts",
+    "_update_prompts",
+    "_get_prompt_modules",
+}
+
+
+def _own_private_names(modules: dict[str, Path]) -> set[str]:
+    """Private names our own code defines: assigned on self, class attributes, functions."""
+    names: set[str] = set()
+    for path in modules.values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+            ):
+                names.add(node.attr)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return names
+
+
+@pytest.mark.parametrize("package", sorted(set(PACKAGES) - {"evidence_first"}))
+def test_no_private_framework_attribute_outside_the_provider_modules(package):
+    modules = _modules(package, PACKAGES[package])
+    own = _own_private_names(modules) | SUBCLASS_HOOKS
+    touched = []
+    for name, path in modules.items():
+        if name in PROVIDER_MODULES:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and node.attr not in own
+            ):
+                touched.append(f"{name}:{node.lineno}: .{node.attr}")
+    assert touched == []
+
+
+def test_each_provider_module_names_the_internals_it_touches():
+    for package, folder in PACKAGES.items():
+        for name, path in _modules(package, folder).items():
+            if name not in PROVIDER_MODULES:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            docstring = ast.get_docstring(tree) or ""
+            touched = {
+                node.attr
+                for node in ast.walk(tree)
+                if isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            } - _own_private_names({name: path})
+            assert all(attribute in docstring for attribute in touched), (name, touched)

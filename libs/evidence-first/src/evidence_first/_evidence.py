@@ -16,7 +16,7 @@ from pydantic import (
     field_validator,
 )
 
-__all__ = ["EPOCH", "Evidence", "EvidenceStatus", "format_timestamp"]
+__all__ = ["EPOCH", "Evidence", "EvidenceStatus", "format_timestamp", "parse_timestamp"]
 
 EvidenceStatus = Literal["current", "superseded", "contradicted"]
 
@@ -33,6 +33,15 @@ def format_timestamp(value: int | datetime) -> str:
     moment = EPOCH + timedelta(milliseconds=value) if isinstance(value, int) else value
     utc = moment.astimezone(timezone.utc)
     return utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_timestamp(text: str) -> datetime:
+    """Parse ISO 8601, a final ``Z`` included (which Python 3.10's ``fromisoformat`` rejects).
+
+    Raises:
+        ValueError: ``text`` is not ISO 8601.
+    """
+    return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] == "Z" else text)
 
 
 class Evidence(BaseModel):
@@ -82,7 +91,7 @@ class Evidence(BaseModel):
             raise ValueError(msg)
         if isinstance(value, str):
             try:
-                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+                parsed = parse_timestamp(value)
             except ValueError:
                 msg = "observed_at is not an ISO 8601 timestamp"
                 raise ValueError(msg) from None

@@ -34,7 +34,7 @@ import warnings
 import weakref
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from typing import Any, get_args
 
 from pydantic import JsonValue
@@ -43,7 +43,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import InvalidRequestError
-from evidence_first._evidence import EPOCH, Evidence, EvidenceStatus
+from evidence_first._evidence import Evidence, EvidenceStatus, format_timestamp, parse_timestamp
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._model import ModelRequest, ReaderModel
 from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
@@ -283,8 +283,8 @@ def metadata_fields(
 def _observed_at(value: object) -> tuple[object, str]:
     expected = "must be Unix milliseconds (int), an aware datetime or ISO 8601 with a UTC offset"
     if isinstance(value, str):
-        try:  # Python 3.10's fromisoformat does not read a final Z
-            value = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1:] == "Z" else value)
+        try:
+            value = parse_timestamp(value)
         except ValueError:
             return None, expected
     if isinstance(value, bool) or not isinstance(value, (int, datetime)):
@@ -292,8 +292,7 @@ def _observed_at(value: object) -> tuple[object, str]:
     if isinstance(value, datetime) and value.utcoffset() is None:
         return None, "has no UTC offset (a naive time is ambiguous by up to a day)"
     try:
-        moment = EPOCH + timedelta(milliseconds=value) if isinstance(value, int) else value
-        moment.astimezone(timezone.utc)
+        format_timestamp(value)
     except (OverflowError, ValueError):
         return None, "is outside the range of a datetime"
     return value, ""
