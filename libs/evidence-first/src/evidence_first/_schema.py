@@ -10,10 +10,10 @@ ledger the schema allows within ``max_response_chars``.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Collection, Mapping, Sequence
 from functools import cache
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
@@ -176,19 +176,14 @@ def ledger_schema(
                     continue
                 room, spread = max_response_chars - shortest, longest - shortest
                 factor = max(0.0, room / spread) if spread > 0 else 0.0
-        fresh: dict[str, Any] = _scaled(schema, factor, style.identifiers)
-        return fresh
+        return _scaled(schema, factor, style.identifiers)
 
 
-def _scaled(node: Any, factor: float, identifiers: Collection[str]) -> Any:
+def _scaled(node: dict[str, Any], factor: float, identifiers: Collection[str]) -> dict[str, Any]:
     """A fresh copy whose every text ``maxLength`` L becomes ``1 + floor((L - 1) * factor)``.
 
     Properties named in ``identifiers`` (source IDs, passage labels) keep their bounds.
     """
-    if isinstance(node, list):
-        return [_scaled(item, factor, identifiers) for item in node]
-    if not isinstance(node, dict):
-        return node
     copy: dict[str, Any] = {}
     for key, value in node.items():
         if key == "properties":
@@ -196,8 +191,15 @@ def _scaled(node: Any, factor: float, identifiers: Collection[str]) -> Any:
                 name: _scaled(sub, 1.0 if name in identifiers else factor, identifiers)
                 for name, sub in value.items()
             }
-        else:
+        elif isinstance(value, dict):
             copy[key] = _scaled(value, factor, identifiers)
+        elif isinstance(value, list):
+            copy[key] = [
+                _scaled(item, factor, identifiers) if isinstance(item, dict) else item
+                for item in value
+            ]
+        else:
+            copy[key] = value
     if factor < 1.0 and "maxLength" in copy:
         copy["maxLength"] = 1 + math.floor((copy["maxLength"] - 1) * factor)
     return copy
@@ -219,18 +221,21 @@ def _worst(
 
     Strings under ``identifiers`` (or with ``fixed``) count at their ``maxLength`` in both.
     """
-    if "anyOf" in schema:
-        pairs = [_worst(branch, identifiers, fixed) for branch in schema["anyOf"]]
-        return max(p[0] for p in pairs), max(p[1] for p in pairs)
-    if "enum" in schema:
-        longest = max(len(json.dumps(value, ensure_ascii=False)) for value in schema["enum"])
+    branches = schema.get("anyOf")
+    if branches is not None:
+        return _widest([_worst(branch, identifiers, fixed) for branch in branches])
+    values = schema.get("enum")
+    if values is not None:
+        longest = max(map(_printed, values))
         return longest, longest
     kinds = schema.get("type")
-    pairs = [
-        _worst_of(schema, kind, identifiers, fixed)
-        for kind in (kinds if isinstance(kinds, list) else [kinds])
-    ]
-    return max(p[0] for p in pairs), max(p[1] for p in pairs)
+    if not isinstance(kinds, list):
+        return _worst_of(schema, kinds, identifiers, fixed)
+    return _widest([_worst_of(schema, kind, identifiers, fixed) for kind in kinds])
+
+
+def _widest(pairs: list[tuple[float, float]]) -> tuple[float, float]:
+    return max(pair[0] for pair in pairs), max(pair[1] for pair in pairs)
 
 
 def _worst_of(
@@ -257,11 +262,18 @@ def _worst_of(
     if kind == "object":
         short = long = 1.0 + max(1, len(schema["properties"]))
         for name, sub in schema["properties"].items():
-            key = len(json.dumps(name, ensure_ascii=False)) + 1
+            key = _printed(name) + 1
             sub_short, sub_long = _worst(sub, identifiers, fixed or name in identifiers)
             short, long = short + key + sub_short, long + key + sub_long
         return short, long
     return math.inf, math.inf
+
+
+def _printed(value: object) -> int:
+    """The length of ``value`` as compact JSON, without ASCII escapes."""
+    if isinstance(value, str):
+        return len(encode_basestring(value))
+    return len(str(value)) if isinstance(value, int) else len(repr(value))
 
 
 def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
