@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences, escape_controls
+from evidence_first._limits import MAX_FACTS
 from evidence_first._vocabulary import KnowledgePolicy
 
 if TYPE_CHECKING:
@@ -36,13 +37,13 @@ right, say so in "missing_evidence".
 Reply with exactly one JSON object and nothing else, with these four keys:
 """
 
-_ANSWER_KEYS = """\
+_ANSWER_KEYS = f"""\
 - "answer": a short answer to the question, or null if the sources do not answer it.
 - "inference": null, unless the knowledge policy allows general inference and you add a \
 recommendation or conclusion that goes beyond the facts.
 - "missing_evidence": a list of what is missing; an empty list when you answer.
 
-Facts are declarative statements, not reasoning steps. Use at most 32 facts.
+Facts are declarative statements, not reasoning steps. Use at most {MAX_FACTS} facts.
 """
 
 _RESTATED_RULES = (

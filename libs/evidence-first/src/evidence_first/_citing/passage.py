@@ -11,7 +11,11 @@ from evidence_first._answer import Citation
 from evidence_first._citing.base import CitationStyle, LedgerCitationBase, Rejection
 from evidence_first._evidence import Evidence
 from evidence_first._injection import DATAMARK, Defences, datamark
-from evidence_first._limits import MAX_ENUM_VALUES, MAX_PASSAGES_PER_CITATION
+from evidence_first._limits import (
+    MAX_CITATIONS_PER_FACT,
+    MAX_ENUM_VALUES,
+    MAX_PASSAGES_PER_CITATION,
+)
 from evidence_first._passages import Passage, PassageIndex
 from evidence_first._schema import NULL, enum_or_string, flat_schema, narrowed
 from evidence_first._spans import citation_of
@@ -80,11 +84,11 @@ class PassageStyle(CitationStyle):
     facts_rule: ClassVar[str] = """\
 - "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
 "relation": ..., "object": ..., "citations": [{"source_id": ..., "passages": [...], \
-"quote": ...}]}. Each fact has 1 to 8 citations. Each source's text is given as numbered \
+"quote": ...}]}. Each fact has 1 to @CITATIONS@ citations. Each source's text is given as numbered \
 passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
 labels of that source's passages that state the fact; "quote" is null (the passages are \
 turned into exact positions for you).
-"""
+""".replace("@CITATIONS@", str(MAX_CITATIONS_PER_FACT))
     defences: ClassVar[Collection[str]] = ("escape_controls", "datamark", "restate_rules")
     identifiers: ClassVar[Collection[str]] = ("source_id", "passages")
     # A passage citation lists up to four labels (measured on the quality set, with 512

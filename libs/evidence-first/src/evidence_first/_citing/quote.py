@@ -11,7 +11,7 @@ from evidence_first._answer import Citation
 from evidence_first._citing.base import CitationStyle, LedgerCitationBase, Rejection
 from evidence_first._evidence import Evidence
 from evidence_first._injection import Defences
-from evidence_first._limits import MAX_QUOTE_CHARS
+from evidence_first._limits import MAX_CITATIONS_PER_FACT, MAX_QUOTE_CHARS
 from evidence_first._schema import enum_or_string, flat_schema, narrowed
 from evidence_first._spans import citation_of
 from evidence_first._vocabulary import CitationMode
@@ -45,10 +45,10 @@ class QuoteStyle(CitationStyle):
     facts_rule: ClassVar[str] = """\
 - "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
 "relation": ..., "object": ..., "citations": [{"source_id": ..., "quote": ...}]}. Each fact \
-has 1 to 8 citations. "source_id" is the "id" of a source. "quote" is copied exactly, \
+has 1 to @CITATIONS@ citations. "source_id" is the "id" of a source. "quote" is copied exactly, \
 character for character, from that source's "text": one contiguous excerpt, usually a sentence \
 or a clause, with nothing changed, added or left out.
-"""
+""".replace("@CITATIONS@", str(MAX_CITATIONS_PER_FACT))
 
     def text_fields(self, source: Evidence, defences: Defences) -> dict[str, Any]:
         """The whole text, unmarked: the model copies from it."""
