@@ -27,7 +27,7 @@ from evidence_first.adapters import (
     TOOL_KEYS,
     UnenforcedSettingsWarning,
     normalized_finish_reason,
-    tool_keys_in,
+    refuse_tools,
     warn_unenforced_once,
     without_strict_keys,
 )
@@ -149,7 +149,7 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         if TOOL_KEYS & model.kwargs.keys():
             msg = "llm has bound tools (bind_tools); pass the chat model without tools"
             raise InvalidRequestError(msg, field="llm")
-        _refuse_tools(model.kwargs, "its binding (bind)")
+        refuse_tools(model.kwargs, "its binding (bind)")
         bound_kwargs = dict(model.kwargs)
         binding_config = model.config
         model = model.bound
@@ -157,7 +157,7 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
         raise InvalidRequestError(msg, field="llm")
     for name in NESTED_SETTINGS:
-        _refuse_tools(getattr(model, name, None), name)
+        refuse_tools(getattr(model, name, None), name)
     bound_kwargs = without_strict_keys(bound_kwargs)
     async_session: AsyncSession | None = None
     for provider in _PROVIDERS:
@@ -186,18 +186,6 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         binding_config=binding_config,
         async_session=async_session,
     )
-
-
-def _refuse_tools(settings: object, where: str) -> None:
-    """Refuse tools anywhere in ``settings``, nested ``extra_body`` and ``model_kwargs`` too."""
-    found = tool_keys_in(settings, where)
-    if found is not None:
-        place, keys = found
-        msg = (
-            f"llm is configured with tools ({place}: {', '.join(keys)}); remove them: the "
-            "model must answer with text only"
-        )
-        raise InvalidRequestError(msg, field="llm")
 
 
 def _messages(request: ModelRequest) -> list[BaseMessage]:

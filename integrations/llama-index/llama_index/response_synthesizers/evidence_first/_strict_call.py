@@ -22,7 +22,7 @@ from evidence_first.adapters import (
     UnenforcedSettingsWarning,
     limits_in,
     normalized_finish_reason,
-    tool_keys_in,
+    refuse_tools,
     warn_unenforced_once,
 )
 from llama_index.response_synthesizers.evidence_first._openai import (
@@ -149,14 +149,7 @@ def _refuse(llm: object) -> None:
     if not isinstance(llm, LLM):
         msg = f"llm must be a LlamaIndex LLM, got {name}"
         raise InvalidRequestError(msg, field="llm")
-    found = tool_keys_in(getattr(llm, "additional_kwargs", None), "additional_kwargs")
-    if found is not None:
-        where, tool_keys = found
-        msg = (
-            f"{name} is configured with tools ({where}: {', '.join(tool_keys)}); "
-            "remove them: the model must answer with text only"
-        )
-        raise InvalidRequestError(msg, field="llm")
+    refuse_tools(getattr(llm, "additional_kwargs", None), "additional_kwargs", name=name)
     if is_openai(llm):
         if not llm.metadata.is_chat_model:
             msg = (
