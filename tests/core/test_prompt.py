@@ -294,7 +294,7 @@ def test_only_a_branched_chat_completions_model_sends_the_branches():
     answer_from_evidence("q?", [Evidence(id="a", text="t")], Capture())
     (request,) = captured
     plain = ChatCompletionsModel("http://127.0.0.1:9/v1").body(request)
-    branched = ChatCompletionsModel("http://127.0.0.1:9/v1", branched_schema=True).body(request)
+    branched = ChatCompletionsModel("http://127.0.0.1:9/v1", dialect="full").body(request)
     assert plain["response_format"]["json_schema"]["schema"] == request.json_schema
     assert branched["response_format"]["json_schema"]["schema"] == branch_on_answer(
         request.json_schema

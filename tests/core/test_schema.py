@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from evidence_first import LEDGER_JSON_SCHEMA, Evidence, ModelResponse
 from evidence_first._citing.modes import STYLES
+from evidence_first._dialects import DIALECTS, Dialect, schema_in
 from evidence_first._ledger import parse_response
 from evidence_first._plan import plan_answer
 from evidence_first._schema import branch_on_answer, worst_case_chars
@@ -63,6 +64,10 @@ def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     hypothesis-jsonschema would do this, but its current release reaches into Hypothesis
     internals that the pinned Hypothesis no longer has.
     """
+    if schema.get("nullable"):
+        return st.one_of(
+            st.none(), from_schema({k: v for k, v in schema.items() if k != "nullable"})
+        )
     if "anyOf" in schema:
         return st.one_of([from_schema(branch) for branch in schema["anyOf"]])
     if "enum" in schema:
@@ -212,3 +217,77 @@ def test_a_response_limit_too_small_for_any_ledger_still_gives_a_valid_schema():
     longest = _longest(schema)
     jsonschema.validate(longest, schema)
     assert schema["properties"]["facts"]["maxItems"] == 1
+
+
+def _nodes(schema: Any, depth: int = 0) -> list[tuple[dict[str, Any], int]]:
+    """Every schema node, with its depth in nested objects."""
+    found = [(schema, depth)]
+    inner = depth + 1 if schema.get("type") == "object" else depth
+    for sub in schema.get("properties", {}).values():
+        found.extend(_nodes(sub, inner))
+    for branch in schema.get("anyOf", ()):
+        found.extend(_nodes(branch, depth))
+    if "items" in schema:
+        found.extend(_nodes(schema["items"], depth))
+    return found
+
+
+def _check_dialect(schema: dict[str, Any], dialect: Dialect) -> None:
+    nodes = _nodes(schema)
+    for node, _ in nodes:
+        assert set(node) <= dialect.keywords, (dialect.name, set(node) - dialect.keywords)
+        if dialect.nullable == "nullable-keyword":
+            assert isinstance(node.get("type", "object"), str)
+            assert node.get("type") != "null"
+        if dialect.max_min_items is not None:
+            assert node.get("minItems", 0) <= dialect.max_min_items
+        if "properties" in node:
+            assert node["required"] == list(node["properties"])
+            if "additionalProperties" in dialect.keywords:
+                assert node["additionalProperties"] is False
+            if dialect.property_ordering:
+                assert node["propertyOrdering"] == list(node["properties"])
+    assert dialect.root_any_of or "anyOf" not in schema
+    enums = [str(value) for node, _ in nodes for value in node.get("enum", ())]
+    if dialect.max_enum_values is not None:
+        assert len(enums) <= dialect.max_enum_values
+    if dialect.max_enum_chars is not None:
+        assert sum(map(len, enums)) <= dialect.max_enum_chars
+    if dialect.max_depth is not None:
+        assert max(depth for _, depth in nodes) <= dialect.max_depth
+    if dialect.max_properties is not None:
+        assert sum(len(node.get("properties", {})) for node, _ in nodes) <= dialect.max_properties
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests(), st.data())
+def test_every_dialect_gets_only_its_keywords_within_its_limits_and_still_a_ledger(
+    request_schema, data
+):
+    schema, options = request_schema
+    for dialect in DIALECTS.values():
+        written = schema_in(schema, dialect)
+        _check_dialect(written, dialect)
+        instance = data.draw(from_schema(written), label=dialect.name)
+        assert _parses(instance, options), dialect.name
+    assert schema == request_schema[0]  # the request's own schema is left as it was
+
+
+def test_the_full_dialect_is_the_branched_form_the_embedded_reader_is_sent():
+    schema = _schema_for("passage", [Evidence(id="a", text=SENTENCE)])
+    assert schema_in(schema, "full") == branch_on_answer(schema)
+    assert schema_in(schema, "json-schema") == schema
+
+
+def test_a_dialect_drops_bounds_it_cannot_express_and_keeps_the_shape():
+    schema = _schema_for("quote", [Evidence(id="a", text=SENTENCE)], knowledge="evidence-only")
+    anthropic = schema_in(schema, "anthropic")
+    citation = anthropic["properties"]["facts"]["items"]["properties"]["citations"]
+    assert "maxItems" not in citation
+    assert citation["minItems"] == 1
+    assert citation["items"]["properties"]["quote"] == {"type": "string"}
+    assert anthropic["properties"]["answer"] == {"type": ["string", "null"]}
+    gemini = schema_in(schema, "gemini")
+    assert gemini["properties"]["inference"] == {"type": "string", "nullable": True}
+    assert gemini["propertyOrdering"] == ["facts", "answer", "inference", "missing_evidence"]
+    assert "additionalProperties" not in gemini

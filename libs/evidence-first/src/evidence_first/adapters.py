@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence_first._answer import EvidenceAnswer
+from evidence_first._dialects import DIALECTS, Dialect, DialectName, schema_in
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import Evidence
@@ -46,6 +47,7 @@ from evidence_first._plan import aplan_answer, plan_answer
 from evidence_first._vocabulary import OmissionReason
 
 __all__ = [
+    "DIALECTS",
     "MAX_SOURCES",
     "NESTED_SETTINGS",
     "SCHEMA_NAME",
@@ -53,6 +55,8 @@ __all__ = [
     "TOOL_KEYS",
     "AnswerOptionFields",
     "AnswerOptions",
+    "Dialect",
+    "DialectName",
     "OptionArgs",
     "SourceSelection",
     "UnenforcedSettingsWarning",
@@ -65,6 +69,7 @@ __all__ = [
     "openai_response_format",
     "option_error",
     "refuse_tools",
+    "schema_in",
     "select_sources",
     "tool_keys_in",
     "warn_unenforced_once",

@@ -16,24 +16,24 @@ import urllib.request
 from typing import Any
 
 from evidence_first._answer import TokenUsage
+from evidence_first._dialects import DialectName, schema_in
 from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
-from evidence_first._schema import branch_on_answer
 from evidence_first.adapters import SCHEMA_NAME, openai_response_format
 
 __all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
 
 
 def chat_completions_body(
-    request: ModelRequest, *, model: str, seed: int | None, branched: bool = False
+    request: ModelRequest, *, model: str, seed: int | None, dialect: DialectName = "json-schema"
 ) -> dict[str, Any]:
     """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output.
 
-    With ``branched``, the schema sent is :func:`~evidence_first._schema.branch_on_answer` of
-    the request's: a top-level ``anyOf`` that llama.cpp's grammars enforce but OpenAI's strict
-    structured outputs reject.
+    The schema is written in ``dialect`` (:mod:`evidence_first._dialects`): ``"full"`` sends
+    the two branches, answered or abstained, that llama.cpp's grammars enforce at the top
+    level; ``"openai"`` the strict subset OpenAI accepts.
     """
-    schema = branch_on_answer(request.json_schema) if branched else request.json_schema
+    schema = schema_in(request.json_schema, dialect)
     body: dict[str, Any] = {
         "model": model,
         "messages": [
@@ -58,10 +58,11 @@ class ChatCompletionsModel:
         model: The model name to send.
         api_key: Sent as a bearer token when given. Never logged or put in errors.
         seed: A sampling seed, for providers that honour one.
-        branched_schema: Send the ledger schema as two branches, answered or abstained
-            (:func:`~evidence_first._schema.branch_on_answer`), for servers whose grammars
-            enforce ``anyOf`` at the top level, such as llama.cpp. Off by default: OpenAI's
-            strict structured outputs reject a top-level ``anyOf``.
+        dialect: The JSON Schema subset the server accepts (:data:`DIALECTS`): ``"full"``
+            for llama.cpp, vLLM and Ollama (the ledger as two branches, answered or
+            abstained); ``"openai"`` for OpenAI's strict structured outputs. By default,
+            ``"openai"`` for ``api.openai.com`` and Azure OpenAI hosts, else ``"json-schema"``
+            (standard JSON Schema with every bound, the root an object).
     """
 
     def __init__(
@@ -71,12 +72,12 @@ class ChatCompletionsModel:
         model: str = "default",
         api_key: str | None = None,
         seed: int | None = None,
-        branched_schema: bool = False,
+        dialect: DialectName | None = None,
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
         self.seed = seed
-        self.branched_schema = branched_schema
+        self.dialect: DialectName = dialect or _dialect_for(self.base_url)
         self._api_key = api_key
 
     def __repr__(self) -> str:
@@ -85,7 +86,7 @@ class ChatCompletionsModel:
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body :meth:`generate` posts for ``request``."""
         return chat_completions_body(
-            request, model=self.model, seed=self.seed, branched=self.branched_schema
+            request, model=self.model, seed=self.seed, dialect=self.dialect
         )
 
     def generate(self, request: ModelRequest) -> ModelResponse:
@@ -119,6 +120,15 @@ class ChatCompletionsModel:
             msg = f"the model call failed: {_connection_failure(reason)}"
             raise ModelCallError(msg, cause_type="urllib.error.URLError") from exc
         return _parse_reply(payload)
+
+
+def _dialect_for(base_url: str) -> DialectName:
+    host = (urllib.parse.urlsplit(base_url).hostname or "").lower()
+    return (
+        "openai"
+        if host == "api.openai.com" or host.endswith(".openai.azure.com")
+        else "json-schema"
+    )
 
 
 def _checked_base_url(base_url: object) -> str:

@@ -195,7 +195,7 @@ class LocalModel:
                 self.stop()
                 raise
             self._reader = ChatCompletionsModel(
-                self.base_url, model=self.model_name, seed=self.seed, branched_schema=True
+                self.base_url, model=self.model_name, seed=self.seed, dialect="full"
             )
             return self
         assert last_error is not None
