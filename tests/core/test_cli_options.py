@@ -58,3 +58,24 @@ def test_an_out_of_range_flag_is_the_options_own_error(tmp_path, capsys):
     )
     assert status == cli.EXIT_ERROR
     assert "timeout must be greater than 0" in capsys.readouterr().err
+
+
+def test_ask_sends_the_schema_in_the_dialect_asked_for(monkeypatch, tmp_path):
+    bodies = []
+
+    def capture(self, request):
+        bodies.append(self.body(request))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.ChatCompletionsModel, "generate", capture)
+    source = tmp_path / "notes.txt"
+    source.write_text("The launch moved to June 15.", encoding="utf-8")
+    for dialect in ("full", None):
+        flags = ["--dialect", dialect] if dialect else []
+        cli.main(
+            ["ask", "q?", str(source), "--base-url", "http://127.0.0.1:9/v1", *flags],
+            out=io.StringIO(),
+        )
+    full, default = (body["response_format"]["json_schema"]["schema"] for body in bodies)
+    assert "anyOf" in full  # the two branches llama.cpp enforces
+    assert default["type"] == "object"  # an unknown server gets an object root

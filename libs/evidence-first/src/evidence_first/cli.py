@@ -23,6 +23,7 @@ from typing import Any, TextIO
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._cli_output import Progress, emit, started
 from evidence_first._demo import DEMO_MIN_SCORE, load_demo_corpus, run_demo
+from evidence_first._dialects import DIALECTS
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import EvidenceFirstError
 from evidence_first._evidence import Evidence
@@ -131,7 +132,9 @@ def _ask(args: argparse.Namespace, out: TextIO) -> int:
     options = {name: getattr(args, name) for name in _ASK_OPTIONS}
     if args.base_url:
         api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
-        remote: ReaderModel = ChatCompletionsModel(args.base_url, model=args.model, api_key=api_key)
+        remote: ReaderModel = ChatCompletionsModel(
+            args.base_url, model=args.model, api_key=api_key, dialect=args.dialect
+        )
         answer = answer_from_evidence(args.question, sources, remote, **options)
     else:
         say = Progress(out, as_json=args.json)
@@ -179,6 +182,12 @@ def _parser() -> argparse.ArgumentParser:
         "--base-url", help="an OpenAI-compatible API root; default: the embedded local model"
     )
     ask.add_argument("--model", default="default", help="model name sent with --base-url")
+    ask.add_argument(
+        "--dialect",
+        choices=sorted(DIALECTS),
+        help="the JSON Schema subset the --base-url server accepts (default: openai for OpenAI "
+        "hosts, else json-schema; full for llama.cpp, vLLM and Ollama)",
+    )
     ask.add_argument(
         "--local-model",
         default=DEFAULT_READER,
