@@ -249,6 +249,15 @@ def _check_dialect(schema: dict[str, Any], dialect: Dialect) -> None:
                 assert node["propertyOrdering"] == list(node["properties"])
     assert dialect.root_any_of or "anyOf" not in schema
     enums = [str(value) for node, _ in nodes for value in node.get("enum", ())]
+    if dialect.max_large_enum_chars is not None:
+        for node, _ in nodes:
+            if len(node.get("enum", ())) > 250:
+                assert sum(len(str(v)) for v in node["enum"]) <= dialect.max_large_enum_chars
+    if dialect.max_unions is not None:
+        unions = [
+            node for node, _ in nodes if "anyOf" in node or isinstance(node.get("type"), list)
+        ]
+        assert len(unions) <= dialect.max_unions
     if dialect.max_enum_values is not None:
         assert len(enums) <= dialect.max_enum_values
     if dialect.max_enum_chars is not None:

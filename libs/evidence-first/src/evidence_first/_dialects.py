@@ -39,6 +39,8 @@ class Dialect:
         max_enum_values: Enum values allowed across the whole schema; past it, enums are
             dropped and IDs and labels are plain strings.
         max_enum_chars: The characters allowed across all enum values.
+        max_large_enum_chars: The characters allowed in one enum of more than 250 values.
+        max_unions: Schemas that are a choice (``anyOf`` or a type list) allowed.
         max_depth: Nesting levels of objects allowed.
         max_properties: Object properties allowed across the schema.
         property_ordering: Whether each object lists its keys in ``propertyOrdering`` (Gemini
@@ -53,6 +55,8 @@ class Dialect:
     max_min_items: int | None = None
     max_enum_values: int | None = None
     max_enum_chars: int | None = None
+    max_large_enum_chars: int | None = None
+    max_unions: int | None = None
     max_depth: int | None = None
     max_properties: int | None = None
     property_ordering: bool = False
@@ -80,25 +84,29 @@ DIALECTS: dict[DialectName, Dialect] = {
     # "Supported schemas"): strings take only pattern and format, and fine-tuned models not
     # even those, so no string length; arrays minItems/maxItems; anyOf, not at the root;
     # every key required and additionalProperties false. Limits: 5,000 properties, 10 levels
-    # of nesting, 1,000 enum values, 120,000 characters of names and enum values.
+    # of nesting, 1,000 enum values, 120,000 characters of names and enum values, and 15,000
+    # characters in one enum of more than 250 values.
     "openai": Dialect(
         name="openai",
         source="platform.openai.com/docs/guides/structured-outputs#supported-schemas",
         keywords=_STRUCTURE | {"enum", "anyOf", "minItems", "maxItems"},
         max_enum_values=1000,
         max_enum_chars=120_000,
+        max_large_enum_chars=15_000,
         max_depth=10,
         max_properties=5000,
     ),
     # Anthropic structured outputs (docs.claude.com/en/docs/build-with-claude/structured-outputs,
     # "JSON Schema limitations"): no numeric or string-length constraints, minItems 0 or 1
-    # only, no maxItems, additionalProperties false on every object, no recursion. Also what
-    # OpenAI's strict mode takes: the portable strict form.
+    # only, no maxItems, additionalProperties false on every object, no recursion; at most
+    # 16 properties whose schema is a choice (anyOf or a type list). Also what OpenAI's
+    # strict mode takes: the portable strict form.
     "anthropic": Dialect(
         name="anthropic",
         source="docs.claude.com/en/docs/build-with-claude/structured-outputs#json-schema-limitations",
         keywords=_STRUCTURE | {"enum", "anyOf", "minItems"},
         max_min_items=1,
+        max_unions=16,
     ),
     # Gemini `response_schema` (ai.google.dev/api/caching#Schema: "a select subset of an
     # OpenAPI 3.0 schema object"): no additionalProperties, one type per schema with
@@ -129,9 +137,19 @@ def schema_in(schema: Mapping[str, Any], dialect: Dialect | DialectName) -> dict
         dialect = DIALECTS[dialect]
     if dialect.root_any_of:
         schema = branch_on_answer(dict(schema))
-    enums = _enum_values(schema)
-    keep_enums = (dialect.max_enum_values is None or len(enums) <= dialect.max_enum_values) and (
-        dialect.max_enum_chars is None or sum(map(len, enums)) <= dialect.max_enum_chars
+    enums = _enums(schema)
+    values = [value for enum in enums for value in enum]
+    keep_enums = (
+        (dialect.max_enum_values is None or len(values) <= dialect.max_enum_values)
+        and (dialect.max_enum_chars is None or sum(map(len, values)) <= dialect.max_enum_chars)
+        and (
+            dialect.max_large_enum_chars is None
+            or all(
+                sum(map(len, enum)) <= dialect.max_large_enum_chars
+                for enum in enums
+                if len(enum) > 250
+            )
+        )
     )
     written: dict[str, Any] = _written(schema, dialect, keep_enums)
     return written
@@ -164,14 +182,14 @@ def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dic
     return {key: out[key] for key in (*node.keys(), "nullable", "propertyOrdering") if key in out}
 
 
-def _enum_values(node: object) -> list[str]:
-    found: list[str] = []
+def _enums(node: object) -> list[list[str]]:
+    found: list[list[str]] = []
     stack = [node]
     while stack:
         item = stack.pop()
         if isinstance(item, Mapping):
             if "enum" in item:
-                found.extend(str(value) for value in item["enum"])
+                found.append([str(value) for value in item["enum"]])
             stack.extend(item["properties"].values() if "properties" in item else ())
             stack.extend(item.get("anyOf", ()))
             if "items" in item:
