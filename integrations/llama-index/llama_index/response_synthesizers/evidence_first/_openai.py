@@ -12,6 +12,11 @@ they change):
 - ``llama_index.llms.openai.utils.O1_MODELS``: the reasoning models, whose temperature
   ``OpenAI()`` pins to their default; the package exports no public test for them.
 
+The schema is written in the ``"openai"`` dialect for OpenAI's own API (``api.openai.com``)
+and Azure OpenAI (``*.openai.azure.com``, or LlamaIndex's ``AzureOpenAI``), whose strict mode
+refuses string lengths, and in ``"json-schema"`` (the request's schema, unchanged) for any
+other server: vLLM, llama.cpp, a gateway.
+
 ``llama_index.llms.openai`` is never imported before the caller has: an OpenAI LLM exists only
 if they did, and this package must not depend on it.
 """
@@ -19,13 +24,17 @@ if they did, and this package must not depend on it.
 from __future__ import annotations
 
 import sys
+import urllib.parse
 from collections.abc import Collection
 from typing import Any
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import STRICT_KEYS, openai_response_format
+from evidence_first.adapters import STRICT_KEYS, DialectName, openai_response_format, schema_in
 
-__all__ = ["is_openai", "is_reasoning_model", "strict_openai_call"]
+__all__ = ["dialect_for", "is_openai", "is_reasoning_model", "strict_openai_call"]
+
+_OPENAI_HOST = "api.openai.com"
+_AZURE_HOST_SUFFIX = ".openai.azure.com"
 
 
 def is_openai(llm: object) -> bool:
@@ -44,6 +53,21 @@ def is_reasoning_model(model: str) -> bool:
 
     reasoning_models: Collection[str] = O1_MODELS
     return model in reasoning_models
+
+
+def dialect_for(llm: object, base_url: object) -> DialectName:
+    """The JSON Schema dialect of the server ``llm`` calls at ``base_url``.
+
+    Args:
+        llm: The caller's OpenAI LLM (LlamaIndex's ``AzureOpenAI`` is OpenAI's dialect
+            whatever its endpoint's name).
+        base_url: The API root the call goes to: the client's, or the LLM's ``api_base``.
+    """
+    azure = getattr(sys.modules.get("llama_index.llms.azure_openai"), "AzureOpenAI", None)
+    if isinstance(azure, type) and isinstance(llm, azure):
+        return "openai"
+    host = (urllib.parse.urlsplit(str(base_url or "")).hostname or "").lower()
+    return "openai" if host == _OPENAI_HOST or host.endswith(_AZURE_HOST_SUFFIX) else "json-schema"
 
 
 def strict_openai_call(
@@ -66,10 +90,16 @@ def strict_openai_call(
     additional_kwargs = {
         key: value for key, value in llm.additional_kwargs.items() if key not in STRICT_KEYS
     }
+    client = None
+    if llm.reuse_client:
+        client = llm._get_aclient() if is_async else llm._get_client()
+    dialect = dialect_for(llm, llm.api_base if client is None else client.base_url)
     caller_body = additional_kwargs.get("extra_body") or {}
     additional_kwargs["extra_body"] = {
         **{key: value for key, value in caller_body.items() if key not in STRICT_KEYS},
-        "response_format": openai_response_format(request),
+        "response_format": openai_response_format(
+            request, schema=schema_in(request.json_schema, dialect)
+        ),
     }
     update: dict[str, Any] = {
         "max_retries": 0,
@@ -84,8 +114,7 @@ def strict_openai_call(
     # fields, where max_retries is now 0; with it, the call goes through a retry-free view of
     # the client the caller's LLM caches, so no pool is opened per call.
     strict._client = strict._aclient = None
-    if llm.reuse_client:
-        client = llm._get_aclient() if is_async else llm._get_client()
+    if client is not None:
         retry_free = client.with_options(max_retries=0, timeout=request.timeout)
         if is_async:
             strict._aclient = retry_free
