@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 import sys
 import types
+import warnings
 from typing import Any
 
+import anthropic
 import httpx
 import pytest
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -22,7 +24,11 @@ from llama_index.llms.openai_like import OpenAILike
 
 from evidence_first import ModelCallError, ModelRequest
 from evidence_first.adapters import DIALECTS, DialectName, schema_in
-from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer
+from llama_index.response_synthesizers.evidence_first import (
+    EvidenceSynthesizer,
+    UnenforcedSettingsWarning,
+)
+from llama_index.response_synthesizers.evidence_first._anthropic import strict_anthropic_call
 from llama_index.response_synthesizers.evidence_first._openai import dialect_for
 from llama_index.response_synthesizers.evidence_first._strict_call import AsyncLLMReader, LLMReader
 
@@ -218,3 +224,374 @@ async def test_the_openai_api_is_sent_one_request_on_a_provider_error(
 
     assert fake_openai.attempts == 1
     assert fake_openai.requests[0].url.host == "api.openai.com"
+
+
+# Gemini (GoogleGenAI): `generationConfig.responseJsonSchema`.
+
+GEMINI_MODEL = "gemini-2.5-flash"
+# google-genai's async transport subclasses aiohttp.ClientSession, which aiohttp 3.14 warns
+# about when the first session is made; it is not ours to fix.
+AIOHTTP_SUBCLASS = pytest.mark.filterwarnings(
+    "ignore:Inheritance class AiohttpClientSession:DeprecationWarning"
+)
+GEMINI_META = {
+    "name": f"models/{GEMINI_MODEL}",
+    "inputTokenLimit": 1_048_576,
+    "outputTokenLimit": 65_536,
+}
+
+
+def gemini_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+    user = body["contents"][-1]["parts"][0]["text"]
+    candidate = {
+        "content": {"role": "model", "parts": [{"text": make_ledger(user)}]},
+        "finishReason": "STOP",
+    }
+    usage = {"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18}
+    return {"candidates": [candidate], "usageMetadata": usage}
+
+
+@pytest.fixture
+def gemini(loopback, make_ledger):
+    """A loopback Gemini API: model metadata on GET, a ledger on generateContent."""
+    loopback.reply = lambda path, body: (
+        GEMINI_META if body is None else gemini_answer(make_ledger, body)
+    )
+    return loopback
+
+
+def gemini_llm(base_url: str, **settings: Any):
+    from llama_index.llms.google_genai import GoogleGenAI
+
+    return GoogleGenAI(
+        model=GEMINI_MODEL, api_key="test-key", http_options={"base_url": base_url}, **settings
+    )
+
+
+@AIOHTTP_SUBCLASS
+@MODES
+async def test_gemini_gets_the_schema_as_response_json_schema(mode, gemini, launch_nodes, sent):
+    llm = gemini_llm(gemini.url, temperature=0.7)
+    gemini.requests.clear()  # the model metadata GoogleGenAI fetched when built
+    synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=300)
+
+    response = await synthesize(synthesizer, launch_nodes, mode)
+
+    answer = response.metadata["evidence_answer"]
+    assert answer.status == "answered"
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (11, 7)
+    (received,) = gemini.requests
+    assert received.path == f"/v1beta/models/{GEMINI_MODEL}:generateContent"
+    config = received.body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert_in_dialect(config["responseJsonSchema"], sent[0], "gemini-json")
+    assert "responseSchema" not in config
+    assert config["maxOutputTokens"] == 300
+    assert config["temperature"] == 0.0
+    assert not {"tools", "toolConfig"} & set(received.body)
+    assert received.body["systemInstruction"]["parts"][0]["text"] == sent[0].system
+
+
+def test_gemini_3_is_sent_no_temperature_as_googlegenai_leaves_it_unset(gemini, launch_nodes):
+    from llama_index.llms.google_genai import GoogleGenAI
+
+    llm = GoogleGenAI(
+        model="gemini-3-flash-preview", api_key="test-key", http_options={"base_url": gemini.url}
+    )
+    assert llm.temperature is None
+    gemini.requests.clear()
+
+    EvidenceSynthesizer(llm=llm).synthesize(QUESTION, launch_nodes)
+
+    config = gemini.posts[0].body["generationConfig"]
+    assert "temperature" not in config
+    assert config["responseMimeType"] == "application/json"
+
+
+@MODES
+async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, make_ledger):
+    # google-genai's own hook for an httpx client: the timeout of each request is visible.
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = json.loads(request.content) if request.content else None
+        return httpx.Response(
+            200, json=GEMINI_META if body is None else gemini_answer(make_ledger, body)
+        )
+
+    transport = httpx.MockTransport(handle)
+    from llama_index.llms.google_genai import GoogleGenAI
+
+    llm = GoogleGenAI(
+        model=GEMINI_MODEL,
+        api_key="test-key",
+        http_options={
+            "httpx_client": httpx.Client(transport=transport),
+            "httpx_async_client": httpx.AsyncClient(transport=transport),
+        },
+    )
+    synthesizer = EvidenceSynthesizer(llm=llm, timeout=12.5)
+
+    await synthesize(synthesizer, launch_nodes, mode)
+
+    assert seen[-1].url.host == "generativelanguage.googleapis.com"
+    assert seen[-1].extensions["timeout"]["read"] == 12.5
+
+
+@AIOHTTP_SUBCLASS
+@FAILURES
+@MODES
+async def test_gemini_is_sent_one_request_on_a_provider_error(status, mode, gemini, launch_nodes):
+    # Retries configured on the client too (google-genai's HttpRetryOptions): still one.
+    from llama_index.llms.google_genai import GoogleGenAI
+
+    llm = GoogleGenAI(
+        model=GEMINI_MODEL,
+        api_key="test-key",
+        http_options={
+            "base_url": gemini.url,
+            "retry_options": {"attempts": 5, "initial_delay": 0.01},
+        },
+    )
+    assert llm.max_retries == 3
+    gemini.requests.clear()
+    gemini.status = status
+
+    with pytest.raises(ModelCallError) as raised:
+        await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
+
+    assert len(gemini.requests) == 1
+    assert raised.value.cause_type.startswith("google.genai.errors.")
+    assert "crafted failure" not in str(raised.value)
+
+
+# Ollama: `format` (a grammar) and `options`.
+
+
+def ollama_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return {
+        "model": body["model"],
+        "created_at": "2025-01-01T00:00:00Z",
+        "message": {"role": "assistant", "content": make_ledger(user)},
+        "done": True,
+        "done_reason": "stop",
+        "prompt_eval_count": 11,
+        "eval_count": 7,
+    }
+
+
+def ollama_llm(base_url: str, **settings: Any):
+    from llama_index.llms.ollama import Ollama
+
+    # A known context window: otherwise Ollama asks the server for it (/api/show) first.
+    return Ollama(model="qwen3:4b", base_url=base_url, context_window=8192, **settings)
+
+
+@MODES
+async def test_ollama_gets_the_schema_as_format_and_the_limit_as_num_predict(
+    mode, loopback, launch_nodes, sent, make_ledger
+):
+    loopback.reply = lambda path, body: ollama_answer(make_ledger, body)
+    llm = ollama_llm(
+        loopback.url,
+        temperature=0.8,
+        additional_kwargs={"num_predict": 4000, "top_k": 20, "temperature": 1.2},
+    )
+    synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=300)
+
+    response = await synthesize(synthesizer, launch_nodes, mode)
+
+    answer = response.metadata["evidence_answer"]
+    assert answer.status == "answered"
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (11, 7)
+    (received,) = loopback.requests
+    assert received.path == "/api/chat"
+    body = received.body
+    assert_in_dialect(body["format"], sent[0], "full")
+    assert "anyOf" in body["format"]  # the ledger's two branches, answered or abstained
+    assert body["options"]["num_predict"] == 300
+    assert body["options"]["temperature"] == 0.0
+    assert body["options"]["top_k"] == 20  # options this call does not set are kept
+    assert body["options"]["num_ctx"] == 8192
+    assert body["stream"] is False
+    assert not body.get("tools")
+    assert llm.additional_kwargs["num_predict"] == 4000  # the caller's LLM is unchanged
+
+
+def test_ollama_num_predict_smaller_than_ours_is_the_limit_sent(
+    loopback, launch_nodes, make_ledger
+):
+    loopback.reply = lambda path, body: ollama_answer(make_ledger, body)
+    llm = ollama_llm(loopback.url, additional_kwargs={"num_predict": 200})
+
+    synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=2048)
+    synthesizer.synthesize(QUESTION, launch_nodes)
+
+    assert synthesizer.options.max_output_tokens == 200
+    assert loopback.posts[0].body["options"]["num_predict"] == 200
+
+
+@FAILURES
+@MODES
+async def test_ollama_is_sent_one_request_on_a_provider_error(status, mode, loopback, launch_nodes):
+    loopback.status = status
+
+    with pytest.raises(ModelCallError) as raised:
+        await synthesize(EvidenceSynthesizer(llm=ollama_llm(loopback.url)), launch_nodes, mode)
+
+    assert len(loopback.requests) == 1
+    assert raised.value.cause_type == "ollama._types.ResponseError"
+    assert "crafted failure" not in str(raised.value)
+
+
+# Anthropic: `output_config.format` (structured outputs).
+
+ANTHROPIC_MODEL = "claude-sonnet-4-5"
+# llama-index-llms-anthropic 0.12.3 builds each message as `MessageParam(...)`, which anthropic
+# 2.x turned into a Union of TypedDicts that cannot be called; it also passes `temperature`,
+# which anthropic 2.x's messages.create no longer takes. So Anthropic.chat raises TypeError
+# before sending anything. Strict: this fails loudly once a release fixes it.
+BROKEN_UPSTREAM = pytest.mark.xfail(
+    reason="llama-index-llms-anthropic 0.12.3 cannot chat with anthropic 2.x (TypeError)",
+    strict=True,
+)
+
+
+def anthropic_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+    user = body["messages"][-1]["content"]
+    text = user if isinstance(user, str) else user[0]["text"]
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": body["model"],
+        "content": [{"type": "text", "text": make_ledger(text)}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 11, "output_tokens": 7},
+    }
+
+
+def anthropic_llm(base_url: str, **settings: Any):
+    from llama_index.llms.anthropic import Anthropic
+
+    settings = {"model": ANTHROPIC_MODEL, **settings}
+    return Anthropic(base_url=base_url, api_key="sk-ant-test", max_tokens=4096, **settings)
+
+
+def assert_anthropic_body(body: dict[str, Any], request: ModelRequest, max_tokens: int) -> None:
+    output_format = body["output_config"]["format"]
+    assert output_format["type"] == "json_schema"
+    assert_in_dialect(output_format["schema"], request, "anthropic")
+    assert body["max_tokens"] == max_tokens
+    assert body["stream"] is False
+    assert not {"tools", "tool_choice", "mcp_servers"} & set(body)
+
+
+@BROKEN_UPSTREAM
+@MODES
+async def test_anthropic_gets_the_schema_as_output_config(
+    mode, loopback, launch_nodes, sent, make_ledger
+):
+    loopback.reply = lambda path, body: anthropic_answer(make_ledger, body)
+    synthesizer = EvidenceSynthesizer(llm=anthropic_llm(loopback.url), max_output_tokens=300)
+
+    response = await synthesize(synthesizer, launch_nodes, mode)
+
+    assert response.metadata["evidence_answer"].status == "answered"
+    (received,) = loopback.requests
+    assert received.path == "/v1/messages"
+    assert_anthropic_body(received.body, sent[0], 300)
+    assert received.headers["x-stainless-retry-count"] == "0"
+
+
+@BROKEN_UPSTREAM
+@FAILURES
+@MODES
+async def test_anthropic_is_sent_one_request_on_a_provider_error(
+    status, mode, loopback, launch_nodes
+):
+    loopback.status = status
+
+    with pytest.raises(ModelCallError) as raised:
+        await synthesize(EvidenceSynthesizer(llm=anthropic_llm(loopback.url)), launch_nodes, mode)
+
+    assert len(loopback.requests) == 1
+    assert raised.value.cause_type.startswith("anthropic.")
+
+
+def test_anthropic_chat_fails_before_sending_with_the_installed_packages(loopback, launch_nodes):
+    synthesizer = EvidenceSynthesizer(llm=anthropic_llm(loopback.url))
+
+    with pytest.raises(ModelCallError) as raised:
+        synthesizer.synthesize(QUESTION, launch_nodes)
+
+    assert raised.value.cause_type == "builtins.TypeError"
+    assert loopback.requests == []
+
+
+@pytest.fixture
+def ledger_request(ledger_llm, launch_nodes, sent) -> ModelRequest:
+    """A real request for the launch nodes (what every reader is handed), from a prompt-only LLM."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnenforcedSettingsWarning)
+        synthesizer = EvidenceSynthesizer(llm=ledger_llm, max_output_tokens=300)
+        synthesizer.synthesize(QUESTION, launch_nodes)
+    return sent[-1]
+
+
+async def send_as_anthropic_chat_does(strict: Any, request: ModelRequest, mode: str) -> None:
+    """``Anthropic.chat``'s own call through the strict copy's client, minus the message
+    conversion that fails with anthropic 2.x."""
+    call = {
+        "messages": [{"role": "user", "content": request.user}],
+        "system": request.system,
+        "stream": False,
+        **strict._get_all_kwargs(),
+    }
+    if mode == "sync":
+        strict._client.messages.create(**call)
+    else:
+        await strict._aclient.messages.create(**call)
+
+
+# A model the class sends no temperature for: anthropic 2.x's messages.create takes none.
+NO_TEMPERATURE_MODEL = "claude-sonnet-5"
+
+
+@MODES
+async def test_the_strict_anthropic_call_sends_output_config_without_retries(
+    mode, loopback, ledger_request, make_ledger
+):
+    loopback.reply = lambda path, body: anthropic_answer(make_ledger, body)
+    llm = anthropic_llm(
+        loopback.url, model=NO_TEMPERATURE_MODEL, additional_kwargs={"stop_sequences": ["END"]}
+    )
+    strict, kwargs = strict_anthropic_call(ledger_request, llm, mode == "async")
+
+    await send_as_anthropic_chat_does(strict, ledger_request, mode)
+
+    assert kwargs == {}
+    (received,) = loopback.requests
+    assert received.path == "/v1/messages"
+    assert_anthropic_body(received.body, ledger_request, 300)
+    assert received.body["stop_sequences"] == ["END"]  # settings this call does not set are kept
+    assert received.headers["x-stainless-retry-count"] == "0"
+
+
+@FAILURES
+@MODES
+async def test_the_strict_anthropic_call_makes_one_request_on_a_provider_error(
+    status, mode, loopback, ledger_request
+):
+    loopback.status = status
+    llm = anthropic_llm(loopback.url, model=NO_TEMPERATURE_MODEL)
+    assert llm.max_retries == 10
+    strict, _ = strict_anthropic_call(ledger_request, llm, mode == "async")
+
+    with pytest.raises(anthropic.APIStatusError):
+        await send_as_anthropic_chat_does(strict, ledger_request, mode)
+
+    assert len(loopback.requests) == 1

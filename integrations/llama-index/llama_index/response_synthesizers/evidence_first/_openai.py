@@ -23,15 +23,21 @@ if they did, and this package must not depend on it.
 
 from __future__ import annotations
 
-import sys
 import urllib.parse
 from collections.abc import Collection
 from typing import Any
 
-from evidence_first import ModelRequest
-from evidence_first.adapters import STRICT_KEYS, DialectName, openai_response_format, schema_in
+from evidence_first import InvalidRequestError, ModelRequest
+from evidence_first.adapters import (
+    STRICT_KEYS,
+    DialectName,
+    limits_in,
+    openai_response_format,
+    schema_in,
+)
+from llama_index.response_synthesizers.evidence_first._provider import Provider, instance_of
 
-__all__ = ["dialect_for", "is_openai", "is_reasoning_model", "strict_openai_call"]
+__all__ = ["PROVIDER", "dialect_for", "is_openai", "is_reasoning_model", "strict_openai_call"]
 
 _OPENAI_HOST = "api.openai.com"
 _AZURE_HOST_SUFFIX = ".openai.azure.com"
@@ -39,9 +45,7 @@ _AZURE_HOST_SUFFIX = ".openai.azure.com"
 
 def is_openai(llm: object) -> bool:
     """Whether ``llm`` is one of LlamaIndex's OpenAI LLMs (``OpenAILike`` is a subclass)."""
-    package = sys.modules.get("llama_index.llms.openai")
-    openai_class = getattr(package, "OpenAI", None)
-    return isinstance(openai_class, type) and isinstance(llm, openai_class)
+    return instance_of(llm, "llama_index.llms.openai", "OpenAI")
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -63,8 +67,7 @@ def dialect_for(llm: object, base_url: object) -> DialectName:
             whatever its endpoint's name).
         base_url: The API root the call goes to: the client's, or the LLM's ``api_base``.
     """
-    azure = getattr(sys.modules.get("llama_index.llms.azure_openai"), "AzureOpenAI", None)
-    if isinstance(azure, type) and isinstance(llm, azure):
+    if instance_of(llm, "llama_index.llms.azure_openai", "AzureOpenAI"):
         return "openai"
     host = (urllib.parse.urlsplit(str(base_url or "")).hostname or "").lower()
     return "openai" if host == _OPENAI_HOST or host.endswith(_AZURE_HOST_SUFFIX) else "json-schema"
@@ -121,3 +124,22 @@ def strict_openai_call(
         else:
             strict._client = retry_free
     return strict, {}
+
+
+def _refuse(llm: Any) -> None:
+    if not llm.metadata.is_chat_model:
+        msg = (
+            f"{type(llm).__name__} is configured as a completion model (is_chat_model=False), "
+            "so it would post one flattened prompt to /completions without the JSON schema; "
+            "construct it with is_chat_model=True (the server must offer /chat/completions)"
+        )
+        raise InvalidRequestError(msg, field="llm")
+
+
+PROVIDER = Provider(
+    package="llama_index.llms.openai",
+    class_name="OpenAI",
+    prepare=strict_openai_call,
+    limits=lambda llm: [llm.max_tokens, *limits_in(llm.additional_kwargs)],
+    refuse=_refuse,
+)

@@ -1,11 +1,12 @@
 """The reader model over a LlamaIndex `LLM`: one chat call, no tools, no retries, JSON output.
 
-OpenAI-compatible LLMs are configured strictly per call; any other LLM gets the prompt alone.
+Allow-listed LLMs (OpenAI-compatible, Anthropic, Gemini, Ollama) are configured strictly per
+call, by their provider module; any other LLM gets the prompt alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -20,21 +21,20 @@ from llama_index.core.llms.structured_llm import StructuredLLM
 from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, TokenUsage
 from evidence_first.adapters import (
     UnenforcedSettingsWarning,
-    limits_in,
     normalized_finish_reason,
     refuse_tools,
     warn_unenforced_once,
 )
-from llama_index.response_synthesizers.evidence_first._openai import (
-    is_openai,
-    strict_openai_call,
-)
+from llama_index.response_synthesizers.evidence_first._anthropic import PROVIDER as ANTHROPIC
+from llama_index.response_synthesizers.evidence_first._google import PROVIDER as GOOGLE
+from llama_index.response_synthesizers.evidence_first._ollama import PROVIDER as OLLAMA
+from llama_index.response_synthesizers.evidence_first._openai import PROVIDER as OPENAI
+from llama_index.response_synthesizers.evidence_first._provider import Prepare, Provider
 
-__all__ = ["AsyncLLMReader", "LLMReader", "UnenforcedSettingsWarning", "reader_for"]
+__all__ = ["PROVIDERS", "AsyncLLMReader", "LLMReader", "UnenforcedSettingsWarning", "reader_for"]
 
-# Given a request, the caller's LLM and whether the call is async: the LLM to call and the
-# keyword arguments for its chat or achat.
-Prepare = Callable[[ModelRequest, Any, bool], tuple[Any, dict[str, Any]]]
+PROVIDERS: tuple[Provider, ...] = (OPENAI, ANTHROPIC, GOOGLE, OLLAMA)
+"""The allow-list: each entry's class and its subclasses are called strictly."""
 
 
 class LLMReader:
@@ -42,22 +42,24 @@ class LLMReader:
 
     Args:
         llm: The LLM the caller configured; it is never modified.
-        prepare: Given the request, ``llm`` and whether the call is async, returns the LLM to
-            call (a strict copy, or ``llm`` itself) and the keyword arguments for the call.
+        provider: Its allow-list entry, or ``None`` to call it with the prompt alone.
     """
 
-    def __init__(self, llm: LLM, prepare: Prepare) -> None:
+    def __init__(self, llm: LLM, provider: Provider | None) -> None:
         self.llm = llm
-        self._prepare = prepare
+        self._provider = provider
+        self._prepare: Prepare = _prompt_only_call if provider is None else _strict(provider)
 
     @property
     def max_tokens(self) -> int | None:
         """The smallest output limit the LLM is configured with, if it is called strictly."""
-        if not is_openai(self.llm):
+        if self._provider is None:
             return None
-        extra = getattr(self.llm, "additional_kwargs", None)
-        limits = [getattr(self.llm, "max_tokens", None), *limits_in(extra)]
-        found = [limit for limit in limits if limit is not None]
+        found = [
+            limit
+            for limit in self._provider.limits(self.llm)
+            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
+        ]
         return min(found) if found else None
 
     def check(self) -> None:
@@ -89,24 +91,29 @@ class AsyncLLMReader(LLMReader):
 def reader_for(llm: LLM) -> LLMReader:
     """Check that ``llm`` can be called strictly and return the reader model for it.
 
-    ``OpenAI``, ``OpenAILike`` and their subclasses are called through a per-call copy with
-    retries off, the output limit, the timeout, temperature and the ledger's JSON schema as the
-    response format. Any other LLM is called with the prompt alone, after one
-    :class:`UnenforcedSettingsWarning` per class; the core still bounds the output and the wait.
+    An allow-listed LLM (:data:`PROVIDERS`: ``OpenAI`` and ``OpenAILike``, ``Anthropic``,
+    ``GoogleGenAI``, ``Ollama``, and their subclasses) is called through a per-call copy with
+    retries off, the output limit, the timeout, temperature and the ledger's JSON schema in
+    the provider's native field and dialect; what one cannot enforce is warned about once.
+    Any other LLM is called with the prompt alone, after one :class:`UnenforcedSettingsWarning`
+    per class; the core still bounds the output and the wait.
 
     Raises:
-        InvalidRequestError: The LLM is wrapped with tools or structured output, would retry
-            failed calls, or (OpenAI-compatible) is configured for the completions endpoint.
+        InvalidRequestError: The LLM is wrapped with tools or structured output, is configured
+            with tools, would retry failed calls (outside the allow-list), or (OpenAI-compatible)
+            is configured for the completions endpoint.
     """
     _refuse(llm)
-    if is_openai(llm):
-        return AsyncLLMReader(llm, _strict_openai_call)
+    provider = _provider_for(llm)
+    if provider is not None:
+        provider.announce(llm, 3)
+        return AsyncLLMReader(llm, provider)
     cls = type(llm)
     # A class with max_retries above 0 was refused; without the setting, retries are unknown.
     visible = hasattr(cls, "max_retries") or "max_retries" in getattr(cls, "model_fields", {})
     warn_unenforced_once(cls, retries_ruled_out=visible, stacklevel=3)
     reader = AsyncLLMReader if _has_native_achat(llm) else LLMReader
-    return reader(llm, _prompt_only_call)
+    return reader(llm, None)
 
 
 def to_model_response(response: ChatResponse) -> ModelResponse:
@@ -126,7 +133,7 @@ def to_model_response(response: ChatResponse) -> ModelResponse:
         text=message.content or "",
         tool_calls=tool_calls,
         finish_reason=_finish_reason(response.raw),
-        usage=_usage(response.additional_kwargs),
+        usage=_usage(response),
     )
 
 
@@ -135,6 +142,10 @@ def _messages(request: ModelRequest) -> list[ChatMessage]:
         ChatMessage(role=MessageRole.SYSTEM, content=request.system),
         ChatMessage(role=MessageRole.USER, content=request.user),
     ]
+
+
+def _provider_for(llm: object) -> Provider | None:
+    return next((provider for provider in PROVIDERS if provider.matches(llm)), None)
 
 
 def _refuse(llm: object) -> None:
@@ -150,14 +161,9 @@ def _refuse(llm: object) -> None:
         msg = f"llm must be a LlamaIndex LLM, got {name}"
         raise InvalidRequestError(msg, field="llm")
     refuse_tools(getattr(llm, "additional_kwargs", None), "additional_kwargs", name=name)
-    if is_openai(llm):
-        if not llm.metadata.is_chat_model:
-            msg = (
-                f"{name} is configured as a completion model (is_chat_model=False), so it "
-                "would post one flattened prompt to /completions without the JSON schema; "
-                "construct it with is_chat_model=True (the server must offer /chat/completions)"
-            )
-            raise InvalidRequestError(msg, field="llm")
+    provider = _provider_for(llm)
+    if provider is not None:
+        provider.refuse(llm)  # its retries are turned off per call
         return
     retries = getattr(llm, "max_retries", None)
     if isinstance(retries, int) and not isinstance(retries, bool) and retries > 0:
@@ -168,11 +174,12 @@ def _refuse(llm: object) -> None:
         raise InvalidRequestError(msg, field="llm")
 
 
-def _strict_openai_call(
-    request: ModelRequest, llm: Any, is_async: bool
-) -> tuple[Any, dict[str, Any]]:
-    _refuse(llm)  # its settings may have changed since the last request
-    return strict_openai_call(request, llm, is_async)
+def _strict(provider: Provider) -> Prepare:
+    def prepare(request: ModelRequest, llm: Any, is_async: bool) -> tuple[Any, dict[str, Any]]:
+        _refuse(llm)  # its settings may have changed since the last request
+        return provider.prepare(request, llm, is_async)
+
+    return prepare
 
 
 def _prompt_only_call(
@@ -192,17 +199,28 @@ def _has_native_achat(llm: object) -> bool:
 
 def _finish_reason(raw: object) -> str | None:
     """The provider's finish reason in the raw response, in its first choice if it has any."""
-    choices = raw.get("choices") if isinstance(raw, Mapping) else getattr(raw, "choices", None)
+    choices = _field(raw, "choices")
     source = choices[0] if isinstance(choices, (list, tuple)) and choices else raw
     return normalized_finish_reason(source)
 
 
-def _usage(additional_kwargs: Mapping[str, Any]) -> TokenUsage | None:
-    prompt = additional_kwargs.get("prompt_tokens")
-    completion = additional_kwargs.get("completion_tokens")
-    if not isinstance(prompt, int) and not isinstance(completion, int):
-        return None
-    return TokenUsage(
-        input_tokens=prompt if isinstance(prompt, int) else None,
-        output_tokens=completion if isinstance(completion, int) else None,
-    )
+def _usage(response: ChatResponse) -> TokenUsage | None:
+    """Token counts, from the additional kwargs (OpenAI, Gemini) or the raw usage (Ollama)."""
+    for source in (response.additional_kwargs, _field(response.raw, "usage")):
+        prompt = _count(source, "prompt_tokens", "input_tokens")
+        completion = _count(source, "completion_tokens", "output_tokens")
+        if prompt is not None or completion is not None:
+            return TokenUsage(input_tokens=prompt, output_tokens=completion)
+    return None
+
+
+def _field(source: object, name: str) -> object:
+    return source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
+
+
+def _count(source: object, *names: str) -> int | None:
+    for name in names:
+        value = _field(source, name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None

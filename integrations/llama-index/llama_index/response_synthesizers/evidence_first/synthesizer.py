@@ -63,12 +63,13 @@ class EvidenceSynthesizer(BaseSynthesizer):
     ``over_source_limit``.
 
     Args:
-        llm: The LlamaIndex LLM; ``None`` means ``Settings.llm``. ``OpenAI``, ``OpenAILike`` and
-            their subclasses are called strictly (no retries, ``max_tokens``, timeout,
-            temperature 0, the ledger's JSON schema as response format) and must be chat
-            models (``is_chat_model=True``). Other LLMs are called with the prompt alone after
-            one :class:`UnenforcedSettingsWarning`; one that retries (``max_retries`` > 0) or
-            is wrapped with tools or structured output is refused.
+        llm: The LlamaIndex LLM; ``None`` means ``Settings.llm``. ``OpenAI``, ``OpenAILike``,
+            ``Anthropic``, ``GoogleGenAI``, ``Ollama`` and their subclasses are called
+            strictly (no retries, the output limit, timeout, temperature 0, the ledger's JSON
+            schema in the provider's native structured-output field); OpenAI-compatible ones
+            must be chat models (``is_chat_model=True``). Other LLMs are called with the
+            prompt alone after one :class:`UnenforcedSettingsWarning`; one that retries
+            (``max_retries`` > 0) or is configured with tools or structured output is refused.
         callback_manager: LlamaIndex callbacks; default ``Settings.callback_manager``.
         speaker_key: The metadata key of who said or wrote a node's text.
         observed_at_key: The metadata key of when: Unix ms, an aware ``datetime`` or ISO 8601
