@@ -10,11 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import anthropic
 import ollama
@@ -25,7 +20,10 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
-from evidence_first import ModelRequest
+from evidence_first import Evidence, ModelRequest
+from evidence_first._citing.quote import QuoteStyle
+from evidence_first._schema import ledger_schema
+from evidence_first.adapters import schema_in
 from langchain_evidence_first._anthropic import CACHED_CLIENTS
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
 
@@ -34,58 +32,17 @@ REQUEST = ModelRequest(
     system="system",
     user="user",
     max_tokens=16,
-    json_schema={"type": "object", "title": "ledger"},
+    json_schema=ledger_schema(
+        QuoteStyle(), [Evidence(id="a", text="A.")], knowledge="evidence-only", max_output_tokens=16
+    ),
     timeout=5.0,
     prompt_version="test",
 )
 
 
-class _Recorder(BaseHTTPRequestHandler):
-    # HTTP/1.0: each connection closes after its response, so no client leaves one open.
-    protocol_version = "HTTP/1.0"
-    status = 500
-    payload = b"{}"
-    bodies: list[dict[str, Any]]
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.bodies.append(json.loads(body or b"{}"))
-        self.send_response(self.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(self.payload)))
-        self.end_headers()
-        self.wfile.write(self.payload)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def failing_endpoint() -> Iterator[Callable[[Any], tuple[str, list[dict[str, Any]]]]]:
-    """Start loopback servers that answer every POST with HTTP 500 and ``body``.
-
-    Each start returns the server's root URL and the list of request bodies it received:
-    every attempt a client makes, retries included.
-    """
-    servers: list[ThreadingHTTPServer] = []
-
-    def start(body: Any) -> tuple[str, list[dict[str, Any]]]:
-        bodies: list[dict[str, Any]] = []
-        attributes = {"payload": json.dumps(body).encode(), "bodies": bodies}
-        server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Recorder,), attributes))
-        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}", bodies
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
-
-
 async def _call(strict: StrictChatModel, mode: str) -> None:
     messages = [SystemMessage("system"), HumanMessage("user")]
-    kwargs = strict.call_kwargs(REQUEST)
+    kwargs = strict.call_kwargs(REQUEST)  # the same per-call arguments as the answerer's
     if mode == "sync":
         strict.model.invoke(messages, **kwargs)
         return
@@ -108,15 +65,17 @@ def test_chat_openai_builds_its_retrying_clients_at_construction():
 
 
 @MODES
-async def test_a_strict_chat_openai_sends_one_request_on_a_500(mode, failing_endpoint):
-    root, bodies = failing_endpoint({"error": {"message": "crafted", "type": "server_error"}})
-    llm = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test", base_url=f"{root}/v1")
+async def test_a_strict_chat_openai_sends_one_request_on_a_500(mode, loopback):
+    endpoint = loopback(500, {"error": {"message": "crafted", "type": "server_error"}})
+    llm = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test", base_url=f"{endpoint.url}/v1")
     strict = strict_chat_model(llm, timeout=5.0, max_tokens=16)
 
     with pytest.raises(openai.InternalServerError):
         await _call(strict, mode)
 
+    bodies = endpoint.bodies
     assert len(bodies) == 1
+    # A loopback server is not OpenAI: the schema goes as built, every bound included.
     assert bodies[0]["response_format"]["json_schema"]["schema"] == REQUEST.json_schema
 
 
@@ -135,9 +94,9 @@ def test_chat_anthropic_still_caches_its_clients_as_cached_properties():
 
 
 @MODES
-async def test_a_strict_chat_anthropic_sends_one_request_on_a_500(mode, failing_endpoint):
-    root, bodies = failing_endpoint({"type": "error", "error": {"type": "api_error"}})
-    llm = ChatAnthropic(model="claude-haiku-4-5", api_key="sk-ant-test", base_url=root)
+async def test_a_strict_chat_anthropic_sends_one_request_on_a_500(mode, loopback):
+    endpoint = loopback(500, {"type": "error", "error": {"type": "api_error"}})
+    llm = ChatAnthropic(model="claude-haiku-4-5", api_key="sk-ant-test", base_url=endpoint.url)
     # Ordinary use first: the clients are built and cached with the default two retries.
     assert llm._client.max_retries == 2
     assert llm._async_client.max_retries == 2
@@ -146,25 +105,32 @@ async def test_a_strict_chat_anthropic_sends_one_request_on_a_500(mode, failing_
     with pytest.raises(anthropic.InternalServerError):
         await _call(strict, mode)
 
+    bodies = endpoint.bodies
     assert len(bodies) == 1
     assert bodies[0]["max_tokens"] == 16
+    # ChatAnthropic passes a call's output_config through to the Messages API.
+    assert bodies[0]["output_config"]["format"] == {
+        "type": "json_schema",
+        "schema": schema_in(REQUEST.json_schema, "anthropic"),
+    }
 
 
 # _ollama: no private attribute; the ollama client does not retry.
 
 
 @MODES
-async def test_a_strict_chat_ollama_sends_one_request_on_a_500(mode, failing_endpoint):
+async def test_a_strict_chat_ollama_sends_one_request_on_a_500(mode, loopback):
     assert not any("retr" in name for name in ChatOllama.model_fields)
-    root, bodies = failing_endpoint({"error": "crafted"})
+    endpoint = loopback(500, {"error": "crafted"})
     strict = strict_chat_model(
-        ChatOllama(model="llama3.2", base_url=root), timeout=5.0, max_tokens=16
+        ChatOllama(model="llama3.2", base_url=endpoint.url), timeout=5.0, max_tokens=16
     )
 
     with pytest.raises(ollama.ResponseError):
         await _call(strict, mode)
 
+    bodies = endpoint.bodies
     assert len(bodies) == 1
     assert bodies[0]["options"]["num_predict"] == 16
     assert bodies[0]["options"]["temperature"] == 0.0
-    assert bodies[0]["format"] == REQUEST.json_schema
+    assert bodies[0]["format"] == schema_in(REQUEST.json_schema, "full")

@@ -18,6 +18,7 @@ from langchain_openai import ChatOpenAI
 from evidence_first import Evidence, InvalidRequestError, ModelRequest
 from evidence_first._citing.quote import QuoteStyle
 from evidence_first._schema import ledger_schema
+from evidence_first.adapters import schema_in
 from evidence_first.chat_completions import SCHEMA_NAME
 from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
 from langchain_evidence_first._chat_model import strict_chat_model
@@ -50,12 +51,15 @@ def _openai(**kwargs) -> ChatOpenAI:
     )
 
 
+LEDGER = ledger_schema(QuoteStyle(), [SOURCE], knowledge="evidence-only", max_output_tokens=321)
+
+
 def _request(**overrides) -> ModelRequest:
     fields = {
         "system": "system",
         "user": "user",
         "max_tokens": 321,
-        "json_schema": {"type": "object"},
+        "json_schema": LEDGER,
         "timeout": 7.5,
         "prompt_version": "test",
     }
@@ -93,7 +97,7 @@ def test_openai_compatible_models_get_json_schema_output_and_no_retries():
     assert model.root_client.timeout == 7.5
     # The caller's model keeps its own settings.
     assert llm.root_client.max_retries == 2
-    request = _request(json_schema={"type": "object", "title": "ledger"})
+    request = _request()
     kwargs = strict.request_kwargs(request)
     payload = model._get_request_payload([SystemMessage("s"), HumanMessage("u")], **kwargs)
     # In the request body as-is (extra_body), not through ChatOpenAI's `.parse()` route.
@@ -115,7 +119,7 @@ def test_reasoning_models_are_not_sent_a_temperature():
     assert "temperature" not in strict.request_kwargs(_request())
 
 
-def test_anthropic_gets_prompt_only_json_limits_and_no_retries():
+def test_anthropic_gets_structured_output_limits_and_no_retries():
     llm = ChatAnthropic(model="claude-sonnet-4-5", api_key="sk-ant-test")
     _ = llm._client  # built and cached with the default retries
     strict = strict_chat_model(llm, timeout=7.5, max_tokens=321)
@@ -123,24 +127,27 @@ def test_anthropic_gets_prompt_only_json_limits_and_no_retries():
     assert strict.model._client.max_retries == 0
     assert strict.model._client.timeout == 7.5
     assert llm._client.max_retries == 2
-    assert strict.request_kwargs(_request()) == {}
-    payload = strict.model._get_request_payload([SystemMessage("s"), HumanMessage("u")])
+    payload = strict.model._get_request_payload(
+        [SystemMessage("s"), HumanMessage("u")], **strict.request_kwargs(_request())
+    )
     assert payload["max_tokens"] == 321
     # This langchain-anthropic release sends the temperature through extra_body.
     assert {**payload.get("extra_body", {}), **payload}["temperature"] == 0.0
     assert "tools" not in payload
-    assert "output_format" not in payload
+    assert payload["output_config"]["format"] == {
+        "type": "json_schema",
+        "schema": schema_in(LEDGER, "anthropic"),
+    }
 
 
 def test_ollama_gets_the_schema_as_its_format_and_the_output_limit():
     llm = ChatOllama(model="llama3.2", num_ctx=8192)
     strict = strict_chat_model(llm, timeout=7.5, max_tokens=321)
     assert strict.provider == "ollama"
-    request = _request(json_schema={"type": "object", "title": "ledger"})
     params = strict.model._chat_params(
-        [SystemMessage("s"), HumanMessage("u")], **strict.request_kwargs(request)
+        [SystemMessage("s"), HumanMessage("u")], **strict.request_kwargs(_request())
     )
-    assert params["format"] == request.json_schema
+    assert params["format"] == schema_in(LEDGER, "full")
     assert params["options"]["num_predict"] == 321
     assert params["options"]["temperature"] == 0.0
     assert params["options"]["num_ctx"] == 8192  # the caller's options survive

@@ -3,7 +3,9 @@
 It touches no private attribute of langchain-ollama or ollama. What it relies on, checked by
 ``tests/langchain/test_provider_canaries.py``: the ollama client does not retry (ChatOllama has
 no retry setting), and ChatOllama sends its public ``num_predict`` and ``temperature`` fields
-as request options and a per-call ``format`` as the output schema.
+as request options and a per-call ``format`` as the output schema. Ollama turns that schema
+into a llama.cpp grammar, which takes the ``"full"`` dialect: the ledger as a root ``anyOf``
+of its answered and abstained branches.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
+from evidence_first.adapters import schema_in
 from langchain_evidence_first._provider import Provider, RequestKwargs
 
 __all__ = ["PROVIDER"]
@@ -27,7 +30,7 @@ def _prepare(
     strict = model.model_copy(update={"num_predict": max_tokens, "temperature": 0.0})
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
-        return {"format": request.json_schema}
+        return {"format": schema_in(request.json_schema, "full")}
 
     return strict, request_kwargs
 

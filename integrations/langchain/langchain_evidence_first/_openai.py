@@ -5,7 +5,9 @@ It touches no private attribute of langchain-openai or openai. What it relies on
 construction (the public fields ``root_client``, ``client``, ``root_async_client``,
 ``async_client``) with the retry count, and calls through ``client``/``async_client``; so a
 copy with ``max_retries=0`` alone still retries, and the copy gets retry-free clients derived
-with the SDK's public ``with_options``.
+with the SDK's public ``with_options``. The schema is written in the dialect of the host the
+client calls (its public ``base_url``): OpenAI's strict subset for OpenAI and Azure OpenAI,
+standard JSON Schema for any other server.
 """
 
 from __future__ import annotations
@@ -13,11 +15,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import limits_in, openai_response_format, without_strict_keys
+from evidence_first.adapters import (
+    DialectName,
+    limits_in,
+    openai_response_format,
+    schema_in,
+    without_strict_keys,
+)
 from langchain_evidence_first._provider import (
     NO_TEMPERATURE,
     AsyncSession,
@@ -26,6 +35,25 @@ from langchain_evidence_first._provider import (
 )
 
 __all__ = ["PROVIDER"]
+
+_OPENAI_API = "https://api.openai.com/v1"
+
+
+def _dialect(model: BaseChatModel) -> DialectName:
+    """``"openai"`` for OpenAI's API and Azure OpenAI, ``"json-schema"`` for any other host.
+
+    OpenAI's strict mode answers a string length bound with an HTTP 400; a vLLM, llama.cpp or
+    LM Studio server takes standard JSON Schema, every bound included.
+    """
+    if any(cls.__name__ == "AzureChatOpenAI" for cls in type(model).__mro__):
+        return "openai"
+    # The client's own base URL: it also reflects OPENAI_BASE_URL, which the field does not.
+    root = getattr(model, "root_client", None)
+    base_url = getattr(root, "base_url", None) or getattr(model, "openai_api_base", None)
+    host = (urlsplit(str(base_url or _OPENAI_API)).hostname or "").lower()
+    if host == "api.openai.com" or host.endswith(".openai.azure.com"):
+        return "openai"
+    return "json-schema"
 
 
 def _prepare(
@@ -51,14 +79,17 @@ def _prepare(
     strict = model.model_copy(update=update)
     send_temperature = not NO_TEMPERATURE.match(str(getattr(model, "model_name", "")))
     extra_body = {**nested_body, **without_strict_keys(getattr(model, "extra_body", None) or {})}
+    dialect = _dialect(model)
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
         # The schema travels in the body as-is. As a `response_format` argument, ChatOpenAI
         # would route the call through the SDK's slower `.parse()`, which raises on a
         # length-limited reply instead of reporting finish_reason "length".
+        schema = schema_in(request.json_schema, dialect)
+        response_format = openai_response_format(request, schema=schema)
         kwargs: dict[str, Any] = {
             "max_tokens": request.max_tokens,
-            "extra_body": {**extra_body, "response_format": openai_response_format(request)},
+            "extra_body": {**extra_body, "response_format": response_format},
         }
         if send_temperature:
             kwargs["temperature"] = request.temperature
