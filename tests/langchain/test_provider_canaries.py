@@ -1,15 +1,17 @@
 """Canaries: what each provider module relies on in its framework still holds.
 
-Each allow-list module (``_openai``, ``_anthropic``, ``_ollama``) names in its docstring the
-framework behaviour or internals it depends on. These tests fail loudly when an upgrade
-changes them, and they assert the behaviour that matters (one HTTP request on a 500), not
-only names: a renamed attribute must never silently bring retries back.
+Each allow-list module (``_openai``, ``_anthropic``, ``_ollama``, ``_google``, ``_mistral``)
+names in its docstring the framework behaviour or internals it depends on. These tests fail
+loudly when an upgrade changes them, and they assert the behaviour that matters (one HTTP
+request on a 500, a client that gives up at the timeout), not only names: a renamed attribute
+must never silently bring retries back.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import time
 
 import anthropic
 import ollama
@@ -17,6 +19,8 @@ import openai
 import pytest
 from langchain_anthropic import ChatAnthropic
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_google_genai import ChatGoogleGenerativeAI
+from langchain_mistralai import ChatMistralAI
 from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
@@ -134,3 +138,34 @@ async def test_a_strict_chat_ollama_sends_one_request_on_a_500(mode, loopback):
     assert bodies[0]["options"]["num_predict"] == 16
     assert bodies[0]["options"]["temperature"] == 0.0
     assert bodies[0]["format"] == schema_in(REQUEST.json_schema, "full")
+
+
+# _openai, _anthropic, _google, _mistral: the strict copy's own client gives up at the timeout
+# (the engine's deadline aside). ChatMistralAI fixes its httpx clients' timeout at
+# construction, so _mistral relies on their public per-request `timeout`.
+
+TIMED = pytest.mark.parametrize(
+    "build",
+    [
+        lambda url: ChatOpenAI(model="m", api_key="sk-test", base_url=f"{url}/v1"),
+        lambda url: ChatAnthropic(model="claude-haiku-4-5", api_key="sk-ant-test", base_url=url),
+        lambda url: ChatGoogleGenerativeAI(model="gemini-2.5-flash", api_key="k", base_url=url),
+        lambda url: ChatMistralAI(model="mistral-small-latest", api_key="k", base_url=url),
+    ],
+    ids=["openai", "anthropic", "google", "mistral"],
+)
+
+
+@TIMED
+@MODES
+# google-genai's async client subclasses aiohttp's ClientSession, which aiohttp 3.14 deprecates.
+@pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
+async def test_the_strict_client_gives_up_at_the_timeout_after_one_request(mode, build, loopback):
+    endpoint = loopback(200, {}, delay=3.0)
+    strict = strict_chat_model(build(endpoint.url), timeout=0.5, max_tokens=16)
+    started = time.monotonic()
+    with pytest.raises(Exception) as info:  # noqa: PT011 - each SDK has its own timeout error
+        await _call(strict, mode)
+    assert time.monotonic() - started < 2.5
+    assert any("timeout" in cls.__name__.lower() for cls in type(info.value).__mro__)
+    assert len(endpoint.requests) == 1

@@ -1,9 +1,9 @@
 """The strict call of a LangChain chat model: once, no tools, no retries, bounded output.
 
 Known providers get their settings through an allow-list keyed by class name, one module per
-provider (``_openai``, ``_anthropic``, ``_ollama``), so this package imports none of them.
-Anything else is called with the prompt alone, after one warning that names what could not be
-enforced; the engine still bounds the wait and the output size.
+provider (``_openai``, ``_anthropic``, ``_ollama``, ``_google``, ``_mistral``), so this package
+imports none of them. Anything else is called with the prompt alone, after one warning that
+names what could not be enforced; the engine still bounds the wait and the output size.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from evidence_first.adapters import (
     warn_unenforced_once,
     without_strict_keys,
 )
-from langchain_evidence_first import _anthropic, _ollama, _openai
+from langchain_evidence_first import _anthropic, _google, _mistral, _ollama, _openai
 from langchain_evidence_first._provider import AsyncSession, no_kwargs
 
 __all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "strict_chat_model"]
@@ -39,7 +39,13 @@ __all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "strict_chat_model"]
 # Content-block types that mean a tool was called, whatever message.tool_calls says.
 _TOOL_BLOCK = re.compile(r"tool|_call$|^function_call")
 # The allow-list, first match wins: each entry's module holds its provider's knowledge.
-_PROVIDERS = (_openai.PROVIDER, _anthropic.PROVIDER, _ollama.PROVIDER)
+_PROVIDERS = (
+    _openai.PROVIDER,
+    _anthropic.PROVIDER,
+    _ollama.PROVIDER,
+    _google.PROVIDER,
+    _mistral.PROVIDER,
+)
 
 
 @dataclass(frozen=True)

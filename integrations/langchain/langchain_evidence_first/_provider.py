@@ -1,7 +1,8 @@
 """An allow-list entry: how the strict call prepares one provider's LangChain chat model.
 
-Each provider's entry lives in its own module (``_openai``, ``_anthropic``, ``_ollama``), with
-whatever knowledge of that framework's internals it needs, and nowhere else.
+Each provider's entry lives in its own module (``_openai``, ``_anthropic``, ``_ollama``,
+``_google``, ``_mistral``), with whatever knowledge of that framework's internals it needs, and
+nowhere else.
 """
 
 from __future__ import annotations

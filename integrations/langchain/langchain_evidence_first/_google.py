@@ -1,0 +1,60 @@
+"""The allow-list entry of Gemini chat models (``ChatGoogleGenerativeAI`` and subclasses).
+
+It touches no private attribute of langchain-google-genai or google-genai. What it relies on,
+checked by ``tests/langchain/test_provider_requests.py``: ChatGoogleGenerativeAI sends its
+public ``max_retries`` and ``timeout`` fields with every request as google-genai's
+per-request retry options (``attempts``, the original request included, so ``1`` is no retry:
+``0`` means the SDK's default of five in some releases) and timeout, which replace the
+client's own; ``max_output_tokens`` and ``temperature`` go into the generation config; and a
+call's ``response_mime_type`` and ``response_json_schema`` become the request's JSON output
+and schema (the class sends ``response_schema`` as ``response_json_schema`` too, so the
+schema is written in the ``"gemini-json"`` dialect).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from evidence_first import ModelRequest
+from evidence_first.adapters import schema_in
+from langchain_evidence_first._provider import Provider, RequestKwargs
+
+__all__ = ["DEFAULT_TEMPERATURE", "PROVIDER"]
+
+DEFAULT_TEMPERATURE = re.compile(r"^(models/)?gemini-([3-9]|\d{2,})")
+"""Gemini 3 and later: Google advises their default temperature, since a lower one can make
+them loop (ai.google.dev/gemini-api/docs/gemini-3); langchain-google-genai leaves it unset."""
+
+
+def _prepare(
+    model: BaseChatModel, timeout: float, max_tokens: int
+) -> tuple[BaseChatModel, RequestKwargs]:
+    update: dict[str, Any] = {
+        "max_retries": 1,
+        "timeout": timeout,
+        "max_output_tokens": max_tokens,
+        "n": 1,
+        "streaming": False,
+    }
+    name = str(getattr(model, "model", ""))
+    update["temperature"] = None if DEFAULT_TEMPERATURE.match(name) else 0.0
+    strict = model.model_copy(update=update)
+
+    def request_kwargs(request: ModelRequest) -> dict[str, Any]:
+        return {
+            "response_mime_type": "application/json",
+            "response_json_schema": schema_in(request.json_schema, "gemini-json"),
+        }
+
+    return strict, request_kwargs
+
+
+PROVIDER = Provider(
+    "google-genai",
+    "ChatGoogleGenerativeAI",
+    _prepare,
+    lambda model: [getattr(model, "max_output_tokens", None)],
+)

@@ -1,0 +1,83 @@
+"""The allow-list entry of Mistral chat models (``ChatMistralAI`` and subclasses).
+
+It touches no private attribute of langchain-mistralai. What it relies on, checked by
+``tests/langchain/test_provider_requests.py``: ChatMistralAI retries through langchain-core's
+tenacity decorator, whose ``max_retries`` counts attempts (``0`` and ``1`` both mean the
+request alone); it builds its ``client``/``async_client`` httpx clients at construction with
+its ``timeout``, and posts through their public ``post(url=..., json=...)``; and a call's
+keyword arguments join the JSON body, ``response_format`` among them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from evidence_first import ModelRequest
+from evidence_first.adapters import (
+    limits_in,
+    openai_response_format,
+    schema_in,
+    without_strict_keys,
+)
+from langchain_evidence_first._provider import Provider, RequestKwargs
+
+__all__ = ["PROVIDER"]
+
+
+class _Timed:
+    """The caller's httpx client with the strict call's timeout on every request.
+
+    The client keeps its pool, transport and proxy; httpx takes a per-request ``timeout``.
+    """
+
+    def __init__(self, client: Any, timeout: float) -> None:
+        self._wrapped = client
+        self._timeout = timeout
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
+
+    def post(self, *args: Any, **kwargs: Any) -> Any:
+        return self._wrapped.post(*args, **{**kwargs, "timeout": self._timeout})
+
+    def stream(self, *args: Any, **kwargs: Any) -> Any:
+        return self._wrapped.stream(*args, **{**kwargs, "timeout": self._timeout})
+
+
+def _prepare(
+    model: BaseChatModel, timeout: float, max_tokens: int
+) -> tuple[BaseChatModel, RequestKwargs]:
+    update: dict[str, Any] = {
+        "max_retries": 0,
+        "max_tokens": max_tokens,
+        "temperature": 0.0,
+        "streaming": False,
+        # ChatMistralAI puts model_kwargs last in the body: none of them may set what the
+        # strict call sets.
+        "model_kwargs": without_strict_keys(getattr(model, "model_kwargs", None) or {}),
+    }
+    for name in ("client", "async_client"):
+        client = getattr(model, name, None)
+        if client is not None:
+            update[name] = _Timed(client, timeout)
+    strict = model.model_copy(update=update)
+
+    def request_kwargs(request: ModelRequest) -> dict[str, Any]:
+        # Mistral's custom structured outputs (docs.mistral.ai/capabilities/structured-output/
+        # custom_structured_output) take OpenAI's request shape, a strict `json_schema`
+        # response_format, and document no keyword subset of their own; OpenAI's strict
+        # subset is the one that shape is known to accept (the engine still checks the string
+        # lengths it drops).
+        schema = schema_in(request.json_schema, "openai")
+        return {"response_format": openai_response_format(request, schema=schema)}
+
+    return strict, request_kwargs
+
+
+def _own_limits(model: BaseChatModel) -> list[int | None]:
+    return [getattr(model, "max_tokens", None), *limits_in(getattr(model, "model_kwargs", None))]
+
+
+PROVIDER = Provider("mistral", "ChatMistralAI", _prepare, _own_limits)
