@@ -1,0 +1,325 @@
+"""Each allow-listed provider's request, as its real client class sends it over HTTP.
+
+``EvidenceAnswerer`` calls the framework's own chat model class, pointed at a loopback server
+(or, for OpenAI's and Azure's own hosts, an ``httpx.MockTransport``); the tests read the body
+that arrived: the schema in the provider's native structured-output field, written in its
+dialect only (``DIALECTS[name].keywords``), the output limit, temperature 0, no tools. A
+provider 500 or 429 must cost exactly one HTTP request, counted as the requests the client
+attempted. (The client-side timeout is a canary: ``test_provider_canaries.py``.)
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import warnings
+from typing import Any
+
+import httpx
+import pytest
+from langchain_anthropic import ChatAnthropic
+from langchain_google_genai import ChatGoogleGenerativeAI
+from langchain_mistralai import ChatMistralAI
+from langchain_ollama import ChatOllama
+from langchain_openai import AzureChatOpenAI, ChatOpenAI
+
+from evidence_first import Evidence, ModelCallError
+from evidence_first._citing.quote import QuoteStyle
+from evidence_first._schema import ledger_schema
+from evidence_first.adapters import DIALECTS, schema_in
+from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
+
+SOURCE = Evidence(id="a", text="The launch moved to June 15.")
+QUESTION = {"question": "When is the launch?", "sources": [SOURCE]}
+LIMIT = 300
+CITATION = {"source_id": "a", "quote": "The launch moved to June 15."}
+FACT = {"subject": "launch", "relation": "moved to", "object": "June 15", "citations": [CITATION]}
+LEDGER = json.dumps(
+    {"facts": [FACT], "answer": "June 15", "inference": None, "missing_evidence": []}
+)
+MODES = pytest.mark.parametrize("mode", ["sync", "async"])
+ERRORS = pytest.mark.parametrize("status", [500, 429])
+# google-genai's async client subclasses aiohttp's ClientSession, which aiohttp 3.14 deprecates.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Inheritance class AiohttpClientSession from ClientSession:DeprecationWarning"
+)
+
+
+def _built() -> dict[str, Any]:
+    """The request's schema as the engine builds it (``ModelRequest.json_schema``)."""
+    return ledger_schema(QuoteStyle(), [SOURCE], knowledge="evidence-only", max_output_tokens=LIMIT)
+
+
+def _keywords(node: dict[str, Any]) -> set[str]:
+    """The schema keywords used anywhere in ``node`` (property names are not keywords)."""
+    found = set(node)
+    for sub in [*node.get("properties", {}).values(), *node.get("anyOf", ())]:
+        found |= _keywords(sub)
+    if isinstance(node.get("items"), dict):
+        found |= _keywords(node["items"])
+    return found
+
+
+def _assert_in_dialect(schema: dict[str, Any], dialect: str) -> None:
+    assert schema == schema_in(_built(), dialect)  # type: ignore[arg-type]
+    assert _keywords(schema) <= DIALECTS[dialect].keywords  # type: ignore[index]
+
+
+async def _answer(llm: Any, mode: str) -> Any:
+    answerer = EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT)
+    return answerer.invoke(QUESTION) if mode == "sync" else await answerer.ainvoke(QUESTION)
+
+
+# Each provider's reply carrying the same ledger, in its wire format.
+
+OPENAI_REPLY = {
+    "id": "c",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": LEDGER}, "finish_reason": "stop"}
+    ],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+ANTHROPIC_REPLY = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-haiku-4-5",
+    "content": [{"type": "text", "text": LEDGER}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 1, "output_tokens": 1},
+}
+OLLAMA_REPLY = {
+    "model": "llama3.2",
+    "created_at": "2026-01-01T00:00:00Z",
+    "message": {"role": "assistant", "content": LEDGER},
+    "done": True,
+    "done_reason": "stop",
+}
+GEMINI_REPLY = {
+    "candidates": [
+        {"content": {"role": "model", "parts": [{"text": LEDGER}]}, "finishReason": "STOP"}
+    ],
+    "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+}
+
+# Each provider's real class against a loopback server, and the error body it sends.
+LOOPBACK = {
+    "openai-elsewhere": (
+        lambda url: ChatOpenAI(model="m", api_key="sk-test", base_url=f"{url}/v1"),
+        {"error": {"message": "crafted", "type": "server_error"}},
+    ),
+    "anthropic": (
+        lambda url: ChatAnthropic(model="claude-haiku-4-5", api_key="sk-ant-test", base_url=url),
+        {"type": "error", "error": {"type": "api_error", "message": "crafted"}},
+    ),
+    "ollama": (lambda url: ChatOllama(model="llama3.2", base_url=url), {"error": "crafted"}),
+    "google": (
+        lambda url: ChatGoogleGenerativeAI(model="gemini-2.5-flash", api_key="k", base_url=url),
+        {"error": {"code": 500, "message": "crafted", "status": "INTERNAL"}},
+    ),
+    "mistral": (
+        lambda url: ChatMistralAI(model="mistral-small-latest", api_key="k", base_url=url),
+        {"object": "error", "message": "crafted"},
+    ),
+}
+
+
+def _on(provider: str, url: str) -> Any:
+    return LOOPBACK[provider][0](url)
+
+
+@MODES
+@ERRORS
+@pytest.mark.parametrize("provider", sorted(LOOPBACK))
+# langchain-core reads a failed call's body with `response.json()`: on google-genai's aiohttp
+# response that is a coroutine nobody awaits. It is collected below, under this filter.
+@pytest.mark.filterwarnings("ignore:coroutine 'ClientResponse.json' was never awaited")
+async def test_a_provider_error_costs_exactly_one_request(mode, status, provider, loopback):
+    endpoint = loopback(status, LOOPBACK[provider][1])
+    with pytest.raises(ModelCallError) as info:
+        await _answer(_on(provider, endpoint.url), mode)
+    assert len(endpoint.requests) == 1
+    del info
+    gc.collect()
+
+
+# ChatOpenAI: OpenAI's strict subset on OpenAI and Azure, the schema as built elsewhere.
+
+
+def _mock_openai(cls: type, recorded: list[httpx.Request], status: int, **kwargs: Any) -> Any:
+    """A ChatOpenAI-family model on its real host, its HTTP served by ``httpx.MockTransport``."""
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        recorded.append(request)
+        if status != 200:
+            return httpx.Response(status, json={"error": {"message": "crafted"}})
+        return httpx.Response(200, json=OPENAI_REPLY)
+
+    transport = httpx.MockTransport(reply)
+    return cls(
+        api_key="sk-test",
+        http_client=httpx.Client(transport=transport),
+        http_async_client=httpx.AsyncClient(transport=transport),
+        **kwargs,
+    )
+
+
+AZURE = {
+    "azure_endpoint": "https://example.openai.azure.com",
+    "azure_deployment": "gpt-4.1-mini",
+    "api_version": "2024-10-21",
+}
+OPENAI_HOSTS = pytest.mark.parametrize(
+    ("cls", "kwargs", "host"),
+    [
+        (ChatOpenAI, {"model": "gpt-4.1-mini"}, "api.openai.com"),
+        (AzureChatOpenAI, AZURE, "example.openai.azure.com"),
+    ],
+    ids=["openai", "azure"],
+)
+
+
+@OPENAI_HOSTS
+@MODES
+async def test_chat_openai_on_openai_hosts_sends_the_openai_dialect(mode, cls, kwargs, host):
+    recorded: list[httpx.Request] = []
+    answer = await _answer(_mock_openai(cls, recorded, 200, **kwargs), mode)
+    assert answer.status == "answered"
+    (request,) = recorded
+    assert request.url.host == host
+    body = json.loads(request.content)
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["strict"] is True
+    _assert_in_dialect(body["response_format"]["json_schema"]["schema"], "openai")
+    assert body.get("max_completion_tokens", body.get("max_tokens")) == LIMIT
+    assert body["temperature"] == 0.0
+    assert "tools" not in body
+    assert "tool_choice" not in body
+
+
+@OPENAI_HOSTS
+@MODES
+@ERRORS
+async def test_chat_openai_on_openai_hosts_makes_one_request_on_an_error(
+    mode, status, cls, kwargs, host
+):
+    recorded: list[httpx.Request] = []
+    with pytest.raises(ModelCallError):
+        await _answer(_mock_openai(cls, recorded, status, **kwargs), mode)
+    assert len(recorded) == 1
+
+
+@MODES
+async def test_chat_openai_elsewhere_sends_the_schema_as_built(mode, loopback):
+    endpoint = loopback(200, OPENAI_REPLY)
+    answer = await _answer(_on("openai-elsewhere", endpoint.url), mode)
+    assert answer.status == "answered"
+    assert endpoint.requests[0]["path"] == "/v1/chat/completions"
+    schema = endpoint.body["response_format"]["json_schema"]["schema"]
+    # vLLM, llama.cpp, LM Studio: standard JSON Schema, every bound, byte for byte as built
+    # (the cassettes were recorded with this body).
+    assert json.dumps(schema) == json.dumps(_built())
+    _assert_in_dialect(schema, "json-schema")
+    assert endpoint.body["temperature"] == 0.0
+    assert "tools" not in endpoint.body
+
+
+# ChatAnthropic: structured outputs (output_config.format), the Anthropic dialect.
+
+
+@MODES
+async def test_chat_anthropic_sends_its_structured_output_format(mode, loopback):
+    endpoint = loopback(200, ANTHROPIC_REPLY)
+    answer = await _answer(_on("anthropic", endpoint.url), mode)
+    assert answer.status == "answered"
+    body = endpoint.body
+    assert endpoint.requests[0]["path"] == "/v1/messages"
+    assert body["output_config"]["format"]["type"] == "json_schema"
+    _assert_in_dialect(body["output_config"]["format"]["schema"], "anthropic")
+    assert body["max_tokens"] == LIMIT
+    assert body["temperature"] == 0.0
+    assert "tools" not in body
+    assert "tool_choice" not in body
+    # The generally available field: no beta header.
+    assert "anthropic-beta" not in {name.lower() for name in endpoint.requests[0]["headers"]}
+
+
+def test_a_claude_model_without_structured_outputs_gets_prompt_only_json_and_a_warning(loopback):
+    endpoint = loopback(200, ANTHROPIC_REPLY)
+    llm = ChatAnthropic(model="claude-3-5-haiku-20241022", api_key="k", base_url=endpoint.url)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        answerer = EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT)
+        EvidenceAnswerer(llm=llm)
+    assert [w.category for w in record] == [UnenforcedSettingsWarning]
+    assert "prompt only" in str(record[0].message)
+    assert answerer.invoke(QUESTION).status == "answered"
+    assert "output_config" not in endpoint.body
+    assert endpoint.body["max_tokens"] == LIMIT
+
+
+# ChatOllama: `format`, the full dialect (a root anyOf, which its llama.cpp grammar takes).
+
+
+@MODES
+async def test_chat_ollama_sends_the_full_schema_as_its_format(mode, loopback):
+    endpoint = loopback(200, OLLAMA_REPLY)
+    answer = await _answer(_on("ollama", endpoint.url), mode)
+    assert answer.status == "answered"
+    body = endpoint.body
+    assert endpoint.requests[0]["path"] == "/api/chat"
+    assert "anyOf" in body["format"]
+    _assert_in_dialect(body["format"], "full")
+    assert body["options"]["num_predict"] == LIMIT
+    assert body["options"]["temperature"] == 0.0
+    assert not body.get("tools")  # the ollama client always sends the key, empty
+
+
+# ChatGoogleGenerativeAI: generationConfig.responseJsonSchema, the gemini-json dialect.
+
+
+@MODES
+async def test_chat_google_sends_its_json_schema_and_json_output(mode, loopback):
+    endpoint = loopback(200, GEMINI_REPLY)
+    answer = await _answer(_on("google", endpoint.url), mode)
+    assert answer.status == "answered"
+    body = endpoint.body
+    assert endpoint.requests[0]["path"].endswith("/models/gemini-2.5-flash:generateContent")
+    config = body["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    _assert_in_dialect(config["responseJsonSchema"], "gemini-json")
+    assert "responseSchema" not in config
+    assert config["maxOutputTokens"] == LIMIT
+    assert config["temperature"] == 0.0
+    assert config.get("candidateCount", 1) == 1
+    assert "tools" not in body
+    assert "toolConfig" not in body
+
+
+def test_gemini_3_keeps_its_default_temperature(loopback):
+    endpoint = loopback(200, GEMINI_REPLY)
+    llm = ChatGoogleGenerativeAI(model="gemini-3-flash-preview", api_key="k", base_url=endpoint.url)
+    assert EvidenceAnswerer(llm=llm).invoke(QUESTION).status == "answered"
+    assert "temperature" not in endpoint.body["generationConfig"]
+
+
+# ChatMistralAI: response_format json_schema, strict, in OpenAI's strict subset.
+
+
+@MODES
+async def test_chat_mistral_sends_a_strict_json_schema_response_format(mode, loopback):
+    endpoint = loopback(200, OPENAI_REPLY)
+    answer = await _answer(_on("mistral", endpoint.url), mode)
+    assert answer.status == "answered"
+    body = endpoint.body
+    assert endpoint.requests[0]["path"] == "/chat/completions"
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["response_format"]["json_schema"]["strict"] is True
+    _assert_in_dialect(body["response_format"]["json_schema"]["schema"], "openai")
+    assert body["max_tokens"] == LIMIT
+    assert body["temperature"] == 0.0
+    assert body["stream"] is False
+    assert "tools" not in body
