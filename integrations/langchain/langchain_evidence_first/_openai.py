@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
 
@@ -23,6 +22,7 @@ from evidence_first import ModelRequest
 from evidence_first.adapters import (
     DialectName,
     limits_in,
+    openai_dialect_for,
     openai_response_format,
     schema_in,
     without_strict_keys,
@@ -36,8 +36,6 @@ from langchain_evidence_first._provider import (
 
 __all__ = ["PROVIDER"]
 
-_OPENAI_API = "https://api.openai.com/v1"
-
 
 def _dialect(model: BaseChatModel) -> DialectName:
     """``"openai"`` for OpenAI's API and Azure OpenAI, ``"json-schema"`` for any other host.
@@ -49,11 +47,9 @@ def _dialect(model: BaseChatModel) -> DialectName:
         return "openai"
     # The client's own base URL: it also reflects OPENAI_BASE_URL, which the field does not.
     root = getattr(model, "root_client", None)
-    base_url = getattr(root, "base_url", None) or getattr(model, "openai_api_base", None)
-    host = (urlsplit(str(base_url or _OPENAI_API)).hostname or "").lower()
-    if host == "api.openai.com" or host.endswith(".openai.azure.com"):
-        return "openai"
-    return "json-schema"
+    return openai_dialect_for(
+        getattr(root, "base_url", None) or getattr(model, "openai_api_base", None)
+    )
 
 
 def _prepare(

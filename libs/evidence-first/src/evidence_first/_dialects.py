@@ -10,13 +10,14 @@ checks every citation, count and policy on whatever comes back.
 
 from __future__ import annotations
 
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from evidence_first._schema import branch_on_answer
 
-__all__ = ["DIALECTS", "Dialect", "DialectName", "schema_in"]
+__all__ = ["DIALECTS", "Dialect", "DialectName", "openai_dialect_for", "schema_in"]
 
 DialectName = Literal["full", "json-schema", "openai", "anthropic", "gemini", "gemini-json"]
 
@@ -129,6 +130,19 @@ DIALECTS: dict[DialectName, Dialect] = {
         keywords=_STRUCTURE | {"enum", "anyOf", "minItems", "maxItems"},
     ),
 }
+
+
+def openai_dialect_for(base_url: object) -> DialectName:
+    """The dialect of an OpenAI-compatible API root (``None``: OpenAI's own).
+
+    OpenAI's and Azure OpenAI's strict mode is ``"openai"``; any other server (vLLM,
+    llama.cpp, a gateway) is sent ``"json-schema"``.
+    """
+    if base_url is None or str(base_url) == "":
+        return "openai"
+    host = (urllib.parse.urlsplit(str(base_url)).hostname or "").lower()
+    openai = host == "api.openai.com" or host.endswith(".openai.azure.com")
+    return "openai" if openai else "json-schema"
 
 
 def schema_in(schema: Mapping[str, Any], dialect: Dialect | DialectName) -> dict[str, Any]:

@@ -35,7 +35,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence_first._answer import EvidenceAnswer
-from evidence_first._dialects import DIALECTS, Dialect, DialectName, schema_in
+from evidence_first._dialects import (
+    DIALECTS,
+    Dialect,
+    DialectName,
+    openai_dialect_for,
+    schema_in,
+)
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import Evidence
@@ -66,6 +72,7 @@ __all__ = [
     "limits_in",
     "metadata_fields",
     "normalized_finish_reason",
+    "openai_dialect_for",
     "openai_response_format",
     "option_error",
     "refuse_tools",

@@ -16,7 +16,7 @@ import urllib.request
 from typing import Any
 
 from evidence_first._answer import TokenUsage
-from evidence_first._dialects import DialectName, schema_in
+from evidence_first._dialects import DialectName, openai_dialect_for, schema_in
 from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
 from evidence_first.adapters import SCHEMA_NAME, openai_response_format
@@ -77,7 +77,7 @@ class ChatCompletionsModel:
         self.base_url = _checked_base_url(base_url)
         self.model = model
         self.seed = seed
-        self.dialect: DialectName = dialect or _dialect_for(self.base_url)
+        self.dialect: DialectName = dialect or openai_dialect_for(self.base_url)
         self._api_key = api_key
 
     def __repr__(self) -> str:
@@ -120,15 +120,6 @@ class ChatCompletionsModel:
             msg = f"the model call failed: {_connection_failure(reason)}"
             raise ModelCallError(msg, cause_type="urllib.error.URLError") from exc
         return _parse_reply(payload)
-
-
-def _dialect_for(base_url: str) -> DialectName:
-    host = (urllib.parse.urlsplit(base_url).hostname or "").lower()
-    return (
-        "openai"
-        if host == "api.openai.com" or host.endswith(".openai.azure.com")
-        else "json-schema"
-    )
 
 
 def _checked_base_url(base_url: object) -> str:

@@ -23,7 +23,6 @@ if they did, and this package must not depend on it.
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Collection
 from typing import Any
 
@@ -32,15 +31,13 @@ from evidence_first.adapters import (
     STRICT_KEYS,
     DialectName,
     limits_in,
+    openai_dialect_for,
     openai_response_format,
     schema_in,
 )
 from llama_index.response_synthesizers.evidence_first._provider import Provider, instance_of
 
 __all__ = ["PROVIDER", "dialect_for", "is_openai", "is_reasoning_model", "strict_openai_call"]
-
-_OPENAI_HOST = "api.openai.com"
-_AZURE_HOST_SUFFIX = ".openai.azure.com"
 
 
 def is_openai(llm: object) -> bool:
@@ -69,8 +66,7 @@ def dialect_for(llm: object, base_url: object) -> DialectName:
     """
     if instance_of(llm, "llama_index.llms.azure_openai", "AzureOpenAI"):
         return "openai"
-    host = (urllib.parse.urlsplit(str(base_url or "")).hostname or "").lower()
-    return "openai" if host == _OPENAI_HOST or host.endswith(_AZURE_HOST_SUFFIX) else "json-schema"
+    return openai_dialect_for(base_url)
 
 
 def strict_openai_call(
