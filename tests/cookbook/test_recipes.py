@@ -38,6 +38,7 @@ RECIPES = [
     "05_scoped_retrieval",
     "06_render_html",
     "07_flagged_citations",
+    "09_follow_up_retrieval",
 ]
 STATUSES = {"answered", "insufficient_evidence", "invalid_response"}
 
@@ -409,3 +410,64 @@ def test_flagged_citations_recipe_holds_the_obedient_answer_and_shows_the_carefu
     sent_line = printed.splitlines()[1]
     assert "<|im_end|>" not in sent_line
     assert "\\u003c|im_end|\\u003e" in sent_line
+
+
+# 9. Follow-up retrieval.
+
+MISSING_ROOM = "the room where the platform team meets"
+
+
+def _room_reader():
+    """A chat model that answers once both documents were sent, and names the room before."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    quotes = {
+        "review-invite": "the launch review on June 12 is hosted by the platform team",
+        "platform-rooms": "the platform team meets in room 4B",
+    }
+
+    class RoomReader(BaseChatModel):
+        sent: list[list[str]]
+
+        @property
+        def _llm_type(self):
+            return "room-reader"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            user = str(messages[-1].content)
+            sources = json.JSONDecoder().raw_decode(user, user.index("\n[") + 1)[0]
+            ids = [source["id"] for source in sources]
+            self.sent.append(ids)
+            ledger = {"facts": [], "answer": None, "inference": None}
+            if set(quotes) <= set(ids):
+                citations = [{"source_id": id_, "quote": quote} for id_, quote in quotes.items()]
+                fact = {"subject": "launch review", "relation": "is held in", "object": "4B"}
+                ledger |= {"facts": [{**fact, "citations": citations}], "answer": "Room 4B."}
+                ledger["missing_evidence"] = []
+            else:
+                ledger["missing_evidence"] = [MISSING_ROOM]
+            message = AIMessage(content=json.dumps(ledger))
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    return RoomReader(sent=[])
+
+
+@pytest.mark.filterwarnings("ignore::langchain_evidence_first.UnenforcedSettingsWarning")
+def test_follow_up_recipe_finds_the_room_on_the_second_hop(capsys):
+    module = recipe("09_follow_up_retrieval")
+    model = _room_reader()
+
+    result = module.follow_up(model)
+
+    assert result.answer.status == "answered"
+    assert result.model_calls == 2
+    assert model.sent == [["review-invite"], ["review-invite", "platform-rooms"]]
+    assert [hop.queries for hop in result.hops] == [(module.QUESTION,), (MISSING_ROOM,)]
+    assert [hop.retrieved_ids for hop in result.hops] == [("review-invite",), ("platform-rooms",)]
+    assert result.answer.used_source_ids == ("review-invite", "platform-rooms")
+    out = capsys.readouterr().out
+    assert f"hop 1: queries [{MISSING_ROOM!r}]" in out
+    assert "retrieved ['platform-rooms'], new ['platform-rooms']" in out
+    assert str(result.answer) in out
