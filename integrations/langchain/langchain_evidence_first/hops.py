@@ -220,8 +220,8 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
         return _result(question, state)
 
     def _child(self, config: RunnableConfig, run_manager: Any) -> RunnableConfig:
-        # Each hop is two graph steps; the limit is set from the bound so a caller's lower
-        # default never cuts a run short.
+        # Each hop is two graph steps, so the bound fixes the steps a run needs; a caller's
+        # recursion_limit, meant for graphs of their own, would cut it short or mean nothing.
         steps = 2 * (self._max_hops + 1) + 1
         return patch_config(config, callbacks=run_manager.get_child(), recursion_limit=steps)
 
@@ -281,8 +281,8 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
 
 
 def _follow_up_queries(answer: EvidenceAnswer, limit: int) -> tuple[str, ...]:
-    # Verbatim: the reader named what is missing in the sources' words, the best query there
-    # is without another model call. Exact repeats would only retrieve the same again.
+    # Verbatim: rewording them into better queries would take another model call. An exact
+    # repeat would only retrieve the same documents again.
     if answer.status != "insufficient_evidence":
         return ()
     items = [item for item in dict.fromkeys(answer.missing_evidence) if item.strip()]
