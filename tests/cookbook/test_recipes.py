@@ -38,6 +38,7 @@ RECIPES = [
     "05_scoped_retrieval",
     "06_render_html",
     "07_flagged_citations",
+    "08_bulk_answering_on_ray",  # runs on a local Ray in test_ray_recipe.py
     "09_follow_up_retrieval",
 ]
 STATUSES = {"answered", "insufficient_evidence", "invalid_response"}
