@@ -158,7 +158,8 @@ def answer_dataset(
             ``functools.partial(ChatCompletionsModel, base_url, model="...")``.
         concurrency: Workers (Ray actors), each with its own model client.
         threads: Rows each worker answers at once.
-        batch_size: Rows per batch handed to a worker.
+        batch_size: Rows per batch handed to a worker: a few times ``threads``, so that a batch
+            keeps the pool busy while Ray hands the worker its next one.
         num_cpus: CPUs Ray reserves per worker; answering mostly waits, so less than one.
         id_column: The column that identifies a row in the results.
         **options: Answering options for ``answer_from_evidence``, such as ``timeout``.
