@@ -56,6 +56,18 @@ def test_concurrency_prints_one_row_per_system(capsys, load_benchmark):
     assert all(row[-1] in {"yes", "NO"} for row in rows)
 
 
+# Ray Data copies its context for each execution, setting every field, the deprecated ones too.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.data.context")
+def test_ray_scaling_prints_one_row_per_worker_count(capsys, load_benchmark):
+    assert load_benchmark("ray_scaling").main(["--quick"]) == 0
+    rows = _table_rows(capsys.readouterr().out)
+    assert [row[:5] for row in rows] == [["1", "4", "4", "16", "50"], ["2", "4", "4", "16", "50"]]
+    assert all(len(row) == 13 for row in rows)
+    assert [row[5] for row in rows] == ["4", "8"]  # peak in flight: every worker's threads at once
+    assert rows[0][-2:] == ["-", "-"]  # the target is judged at 2 workers only
+    assert rows[1][-1] in {"yes", "NO"}
+
+
 def test_scale_prints_the_pack_and_verify_scenarios(capsys, load_benchmark):
     assert load_benchmark("scale").main(["--quick"]) == 0
     rows = _table_rows(capsys.readouterr().out)
