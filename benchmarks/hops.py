@@ -35,16 +35,16 @@ from langchain_core.retrievers import BaseRetriever
 from quality import (
     MAX_OUTPUT_TOKENS,
     TIMEOUT_SECONDS,
+    Outcome,
     Question,
     gold_spans,
     load_documents,
     load_questions,
-    supports_gold,
 )
 
 from evidence_first import Evidence
 from langchain_evidence_first import EvidenceAnswerer
-from langchain_evidence_first.hops import FollowUpAnswerer, HopsResult
+from langchain_evidence_first.hops import FollowUpAnswerer
 
 DATA = Path(__file__).parent / "data" / "hops"
 CONFIGS = {"single-shot (max_hops=0)": 0, "follow-up (max_hops=2)": 2}
@@ -92,18 +92,6 @@ class Run:
     latency_s: float
 
 
-def judge(question: Question, result: HopsResult, documents: dict[str, Evidence]) -> bool:
-    answer = result.answer
-    gold = gold_spans(question, documents)
-    text = (answer.answer or "").casefold()
-    verified = [check for check in answer.citation_checks if check.verdict == "verified"]
-    return (
-        answer.status == "answered"
-        and any(g.casefold() in text for g in question.gold_answers)
-        and any(supports_gold(check, gold) for check in verified)
-    )
-
-
 def run(
     questions: Sequence[Question], documents: dict[str, Evidence], answerer: EvidenceAnswerer
 ) -> list[Run]:
@@ -120,7 +108,9 @@ def run(
                     question=question.id,
                     config=config,
                     status=result.answer.status,
-                    correct=judge(question, result, documents),
+                    correct=Outcome.of(
+                        question, MODE, result.answer, gold_spans(question, documents), 0.0
+                    ).correct,
                     model_calls=result.model_calls,
                     hops=len(result.hops),
                     latency_s=round(time.perf_counter() - started, 2),
