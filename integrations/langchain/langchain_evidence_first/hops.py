@@ -21,6 +21,7 @@ from evidence_first import (
     InvalidRequestError,
     OmissionReason,
 )
+from evidence_first.adapters import checked_int
 from langchain_evidence_first._union import Retrieval, merge
 from langchain_evidence_first.answerer import EvidenceAnswerer
 
@@ -170,8 +171,8 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
             raise InvalidRequestError(msg, field="answerer")
         self._retriever: Runnable[str, Any] = retriever
         self._answerer = answerer
-        self._max_hops = _bounded("max_hops", max_hops, 0, MAX_HOPS)
-        self._max_followups = _bounded("max_followups", max_followups, 1, MAX_FOLLOWUPS)
+        self._max_hops = checked_int("max_hops", max_hops, 0, MAX_HOPS)
+        self._max_followups = checked_int("max_followups", max_followups, 1, MAX_FOLLOWUPS)
         self._graph = self._build()
 
     @property
@@ -287,16 +288,6 @@ def _follow_up_queries(answer: EvidenceAnswer, limit: int) -> tuple[str, ...]:
         return ()
     items = [item for item in dict.fromkeys(answer.missing_evidence) if item.strip()]
     return tuple(items[:limit])
-
-
-def _bounded(field: str, value: object, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{field} must be an int"
-        raise InvalidRequestError(msg, field=field)
-    if not low <= value <= high:
-        msg = f"{field} must be between {low} and {high}, got {value}"
-        raise InvalidRequestError(msg, field=field)
-    return value
 
 
 def _question(input: object) -> str:

@@ -27,7 +27,14 @@ from evidence_first._text import is_unicode_text
 from evidence_first._tokens import estimate_tokens
 from evidence_first._vocabulary import CitationMode, KnowledgePolicy
 
-__all__ = ["AnswerOptionFields", "AnswerOptions", "OptionArgs", "option_error", "option_rows"]
+__all__ = [
+    "AnswerOptionFields",
+    "AnswerOptions",
+    "OptionArgs",
+    "checked_int",
+    "option_error",
+    "option_rows",
+]
 
 
 def _accepts(text: str) -> dict[str, Any]:
@@ -125,14 +132,7 @@ class AnswerOptionFields(BaseModel):
     @classmethod
     def _int_in_range(cls, value: object, info: ValidationInfo) -> object:
         name = str(info.field_name)
-        low, high = _bounds(cls.model_fields[name])
-        if isinstance(value, bool) or not isinstance(value, int):
-            msg = f"{name} must be an int"
-            raise InvalidRequestError(msg, field=name)
-        if not low <= value <= high:
-            msg = f"{name} must be between {low} and {high}, got {value}"
-            raise InvalidRequestError(msg, field=name)
-        return value
+        return checked_int(name, value, *_bounds(cls.model_fields[name]))
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -292,6 +292,17 @@ class AnswerOptions(AnswerOptionFields):
     def question_time_text(self) -> str | None:
         """``question_time`` in ISO 8601 UTC, as the prompt states it."""
         return None if self.question_time is None else format_timestamp(self.question_time)
+
+
+def checked_int(name: str, value: object, low: int, high: int) -> int:
+    """``value`` if an int (not a bool) from ``low`` to ``high``; else InvalidRequestError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an int"
+        raise InvalidRequestError(msg, field=name)
+    if not low <= value <= high:
+        msg = f"{name} must be between {low} and {high}, got {value}"
+        raise InvalidRequestError(msg, field=name)
+    return value
 
 
 def option_error(exc: ValidationError) -> Exception:

@@ -48,7 +48,13 @@ from evidence_first._evidence import Evidence
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._metadata import json_safe_metadata, metadata_fields
 from evidence_first._model import ModelRequest, ReaderModel
-from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
+from evidence_first._options import (
+    AnswerOptionFields,
+    AnswerOptions,
+    OptionArgs,
+    checked_int,
+    option_error,
+)
 from evidence_first._plan import aplan_answer, plan_answer
 from evidence_first._vocabulary import OmissionReason
 
@@ -68,6 +74,7 @@ __all__ = [
     "UnenforcedSettingsWarning",
     "aanswer_selection",
     "answer_selection",
+    "checked_int",
     "json_safe_metadata",
     "limits_in",
     "metadata_fields",
