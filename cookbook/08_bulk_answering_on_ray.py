@@ -228,6 +228,7 @@ def sample_rows(count: int) -> list[dict[str, Any]]:
     ]
 
 
+# --8<-- [start:run]
 def run(args: argparse.Namespace, make_model: Callable[[], ReaderModel]) -> Counter[str]:
     """Answer the rows, write them as JSON lines to ``args.output``, and count the outcomes."""
     if args.input:
@@ -246,6 +247,9 @@ def run(args: argparse.Namespace, make_model: Callable[[], ReaderModel]) -> Coun
     results.write_json(args.output)
     # Counted from what was written, so the numbers are those of the files.
     return Counter(outcome(row) for row in ray.data.read_json(args.output).iter_rows())
+
+
+# --8<-- [end:run]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -12,7 +12,7 @@ from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
 from evidence_first._options import option_rows
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions, OptionArgs
 
-README = Path(__file__).parents[2] / "README.md"
+CONCEPTS = Path(__file__).parents[2] / "docs" / "concepts.md"
 
 
 def test_the_keyword_arguments_are_the_declared_options_with_their_types():
@@ -20,8 +20,8 @@ def test_the_keyword_arguments_are_the_declared_options_with_their_types():
     assert typing.get_type_hints(OptionArgs) == declared
 
 
-def test_the_readme_options_table_is_the_declaration():
-    text = README.read_text(encoding="utf-8")
+def test_the_docs_options_table_is_the_declaration():
+    text = CONCEPTS.read_text(encoding="utf-8")
     table = re.search(r"<!-- options:[^\n]*-->\n(.*?)<!-- /options -->", text, re.DOTALL)
     assert table is not None
     rows = table.group(1).strip().splitlines()[2:]
