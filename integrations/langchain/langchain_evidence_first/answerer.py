@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     Runnable,
@@ -15,7 +16,7 @@ from langchain_core.runnables import (
     RunnableSerializable,
 )
 from langchain_core.runnables.config import patch_config
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from evidence_first import EvidenceAnswer, InvalidRequestError, local
 from evidence_first.adapters import (
@@ -29,17 +30,31 @@ from evidence_first.adapters import (
 )
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
 from langchain_evidence_first._documents import DocumentKeys, to_evidence
+from langchain_evidence_first._message import answer_message
 
 __all__ = ["EvidenceAnswerer"]
 
+_SOURCE_KEYS = ("sources", "context")
+_LIST_OF_SOURCES = "a list of Documents, Evidence, mappings or strings"
 
-class EvidenceAnswerer(AnswerOptionFields, RunnableSerializable[dict[str, Any], EvidenceAnswer]):
+
+class EvidenceAnswerer(
+    AnswerOptionFields, RunnableSerializable[dict[str, Any], EvidenceAnswer | AIMessage]
+):
     """Answer a question only from the given sources, calling the chat model once.
 
-    Input: ``{"question": str, "sources": list[Document | Evidence | dict | str]}``.
-    Output: an :class:`~evidence_first.EvidenceAnswer` whose every citation names a source that
-    was sent and quotes it exactly. Documents whose ID repeats an earlier one are dropped as
-    ``duplicate_id``; past 64 documents, the rest are ``over_source_limit``.
+    Input: ``{"question": str, "sources": list[Document | Evidence | dict | str]}``; the
+    sources may come under ``"context"`` instead, as LangChain's RAG chains name them (both
+    keys at once is an error; neither means no sources, an abstention without a model call).
+    Documents whose ID repeats an earlier one are dropped as ``duplicate_id``; past 64
+    documents, the rest are ``over_source_limit``.
+
+    Output, as ``output`` chooses: an :class:`~evidence_first.EvidenceAnswer` whose every
+    citation names a source that was sent and quotes it exactly (``"answer"``, the default),
+    or an ``AIMessage`` holding it, for chains that go on with a parser or a chat UI
+    (``"message"``). Every Runnable entry point (invoke, ainvoke, batch, abatch, stream and
+    astream, with one final chunk) returns the chosen output, and ``OutputType`` and
+    ``output_schema`` name it.
 
     Example:
         .. code-block:: python
@@ -49,9 +64,18 @@ class EvidenceAnswerer(AnswerOptionFields, RunnableSerializable[dict[str, Any], 
             )
             answer = chain.invoke("When is the launch?")
 
+            rag = (
+                {"context": retriever, "question": RunnablePassthrough()}
+                | EvidenceAnswerer(llm=llm, output="message")
+                | StrOutputParser()
+            )
+            text = rag.invoke("When is the launch?")
+
     The chat model is called with a system and a human message, no tools and no retries; its
-    output limit, timeout and native JSON mode are set for known providers. Without ``llm``,
-    the embedded local model is used (``pip install "langchain-evidence-first[local]"``).
+    output limit, timeout and native JSON mode are set for known providers. A known
+    provider's own, smaller output limit (``max_tokens``; ``num_predict`` for Ollama) is kept:
+    the smaller of it and ``max_output_tokens`` is sent. Without ``llm``, the embedded local
+    model is used (``pip install "langchain-evidence-first[local]"``).
 
     The answering options (``knowledge``, ``max_context_tokens``, ``timeout``...) are the
     fields of :class:`~evidence_first.adapters.AnswerOptionFields`, with the same defaults,
@@ -75,6 +99,26 @@ class EvidenceAnswerer(AnswerOptionFields, RunnableSerializable[dict[str, Any], 
     status_key: str | None = "status"
     score_key: str | None = "score"
     """Metadata key of the retrieval score (higher is better)."""
+
+    output: Literal["answer", "message"] = "answer"
+    """What the answerer returns: ``"answer"``, the :class:`~evidence_first.EvidenceAnswer`;
+    or ``"message"``, an ``AIMessage`` for a chain that continues (``| StrOutputParser()``).
+
+    The message's ``response_metadata`` is ``{"evidence_answer": <the EvidenceAnswer>,
+    "evidence_status": <its status>}``. Its content is a list of standard content blocks:
+
+    - ``answered``: the blocks of :func:`~langchain_evidence_first.to_content_blocks`, one
+      text block holding the answer with a ``Citation`` annotation per verified citation (an
+      ``inference`` stays in the ``EvidenceAnswer`` only, apart from the verified text);
+    - otherwise one text block stating the outcome, never empty and never a source's text:
+      ``No answer (insufficient_evidence). Missing evidence: <missing_evidence, joined
+      by "; ">.``; ``No answer (insufficient_evidence). The model was not called:
+      <diagnostic>.`` when too few sources could be sent; ``No answer (invalid_response).
+      The model's output was rejected: <reason codes, joined by ", ">.``
+
+    ``message.text`` (what ``StrOutputParser`` returns) is therefore the verified answer or
+    that sentence; check ``response_metadata["evidence_status"]`` to tell them apart.
+    """
 
     _options: AnswerOptions = PrivateAttr()
     _strict: StrictChatModel | None = PrivateAttr(default=None)
@@ -103,6 +147,19 @@ class EvidenceAnswerer(AnswerOptionFields, RunnableSerializable[dict[str, Any], 
             raise ImportError(msg)
         self._options = options
 
+    @field_validator("output", mode="before")
+    @classmethod
+    def _output_choice(cls, value: object) -> object:
+        if value not in ("answer", "message"):
+            msg = "output must be one of answer, message"
+            raise InvalidRequestError(msg, field="output")
+        return value
+
+    @property
+    def OutputType(self) -> type[EvidenceAnswer | AIMessage]:
+        """``EvidenceAnswer``, or ``AIMessage`` with ``output="message"``."""
+        return AIMessage if self.output == "message" else EvidenceAnswer
+
     def model_copy(
         self, *, update: Mapping[str, Any] | None = None, deep: bool = False
     ) -> EvidenceAnswerer:
@@ -115,44 +172,74 @@ class EvidenceAnswerer(AnswerOptionFields, RunnableSerializable[dict[str, Any], 
         """The answerer holds a live model; it is not serialized."""
         return False
 
+    @overload
     @classmethod
     def from_retriever(
         cls,
         retriever: BaseRetriever | Runnable[str, Sequence[Any]],
         *,
         llm: BaseChatModel | Runnable[Any, Any] | None = None,
+        output: Literal["answer"] = "answer",
         **options: Any,
-    ) -> Runnable[str, EvidenceAnswer]:
-        """Build ``question -> EvidenceAnswer``: retrieve, then answer from what was retrieved."""
-        answerer = cls(llm=llm, **options)
+    ) -> Runnable[str, EvidenceAnswer]: ...
+
+    @overload
+    @classmethod
+    def from_retriever(
+        cls,
+        retriever: BaseRetriever | Runnable[str, Sequence[Any]],
+        *,
+        llm: BaseChatModel | Runnable[Any, Any] | None = None,
+        output: Literal["message"],
+        **options: Any,
+    ) -> Runnable[str, AIMessage]: ...
+
+    @classmethod
+    def from_retriever(
+        cls,
+        retriever: BaseRetriever | Runnable[str, Sequence[Any]],
+        *,
+        llm: BaseChatModel | Runnable[Any, Any] | None = None,
+        output: Literal["answer", "message"] = "answer",
+        **options: Any,
+    ) -> Runnable[str, EvidenceAnswer | AIMessage]:
+        """Build ``question -> EvidenceAnswer`` (or ``AIMessage``, as ``output`` chooses).
+
+        It retrieves, then answers from what was retrieved.
+        """
+        answerer = cls(llm=llm, output=output, **options)
         retrieve = RunnableParallel(question=RunnablePassthrough(), sources=retriever)
         return (retrieve | answerer).with_config(run_name="EvidenceAnswerer.from_retriever")
 
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> EvidenceAnswer:
-        """Answer one ``{"question", "sources"}`` input."""
+    ) -> EvidenceAnswer | AIMessage:
+        """Answer one ``{"question", "sources" or "context"}`` input."""
         return self._call_with_config(self._answer, input, config, **kwargs)
 
     async def ainvoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
-    ) -> EvidenceAnswer:
+    ) -> EvidenceAnswer | AIMessage:
         """Answer one input without blocking the event loop."""
         return await self._acall_with_config(self._aanswer, input, config, **kwargs)
 
     def _answer(
         self, input: dict[str, Any], run_manager: Any, config: RunnableConfig
-    ) -> EvidenceAnswer:
+    ) -> EvidenceAnswer | AIMessage:
         question, selection = self._read_input(input)
         model = self._reader(patch_config(config, callbacks=run_manager.get_child()))
-        return answer_selection(question, selection, model, self._options)
+        return self._output(answer_selection(question, selection, model, self._options))
 
     async def _aanswer(
         self, input: dict[str, Any], run_manager: Any, config: RunnableConfig
-    ) -> EvidenceAnswer:
+    ) -> EvidenceAnswer | AIMessage:
         question, selection = self._read_input(input)
         model = self._reader(patch_config(config, callbacks=run_manager.get_child()))
-        return await aanswer_selection(question, selection, model, self._options)
+        answer = await aanswer_selection(question, selection, model, self._options)
+        return self._output(answer)
+
+    def _output(self, answer: EvidenceAnswer) -> EvidenceAnswer | AIMessage:
+        return answer_message(answer) if self.output == "message" else answer
 
     def _reader(self, config: RunnableConfig) -> Any:
         if self._strict is not None:
@@ -161,15 +248,25 @@ class EvidenceAnswerer(AnswerOptionFields, RunnableSerializable[dict[str, Any], 
 
     def _read_input(self, input: object) -> tuple[str, SourceSelection]:
         if not isinstance(input, Mapping):
-            msg = 'input must be a mapping {"question": str, "sources": [...]}'
+            msg = 'input must be a mapping {"question": str, "sources" (or "context"): [...]}'
             raise InvalidRequestError(msg, field="input")
         question = input.get("question")
         if not isinstance(question, str):
             msg = 'input["question"] must be a string'
             raise InvalidRequestError(msg, field="question")
-        sources = input.get("sources", ())
+        given = [key for key in _SOURCE_KEYS if key in input]
+        if len(given) > 1:
+            msg = (
+                'input has both "sources" and "context"; pass the sources under one key only '
+                "(they are never merged, and neither is preferred)"
+            )
+            raise InvalidRequestError(msg, field="sources")
+        key = given[0] if given else "sources"
+        sources = input.get(key, ())
         if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Sequence):
-            msg = 'input["sources"] must be a list of Documents, Evidence, mappings or strings'
+            msg = f'input["{key}"] (the sources; "sources" or "context") must be {_LIST_OF_SOURCES}'
+            if isinstance(sources, str):
+                msg += ": pass the retrieved documents, not one text formatted from them"
             raise InvalidRequestError(msg, field="sources")
         keys = DocumentKeys(
             id_key=self.id_key,

@@ -145,14 +145,17 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
     Args:
         retriever: A ``BaseRetriever``, or any ``Runnable`` from a query to a list of
             Documents (or of Evidence, mappings or strings, as the answerer accepts).
-        answerer: The answerer that makes every answer.
+        answerer: The answerer that makes every answer. It must return the answer itself
+            (``output="answer"``, its default): the result holds each hop's
+            ``EvidenceAnswer``.
         max_hops: Rounds of follow-up retrieval, 0 to 8; 0 answers once.
         max_followups: Follow-up queries per round, 1 to 16.
 
     Raises:
         InvalidRequestError: An argument is out of range or of the wrong type (``field``
-            names it); when invoked, the input is not a string (``question``) or the retriever
-            returned something other than a list (``retriever``).
+            names it), or the answerer returns messages (``output="message"``); when
+            invoked, the input is not a string (``question``) or the retriever returned
+            something other than a list (``retriever``).
     """
 
     def __init__(
@@ -168,6 +171,13 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
             raise InvalidRequestError(msg, field="retriever")
         if not isinstance(answerer, EvidenceAnswerer):
             msg = "answerer must be an EvidenceAnswerer"
+            raise InvalidRequestError(msg, field="answerer")
+        if answerer.output != "answer":
+            msg = (
+                'answerer must return the answer itself (output="answer"), not a message: '
+                "the result holds each hop's EvidenceAnswer; pass "
+                'answerer.model_copy(update={"output": "answer"})'
+            )
             raise InvalidRequestError(msg, field="answerer")
         self._retriever: Runnable[str, Any] = retriever
         self._answerer = answerer
@@ -267,11 +277,11 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
         return "answer" if retrieval.hop == 0 or retrieval.new_source_ids else END
 
     def _answer(self, state: _State, config: RunnableConfig) -> dict[str, Any]:
-        answer = self._answerer.invoke(_answer_input(state), config)
+        answer = _evidence_answer(self._answerer.invoke(_answer_input(state), config))
         return {"answer": answer, "hops": [_trace(state["retrieval"], answer)]}
 
     async def _aanswer(self, state: _State, config: RunnableConfig) -> dict[str, Any]:
-        answer = await self._answerer.ainvoke(_answer_input(state), config)
+        answer = _evidence_answer(await self._answerer.ainvoke(_answer_input(state), config))
         return {"answer": answer, "hops": [_trace(state["retrieval"], answer)]}
 
     def _after_answer(self, state: _State) -> str:
@@ -288,6 +298,14 @@ def _follow_up_queries(answer: EvidenceAnswer, limit: int) -> tuple[str, ...]:
         return ()
     items = [item for item in dict.fromkeys(answer.missing_evidence) if item.strip()]
     return tuple(items[:limit])
+
+
+def _evidence_answer(output: object) -> EvidenceAnswer:
+    # The answerer was checked to return answers (output="answer") when this was built.
+    if not isinstance(output, EvidenceAnswer):
+        msg = f"the answerer returned {type(output).__name__}, not an EvidenceAnswer"
+        raise TypeError(msg)
+    return output
 
 
 def _question(input: object) -> str:
