@@ -65,7 +65,8 @@ class EvidenceQueryEngine(RetrieverQueryEngine):
         )
 
     # The base from_args takes the options of LlamaIndex's own synthesizers (response_mode,
-    # templates, streaming...), which do not apply here; its options are EvidenceSynthesizer's.
+    # templates...), which do not apply here; its options are EvidenceSynthesizer's, and
+    # streaming, like the base's, builds a streaming synthesizer.
     @classmethod
     def from_args(  # type: ignore[override]
         cls,
@@ -74,6 +75,7 @@ class EvidenceQueryEngine(RetrieverQueryEngine):
         *,
         node_postprocessors: Sequence[BaseNodePostprocessor] | None = None,
         callback_manager: CallbackManager | None = None,
+        streaming: bool = False,
         **options: Any,
     ) -> EvidenceQueryEngine:
         """Build the engine and its `EvidenceSynthesizer` in one call.
@@ -83,6 +85,9 @@ class EvidenceQueryEngine(RetrieverQueryEngine):
             llm: The LlamaIndex LLM; ``None`` means ``Settings.llm``.
             node_postprocessors: Applied to the retrieved nodes before answering.
             callback_manager: LlamaIndex callbacks; default ``Settings.callback_manager``.
+            streaming: Build the synthesizer with ``streaming=True``: ``query`` returns a
+                ``StreamingResponse`` (``aquery``, an ``AsyncStreamingResponse``) whose
+                generator yields the verified answer in one chunk, once judged.
             **options: The answering options of :class:`EvidenceSynthesizer` (``knowledge``,
                 ``max_context_tokens``, ``timeout``, ``min_score``, ``scope``,
                 ``speaker_key``...), checked now.
@@ -92,7 +97,9 @@ class EvidenceQueryEngine(RetrieverQueryEngine):
             TypeError: An option is unknown.
         """
         callback_manager = callback_manager or Settings.callback_manager
-        synthesizer = EvidenceSynthesizer(llm=llm, callback_manager=callback_manager, **options)
+        synthesizer = EvidenceSynthesizer(
+            llm=llm, callback_manager=callback_manager, streaming=streaming, **options
+        )
         return cls(
             retriever,
             synthesizer,

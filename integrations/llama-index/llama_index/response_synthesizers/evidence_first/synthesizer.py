@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from llama_index.core.base.response.schema import RESPONSE_TYPE, Response
+from llama_index.core.base.response.schema import RESPONSE_TYPE
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.callbacks.schema import CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
@@ -30,6 +30,7 @@ from llama_index.response_synthesizers.evidence_first._nodes import (
     NodeSelection,
     select_nodes,
 )
+from llama_index.response_synthesizers.evidence_first._streaming import response_of
 from llama_index.response_synthesizers.evidence_first._strict_call import reader_for
 
 __all__ = ["EvidenceSynthesizer"]
@@ -52,6 +53,13 @@ class EvidenceSynthesizer(BaseSynthesizer):
         response.response                       # the answer, or None unless answered
         response.source_nodes                   # the nodes sent to the model, in order
         response.metadata["evidence_answer"]    # the EvidenceAnswer: status, facts, citations
+
+    With ``streaming=True`` it returns LlamaIndex's ``StreamingResponse`` (from
+    ``asynthesize``, ``AsyncStreamingResponse``), so ``response.print_response_stream()`` and
+    ``for text in response.response_gen`` work. Verification needs the whole ledger, so
+    nothing streams token by token: the generator yields the verified answer in one chunk
+    once every citation has been checked, and nothing for a non-answer; ``source_nodes`` and
+    ``metadata`` are as above.
 
     Each node becomes one source: its ``node_id``, its text without metadata
     (``MetadataMode.NONE``), its retrieval score, and the speaker, time and status read from
@@ -79,6 +87,12 @@ class EvidenceSynthesizer(BaseSynthesizer):
         documents: The original documents (LlamaIndex documents, or a mapping of document ID
             to text), so citations can be given offsets into them.
         docstore: A docstore holding the original documents by ID, for the same purpose.
+        streaming: Return streaming responses, as above. LlamaIndex drops the
+            ``streaming=True`` of ``index.as_query_engine(streaming=True,
+            response_synthesizer=...)``, so pass it here; a non-streaming response asked to
+            stream (``response_gen``, ``print_response_stream()``) raises an
+            ``InvalidRequestError`` saying so. ``CondenseQuestionChatEngine`` turns it on for
+            ``stream_chat`` and off for ``chat``, as it does for LlamaIndex's synthesizers.
         **options: The answering options (``knowledge``, ``citation_mode``,
             ``max_context_tokens``, ``timeout``, ``min_score``, ``scope``...), each with its
             default, range and meaning in :class:`~evidence_first.adapters.AnswerOptionFields`
@@ -86,7 +100,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
             LlamaIndex's ``SimilarityPostprocessor`` does.
 
     Raises:
-        InvalidRequestError: An option is out of range, or the LLM is refused.
+        InvalidRequestError: An option is out of range, ``streaming`` is not a bool, or the
+            LLM is refused.
         TypeError: An option name is unknown.
     """
 
@@ -100,8 +115,12 @@ class EvidenceSynthesizer(BaseSynthesizer):
         status_key: str = "status",
         documents: Iterable[BaseNode] | Mapping[str, str] | None = None,
         docstore: BaseDocumentStore | None = None,
+        streaming: bool = False,
         **options: Unpack[OptionArgs],
     ) -> None:
+        if not isinstance(streaming, bool):
+            msg = f"streaming must be True or False, got {type(streaming).__name__}"
+            raise InvalidRequestError(msg, field="streaming")
         self._arguments: dict[str, Any] = {
             "llm": llm,
             "callback_manager": callback_manager,
@@ -110,6 +129,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
             "status_key": status_key,
             "documents": documents,
             "docstore": docstore,
+            "streaming": streaming,
             **options,
         }
         self._options = AnswerOptions(**options)
@@ -125,6 +145,10 @@ class EvidenceSynthesizer(BaseSynthesizer):
         if own is not None and own < self._options.max_output_tokens:
             self._options = self._options.model_copy(update={"max_output_tokens": own})
         super().__init__(llm=resolved, callback_manager=callback_manager)
+        # BaseSynthesizer's name for the flag, read at each call: CondenseQuestionChatEngine
+        # sets it on its query engine's synthesizer for one turn (True in stream_chat, False
+        # in chat), as it does for LlamaIndex's own synthesizers.
+        self._streaming = streaming
 
     @property
     def options(self) -> AnswerOptions:
@@ -204,7 +228,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
         Returns:
             A ``Response`` whose ``response`` is the answer (``None`` unless answered), whose
             ``source_nodes`` are the nodes sent, and whose ``metadata["evidence_answer"]`` is
-            the :class:`~evidence_first.EvidenceAnswer`.
+            the :class:`~evidence_first.EvidenceAnswer`. With ``streaming=True``, a
+            ``StreamingResponse`` with the same ``source_nodes`` and ``metadata``, whose
+            generator yields the verified answer in one chunk (nothing unless answered).
 
         Raises:
             InvalidRequestError: The question or a node breaks the contract; nothing was sent.
@@ -221,7 +247,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
             answer = answer_selection(
                 bundle.query_str, selected.selection, self._reader, self._options
             )
-            response = _response(answer, selected, additional_source_nodes)
+            response = _response(
+                answer, selected, additional_source_nodes, self._streaming, is_async=False
+            )
             event.on_end(payload={EventPayload.RESPONSE: response})
         dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
         return response
@@ -237,7 +265,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
         """Async :meth:`synthesize`: awaits the LLM's ``achat``, never blocking the loop.
 
         An LLM without a native ``achat`` runs on a worker thread. Cancelling the task
-        propagates ``asyncio.CancelledError``.
+        propagates ``asyncio.CancelledError``. With ``streaming=True`` it returns an
+        ``AsyncStreamingResponse``, as LlamaIndex's own synthesizers do in async streaming.
         """
         dispatcher.event(SynthesizeStartEvent(query=query))
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
@@ -249,7 +278,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
             answer = await aanswer_selection(
                 bundle.query_str, selected.selection, self._reader, self._options
             )
-            response = _response(answer, selected, additional_source_nodes)
+            response = _response(
+                answer, selected, additional_source_nodes, self._streaming, is_async=True
+            )
             event.on_end(payload={EventPayload.RESPONSE: response})
         dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
         return response
@@ -265,12 +296,17 @@ def _response(
     answer: EvidenceAnswer,
     selected: NodeSelection,
     additional_source_nodes: Sequence[NodeWithScore] | None,
-) -> Response:
+    streaming: bool,
+    *,
+    is_async: bool,
+) -> RESPONSE_TYPE:
     metadata: dict[str, Any] = {_EVIDENCE_ANSWER_KEY: answer}
     if additional_source_nodes:
         metadata["additional_source_nodes"] = list(additional_source_nodes)
-    return Response(
-        response=answer.answer if answer.status == "answered" else None,
-        source_nodes=selected.sent(answer.used_source_ids),
-        metadata=metadata,
+    return response_of(
+        answer.answer if answer.status == "answered" else None,
+        selected.sent(answer.used_source_ids),
+        metadata,
+        streaming=streaming,
+        is_async=is_async,
     )
