@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from llama_index.core import Document, VectorStoreIndex
+from llama_index.core import Document, SummaryIndex, VectorStoreIndex
 from llama_index.core.base.response.schema import (
     AsyncStreamingResponse,
     Response,
@@ -440,10 +440,14 @@ def test_the_other_chat_modes_never_use_the_synthesizer(chat_mode, index, chat_o
 # --- The README's example --------------------------------------------------------------------
 
 
-def test_the_readme_example_prints_the_verified_answer(fake_openai, capsys):
+@pytest.mark.parametrize("kind", ["SummaryIndex", "VectorStoreIndex"])
+def test_the_readme_example_prints_the_verified_answer(kind, fake_openai, capsys):
     llm = fake_openai.llm()  # the README uses OpenAI(model=...); any LlamaIndex LLM
     documents = [Document(text="Ravi reported that the Apollo launch moved to June 15.")]
-    index = VectorStoreIndex.from_documents(documents, embed_model=MockEmbedding(embed_dim=8))
+    if kind == "SummaryIndex":  # the README's: no embedding model needed
+        index = SummaryIndex.from_documents(documents)
+    else:
+        index = VectorStoreIndex.from_documents(documents, embed_model=MockEmbedding(embed_dim=8))
     engine = index.as_query_engine(llm=llm, response_synthesizer=EvidenceSynthesizer(llm=llm))
     response = engine.query("When is the Apollo launch?")
     print(response)
