@@ -4,8 +4,9 @@ For: LangChain users who have a retriever and a chat model and want answers whos
 citation is checked against the retrieved documents.
 
 Shows: a ``BaseRetriever`` over the maintained ``bm25s`` package (lexical, offline, no torch),
-the chain ``{"question": ..., "sources": retriever} | EvidenceAnswerer(llm=ChatOpenAI(...))``,
-and ``to_content_blocks`` for chat UIs. ``ChatOpenAI`` points at the embedded default reader
+the chain ``{"context": retriever, "question": ...} | EvidenceAnswerer(llm=ChatOpenAI(...))``,
+the same answerer with ``output="message"`` followed by ``StrOutputParser``, and
+``to_content_blocks`` for chat UIs. ``ChatOpenAI`` points at the embedded default reader
 (Qwen2.5-Coder-1.5B-Instruct on llama.cpp); any chat model works the same way.
 
 Run: ``uv run python cookbook/02_langchain_rag_chain.py``
@@ -18,6 +19,7 @@ from typing import Any
 import bm25s
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
 from langchain_openai import ChatOpenAI
@@ -81,16 +83,21 @@ def main(local: LocalModel | None = None) -> EvidenceAnswer:
     if local is None:
         with LocalModel() as started:
             return main(started)
-    retriever = BM25Retriever(documents=DOCUMENTS, k=2)
+    # --8<-- [start:chain]
+    retriever = BM25Retriever(documents=DOCUMENTS, k=2)  # any LangChain retriever
     llm = ChatOpenAI(base_url=local.base_url, api_key="unused", model=local.model_name)
-    # On a busy CPU a local model can take minutes: a modest output, the longest timeout.
+    # A local model on a busy CPU can take minutes: a modest output, the longest timeout.
     answerer = EvidenceAnswerer(llm=llm, max_output_tokens=512, timeout=300)
-    chain = {"question": RunnablePassthrough(), "sources": retriever} | answerer
+    retrieve = {"context": retriever, "question": RunnablePassthrough()}  # or "sources"
+    answer = (retrieve | answerer).invoke("When is the launch?")
+    print(answer)  # status, answer, facts with verified spans, omissions, or reason codes
+
+    # To go on with text: the answer as an AIMessage with Citation blocks, then any parser.
+    as_message = answerer.model_copy(update={"output": "message"})
+    print((retrieve | as_message | StrOutputParser()).invoke("When is the launch?"))
+    # --8<-- [end:chain]
     # The same chain in one call: EvidenceAnswerer.from_retriever(retriever, llm=llm)
     # Without llm=, EvidenceAnswerer() uses the default reader: langchain-evidence-first[local].
-
-    answer = chain.invoke("When is the launch?")
-    print(answer)  # status, answer, facts with verified spans, omissions, or reason codes
     print(to_content_blocks(answer))  # [] unless answered: then one text block with citations
     return answer
 

@@ -3,10 +3,12 @@
 For: LlamaIndex users who want a query engine whose answers cite exact spans of the retrieved
 nodes, and of the original documents the nodes were cut from.
 
-Shows: documents split into nodes, an index over them, ``BM25Retriever`` from
-``llama-index-retrievers-bm25`` (lexical, offline, no torch), and ``EvidenceQueryEngine`` with
-``OpenAILike`` pointed at the embedded default reader (Qwen2.5-Coder-1.5B-Instruct on
-llama.cpp); any chat LLM works the same way.
+Shows: documents split into nodes, an index over them answered through
+``index.as_query_engine(response_synthesizer=EvidenceSynthesizer(...))``, then
+``BM25Retriever`` from ``llama-index-retrievers-bm25`` (lexical, offline, no torch) and
+``EvidenceQueryEngine`` with citation spans in the original documents; ``OpenAILike`` points at
+the embedded default reader (Qwen2.5-Coder-1.5B-Instruct on llama.cpp), and any chat LLM works
+the same way.
 
 Run: ``uv run python cookbook/03_llamaindex_query_engine.py``
 """
@@ -21,7 +23,10 @@ from llama_index.retrievers.bm25 import BM25Retriever
 
 from evidence_first import EvidenceAnswer
 from evidence_first.local import LocalModel
-from llama_index.response_synthesizers.evidence_first import EvidenceQueryEngine
+from llama_index.response_synthesizers.evidence_first import (
+    EvidenceQueryEngine,
+    EvidenceSynthesizer,
+)
 
 DOCUMENTS = [
     Document(
@@ -57,26 +62,29 @@ def main(local: LocalModel | None = None) -> Response:
         id_func=lambda i, document: f"{document.node_id}#{i}",  # readable IDs, not UUIDs
     )
     nodes = splitter.get_nodes_from_documents(DOCUMENTS)
-    index = SummaryIndex(nodes)
-    retriever = BM25Retriever.from_defaults(docstore=index.docstore, similarity_top_k=2)
+    # --8<-- [start:engine]
+    index = SummaryIndex(nodes)  # any index
     llm = OpenAILike(
         model=local.model_name,
         api_base=local.base_url,
         api_key="unused",
         is_chat_model=True,  # required: the call sends system and user chat messages
     )
-    # On a busy CPU a local model can take minutes: a modest output, the longest timeout.
+    # A local model on a busy CPU can take minutes: a modest output, the longest timeout.
+    synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=512, timeout=300)
+    engine = index.as_query_engine(llm=llm, response_synthesizer=synthesizer)
+    print(engine.query("When is the launch?"))  # the verified answer, or None unless answered
+    # --8<-- [end:engine]
+
+    # --8<-- [start:query-engine]
+    retriever = BM25Retriever.from_defaults(docstore=index.docstore, similarity_top_k=2)
     # documents= puts the original texts at hand, so each citation can be given its span in
     # the document its node was cut from (checked: the node must equal that slice).
     engine = EvidenceQueryEngine.from_args(
         retriever, llm=llm, max_output_tokens=512, timeout=300, documents=DOCUMENTS
     )
     # Or the LlamaIndex convention: set Settings.llm once and leave llm out, since
-    # from_args(retriever) with llm=None uses Settings.llm:
-    #     from llama_index.core import Settings
-    #     Settings.llm = llm
-    #     engine = EvidenceQueryEngine.from_args(retriever, max_output_tokens=512, timeout=300)
-
+    # from_args(retriever) with llm=None uses Settings.llm.
     response = engine.query("When is the launch?")
     assert isinstance(response, Response)  # not a streaming response
     answer: EvidenceAnswer = (response.metadata or {})["evidence_answer"]
@@ -89,6 +97,7 @@ def main(local: LocalModel | None = None) -> Response:
             if citation.document is not None:  # where the quote sits in the original document
                 span = citation.document
                 print(f"{span.doc_id} chars {span.char_start}-{span.char_end}: {citation.quote!r}")
+    # --8<-- [end:query-engine]
     return response
 
 

@@ -41,7 +41,8 @@ def chromium_command(chromium: str, page: Path, output: Path, width: int, height
 def write_recipe_page(path: Path) -> None:
     """Run recipe 6 on the embedded default reader, writing its page to ``path``."""
     spec = importlib.util.spec_from_file_location("recipe_06", RECIPE)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     recipe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(recipe)
     recipe.main([str(path)])

@@ -16,6 +16,7 @@ def test_public_names_are_pinned():
     assert sorted(package.__all__) == [
         "EvidenceQueryEngine",
         "EvidenceSynthesizer",
+        "StreamingNotEnabledError",
         "UnenforcedSettingsWarning",
     ]
     for name in package.__all__:

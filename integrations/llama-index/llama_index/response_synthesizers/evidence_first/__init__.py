@@ -4,10 +4,16 @@
 ``EvidenceQueryEngine.from_args(retriever, llm=...)`` builds a retrieve-then-answer engine.
 """
 
+from llama_index.response_synthesizers.evidence_first._streaming import StreamingNotEnabledError
 from llama_index.response_synthesizers.evidence_first._strict_call import (
     UnenforcedSettingsWarning,
 )
 from llama_index.response_synthesizers.evidence_first.query_engine import EvidenceQueryEngine
 from llama_index.response_synthesizers.evidence_first.synthesizer import EvidenceSynthesizer
 
-__all__ = ["EvidenceQueryEngine", "EvidenceSynthesizer", "UnenforcedSettingsWarning"]
+__all__ = [
+    "EvidenceQueryEngine",
+    "EvidenceSynthesizer",
+    "StreamingNotEnabledError",
+    "UnenforcedSettingsWarning",
+]
