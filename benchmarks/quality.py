@@ -538,7 +538,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         choices=[*SPLITS, "all"],
         default="report",
         help="which half of the set: tune (for developing prompts), report (the default: "
-        "what the README reports), or all",
+        "what the docs report), or all",
     )
     parser.add_argument(
         "--quick", action="store_true", help=f"the first {QUICK_QUESTIONS} questions only"

@@ -27,6 +27,12 @@ from evidence_first import cli
 ROOT = Path(__file__).parents[1]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
+# The READMEs GitHub and PyPI show: their Python blocks must be cookbook sections.
+READMES = [
+    README,
+    *sorted(ROOT.glob("libs/*/README.md")),
+    *sorted(ROOT.glob("integrations/*/README.md")),
+]
 PAGES = sorted(DOCS.glob("*.md"))
 SNIPPET = re.compile(r'^--8<-- "(?P<path>[^":]+)(?::(?P<section>[\w-]+))?"$')
 EXCERPT = re.compile(r"<!-- excerpt: (?P<path>[^:\s]+):(?P<section>[\w-]+) -->\s*$")
@@ -63,7 +69,7 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
-ALL_BLOCKS = [block for page in [README, *PAGES] for block in blocks(page)]
+ALL_BLOCKS = [block for page in [*READMES, *PAGES] for block in blocks(page)]
 
 
 def section(path: str, name: str | None) -> str:
@@ -114,7 +120,9 @@ def test_every_page_is_in_the_navigation():
         assert f": {page.name}\n" in config, page.name
 
 
-@pytest.mark.parametrize("block", [b for b in ALL_BLOCKS if b.page != README], ids=lambda b: b.name)
+@pytest.mark.parametrize(
+    "block", [b for b in ALL_BLOCKS if b.page not in READMES], ids=lambda b: b.name
+)
 def test_docs_code_blocks_are_excerpts_or_run(block, tmp_path, monkeypatch):
     includes = snippet_includes(block)
     if includes is not None:
@@ -132,7 +140,7 @@ def test_docs_code_blocks_are_excerpts_or_run(block, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize(
     "block",
-    [b for b in ALL_BLOCKS if b.page == README and b.language == "python"],
+    [b for b in ALL_BLOCKS if b.page in READMES and b.language == "python"],
     ids=lambda b: b.name,
 )
 def test_readme_python_blocks_are_cookbook_sections(block):
@@ -144,7 +152,7 @@ def test_readme_python_blocks_are_cookbook_sections(block):
 
 @pytest.mark.parametrize(
     "block",
-    [b for b in ALL_BLOCKS if b.page == README and b.language != "python"],
+    [b for b in ALL_BLOCKS if b.page in READMES and b.language != "python"],
     ids=lambda b: b.name,
 )
 def test_readme_shell_blocks_name_what_exists(block):

@@ -36,7 +36,7 @@ def answer_from_evidence(
         model: An object with ``generate(request)`` and/or ``async agenerate(request)``.
         cancel: Set it to stop waiting for the model (raises :class:`AnswerCancelledError`).
         **options: The answering options, each with its default, range and meaning in
-            :class:`~evidence_first.adapters.AnswerOptions` (and the README's table):
+            :class:`~evidence_first.adapters.AnswerOptions` (and the table in ``docs/concepts.md``):
             ``knowledge``, ``citation_mode``, ``output_language``, ``question_time``,
             ``max_context_tokens``, ``max_output_tokens``, ``max_response_chars``,
             ``timeout``, ``min_evidence``, ``min_score``, ``scope``, ``scope_key`` and

@@ -3,7 +3,7 @@
 :class:`AnswerOptionFields` is the declaration. Everything else derives from it: the
 checked value :class:`AnswerOptions`, the entry points' keywords (:class:`OptionArgs`, pinned
 to the fields by a test), the integrations' fields and arguments, the CLI flags and the
-README's options table.
+options table in ``docs/concepts.md``.
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ def _bounds(field: FieldInfo) -> tuple[Any, Any]:
 
 
 def option_rows() -> Iterator[tuple[str, str, str, str]]:
-    """``(option, default, accepts, meaning)`` for each option, as the README table shows."""
+    """``(option, default, accepts, meaning)`` for each option, as the docs' table shows."""
     for name, field in AnswerOptionFields.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         low, high = _bounds(field)

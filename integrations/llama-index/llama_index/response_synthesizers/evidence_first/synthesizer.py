@@ -96,8 +96,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
         **options: The answering options (``knowledge``, ``citation_mode``,
             ``max_context_tokens``, ``timeout``, ``min_score``, ``scope``...), each with its
             default, range and meaning in :class:`~evidence_first.adapters.AnswerOptionFields`
-            and the README's table. ``min_score`` takes scores as higher-is-better, as
-            LlamaIndex's ``SimilarityPostprocessor`` does.
+            and the options table in ``docs/concepts.md``. ``min_score`` takes scores as
+            higher-is-better, as LlamaIndex's ``SimilarityPostprocessor`` does.
 
     Raises:
         InvalidRequestError: An option is out of range, ``streaming`` is not a bool, or the
