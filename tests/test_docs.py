@@ -10,6 +10,7 @@ with the CLI's own parser, scripts exist, and installed packages are ours or in 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shlex
@@ -226,3 +227,31 @@ def test_the_readme_picture_is_the_screenshot_of_render_html():
     width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
     assert width >= 600
     assert height >= 200
+
+
+def test_the_screenshot_script_renders_a_page_with_headless_chromium(tmp_path):
+    spec = importlib.util.spec_from_file_location("screenshot", DOCS / "scripts" / "screenshot.py")
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    # A stand-in for Chromium that records its arguments and writes the PNG it is asked for.
+    chromium = tmp_path / "chromium"
+    chromium.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" > {tmp_path / "args"}\n'
+        'for a in "$@"; do case "$a" in --screenshot=*) printf "PNG" > "${a#--screenshot=}";; '
+        "esac; done\n"
+    )
+    chromium.chmod(0o755)
+    page = tmp_path / "answer.html"
+    page.write_text("<p>answer</p>")
+    output = tmp_path / "shot.png"
+
+    assert script.main(["--page", str(page), "--output", str(output), "--chromium", str(chromium)])
+
+    assert output.read_text() == "PNG"
+    args = (tmp_path / "args").read_text().split()
+    assert "--headless" in args
+    assert f"--screenshot={output}" in args
+    assert args[-1] == page.resolve().as_uri()

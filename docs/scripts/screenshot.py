@@ -13,7 +13,6 @@ import argparse
 import importlib.util
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,4 +67,4 @@ def main(argv: Sequence[str] | None = None) -> Path:
 
 
 if __name__ == "__main__":
-    sys.exit(0 if main() else 1)
+    main()
