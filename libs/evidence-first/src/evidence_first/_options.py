@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Collection, Iterator, Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -140,8 +140,9 @@ class AnswerOptionFields(BaseModel):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             msg = "timeout must be a number of seconds"
             raise InvalidRequestError(msg, field="timeout")
-        if not (math.isfinite(value) and 0 < value <= 300):
-            msg = f"timeout must be greater than 0 and at most 300 seconds, got {value}"
+        low, high = _bounds(cls.model_fields["timeout"])
+        if not (math.isfinite(value) and low < value <= high):
+            msg = f"timeout must be greater than {low} and at most {high} seconds, got {value}"
             raise InvalidRequestError(msg, field="timeout")
         return float(value)
 
@@ -337,7 +338,7 @@ def option_rows() -> Iterator[tuple[str, str, str, str]]:
     for name, field in AnswerOptionFields.model_fields.items():
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         low, high = _bounds(field)
-        choices = get_args(field.annotation) if name in ("knowledge", "citation_mode") else ()
+        choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else ()
         if choices:
             accepts = ", ".join(f'`"{choice}"`' for choice in choices)
         elif high is not None:
@@ -345,6 +346,5 @@ def option_rows() -> Iterator[tuple[str, str, str, str]]:
             accepts = f"{opening}{low:,}, {high:,}]" if opening else f"{low:,}..{high:,}"
         else:
             accepts = str(extra.get("accepts", ""))
-        default = field.default
-        shown = f'`"{default}"`' if isinstance(default, str) else f"`{default}`"
-        yield f"`{name}`", shown, accepts, str(field.description)
+        default = f'"{field.default}"' if isinstance(field.default, str) else field.default
+        yield f"`{name}`", f"`{default}`", accepts, str(field.description)
