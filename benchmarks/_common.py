@@ -7,10 +7,14 @@ folder is first on ``sys.path``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import math
 import platform
 import random
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
 
 from evidence_first import ModelRequest
 
@@ -18,6 +22,7 @@ __all__ = [
     "NUMBERS",
     "WORDS",
     "InstantModel",
+    "load_recipe",
     "machine_line",
     "p90",
     "prose_sentence",
@@ -43,6 +48,18 @@ def machine_line() -> str:
         f"Python {platform.python_version()} ({platform.python_implementation()}) "
         f"on {platform.platform()}"
     )
+
+
+def load_recipe(name: str) -> ModuleType:
+    """``cookbook/<name>.py`` as a module (its file name is not an importable name)."""
+    path = Path(__file__).parents[1] / "cookbook" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"cookbook_{name}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 def p90(values: Sequence[float]) -> float:

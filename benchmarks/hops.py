@@ -1,9 +1,9 @@
 """Follow-up retrieval against single-shot answering, on questions that need two sources.
 
 Every question needs two documents: the quality set's two-source questions and those in
-``data/hops`` (20 in all). The retriever is BM25 (``bm25s``) over every document of both
-sets, returning only the top one, so a single pass sees one of the two and a second hop is
-needed. Each question is answered twice with the same reader: single-shot
+``data/hops`` (20 in all). The retriever is cookbook recipe 9's BM25 (``bm25s``) over every
+document of both sets, returning only the top one, so a single pass sees one of the two and a
+second hop is needed. Each question is answered twice with the same reader: single-shot
 (``FollowUpAnswerer(max_hops=0)``) and with up to two follow-up hops
 (``max_hops=2, max_followups=3``). An answer counts as correct as in ``quality.py``: answered,
 a gold answer string in it, and a verified citation overlapping a gold quote.
@@ -27,11 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import bm25s
-from _common import machine_line
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from _common import load_recipe, machine_line
 from langchain_core.documents import Document
-from langchain_core.retrievers import BaseRetriever
 from quality import (
     MAX_OUTPUT_TOKENS,
     TIMEOUT_SECONDS,
@@ -49,26 +46,6 @@ from langchain_evidence_first.hops import FollowUpAnswerer
 DATA = Path(__file__).parent / "data" / "hops"
 CONFIGS = {"single-shot (max_hops=0)": 0, "follow-up (max_hops=2)": 2}
 MODE = "passage"  # the mode the embedded reader reads best (quality.py)
-
-
-class TopOne(BaseRetriever):
-    """BM25 over every document, returning only the best match."""
-
-    documents: list[Document]
-    _index: Any = None
-
-    def model_post_init(self, context: Any) -> None:
-        self._index = bm25s.BM25()
-        corpus = [document.page_content for document in self.documents]
-        self._index.index(bm25s.tokenize(corpus, show_progress=False), show_progress=False)
-
-    def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
-    ) -> list[Document]:
-        found, _ = self._index.retrieve(
-            bm25s.tokenize([query], show_progress=False), k=1, show_progress=False
-        )
-        return [self.documents[int(found[0][0])]]
 
 
 def corpus(documents: dict[str, Evidence]) -> list[Document]:
@@ -95,7 +72,10 @@ class Run:
 def run(
     questions: Sequence[Question], documents: dict[str, Evidence], answerer: EvidenceAnswerer
 ) -> list[Run]:
-    retriever = TopOne(documents=corpus(documents))
+    # Recipe 9's BM25 retriever, returning only the best match.
+    retriever = load_recipe("09_follow_up_retrieval").BM25Retriever(
+        documents=corpus(documents), k=1
+    )
     runs = []
     for question in questions:
         for config, max_hops in CONFIGS.items():

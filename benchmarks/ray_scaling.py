@@ -32,22 +32,18 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.util
 import os
 import statistics
-import sys
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import httpx
-from _common import machine_line, require, run_flags
+from _common import load_recipe, machine_line, require, run_flags
 from concurrency import SOURCES, EndpointProcess
 
-RECIPE = Path(__file__).parents[1] / "cookbook" / "08_bulk_answering_on_ray.py"
 TARGET_RATIO = 1.8
 POLL_SECONDS = 0.01
 TIMEOUT = 30.0
@@ -97,16 +93,11 @@ class Result:
         return max(run.peak_in_flight for run in self.runs)
 
 
-def load_recipe() -> ModuleType:
+def bulk_recipe() -> ModuleType:
     """Cookbook recipe 8 as a module; its classes travel to the workers by value."""
     import ray
 
-    spec = importlib.util.spec_from_file_location("cookbook_08_bulk_answering_on_ray", RECIPE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = load_recipe("08_bulk_answering_on_ray")
     ray.cloudpickle.register_pickle_by_value(module)
     return module
 
@@ -197,7 +188,7 @@ def measure_all(config: Config) -> list[Result]:
     # Dispatch only once every worker is up, so each configuration answers with all of them.
     context = ray.data.DataContext.get_current()
     waited, context.wait_for_min_actors_s = context.wait_for_min_actors_s, 120
-    recipe = load_recipe()
+    recipe = bulk_recipe()
     try:
         with EndpointProcess(config.delay) as endpoint:
             timed_run(recipe, endpoint, config, config.workers[0])  # warm-up, not reported
