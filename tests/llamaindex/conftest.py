@@ -29,7 +29,7 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
 from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import BaseNode
+from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 from llama_index.llms.openai_like import OpenAILike
 from llama_index.retrievers.bm25 import BM25Retriever
 
@@ -341,6 +341,17 @@ def secret() -> str:
 @pytest.fixture
 def launch_quote() -> str:
     return LAUNCH_QUOTE
+
+
+@pytest.fixture
+def launch_nodes(launch_quote) -> list[NodeWithScore]:
+    """Two nodes, the first holding the launch quote."""
+    return [
+        NodeWithScore(
+            node=TextNode(id_="notes", text=f"Standup: {launch_quote}. Ravi owns it."), score=2.0
+        ),
+        NodeWithScore(node=TextNode(id_="budget", text="Budget review is Friday."), score=1.0),
+    ]
 
 
 @pytest.fixture

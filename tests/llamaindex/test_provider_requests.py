@@ -18,7 +18,6 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
-from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
@@ -35,16 +34,6 @@ from llama_index.response_synthesizers.evidence_first._strict_call import AsyncL
 QUESTION = "When is the Apollo launch?"
 MODES = pytest.mark.parametrize("mode", ["sync", "async"])
 FAILURES = pytest.mark.parametrize("status", [500, 429])
-
-
-@pytest.fixture
-def launch_nodes(launch_quote) -> list[NodeWithScore]:
-    return [
-        NodeWithScore(
-            node=TextNode(id_="notes", text=f"Standup: {launch_quote}. Ravi owns it."), score=2.0
-        ),
-        NodeWithScore(node=TextNode(id_="budget", text="Budget review is Friday."), score=1.0),
-    ]
 
 
 @pytest.fixture

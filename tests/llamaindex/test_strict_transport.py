@@ -17,7 +17,6 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.llms import CustomLLM
 from llama_index.core.llms.callbacks import llm_chat_callback, llm_completion_callback
-from llama_index.core.schema import NodeWithScore, TextNode
 from pydantic import BaseModel
 
 from evidence_first import (
@@ -36,16 +35,6 @@ QUESTION = "When is the Apollo launch?"
 IGNORE_UNENFORCED = pytest.mark.filterwarnings(
     "ignore::llama_index.response_synthesizers.evidence_first.UnenforcedSettingsWarning"
 )
-
-
-@pytest.fixture
-def launch_nodes(launch_quote) -> list[NodeWithScore]:
-    return [
-        NodeWithScore(
-            node=TextNode(id_="notes", text=f"Standup: {launch_quote}. Ravi owns it."), score=2.0
-        ),
-        NodeWithScore(node=TextNode(id_="budget", text="Budget review is Friday."), score=1.0),
-    ]
 
 
 @pytest.fixture
