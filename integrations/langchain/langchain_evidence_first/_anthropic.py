@@ -16,15 +16,13 @@ in the ``"anthropic"`` dialect; never as a tool.
 from __future__ import annotations
 
 import re
-import threading
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import UnenforcedSettingsWarning, schema_in
+from evidence_first.adapters import schema_in, warn_once
 from langchain_evidence_first._provider import NO_TEMPERATURE, Provider, RequestKwargs, no_kwargs
 
 __all__ = ["CACHED_CLIENTS", "PROMPT_ONLY_JSON", "PROVIDER"]
@@ -36,9 +34,6 @@ PROMPT_ONLY_JSON = re.compile(r"^claude-(instant|[23][.-]|(opus|sonnet)-4(-[01])
 """Models without structured outputs, which Anthropic offers from the Claude 4.5 models on
 (platform.claude.com/docs/en/build-with-claude/structured-outputs): an ``output_config``
 would be an HTTP 400 on every call, so these are asked for JSON in the prompt only."""
-
-_warned: set[str] = set()
-_warned_lock = threading.Lock()
 
 
 def _prepare(
@@ -72,17 +67,13 @@ def _prepare(
 
 
 def _warn_prompt_only_once(name: str) -> None:
-    with _warned_lock:
-        if name in _warned:
-            return
-        _warned.add(name)
     msg = (
         f"ChatAnthropic model {name!r} has no structured outputs (they start with the Claude "
         "4.5 models), so its JSON is asked for in the prompt only; its output limit, "
         "temperature, timeout and retries are still set."
     )
     # Past _prepare and strict_chat_model: where the allow-list's own warning points.
-    warnings.warn(msg, UnenforcedSettingsWarning, stacklevel=5)
+    warn_once(("ChatAnthropic", name), msg, stacklevel=5)
 
 
 PROVIDER = Provider(

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +85,7 @@ __all__ = [
     "schema_in",
     "select_sources",
     "tool_keys_in",
+    "warn_once",
     "warn_unenforced_once",
     "without_strict_keys",
 ]
@@ -246,8 +246,20 @@ def without_strict_keys(settings: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-_warned: weakref.WeakSet[type] = weakref.WeakSet()
+_warned: set[Hashable] = set()
 _warned_lock = threading.Lock()
+
+
+def warn_once(key: Hashable, message: str, *, stacklevel: int) -> None:
+    """Issue ``message`` as one :class:`UnenforcedSettingsWarning` per ``key``, from any thread.
+
+    ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
+    """
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    warnings.warn(message, UnenforcedSettingsWarning, stacklevel=stacklevel + 1)
 
 
 def warn_unenforced_once(model_class: type, *, retries_ruled_out: bool, stacklevel: int) -> None:
@@ -255,10 +267,8 @@ def warn_unenforced_once(model_class: type, *, retries_ruled_out: bool, stacklev
 
     ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
     """
-    with _warned_lock:
-        if model_class in _warned:
-            return
-        _warned.add(model_class)
+    if model_class in _warned:
+        return  # the message is built once; warn_once checks again under its lock
     retries = "" if retries_ruled_out else ", and retries cannot be ruled out"
     msg = (
         f"{model_class.__name__} is not on evidence-first's allow-list, so it is called with the "
@@ -266,7 +276,7 @@ def warn_unenforced_once(model_class: type, *, retries_ruled_out: bool, stacklev
         f"JSON output could not be set{retries}. The answer still comes from one call, its "
         "wait is bounded by `timeout` and its size by `max_response_chars`."
     )
-    warnings.warn(msg, UnenforcedSettingsWarning, stacklevel=stacklevel + 1)
+    warn_once(model_class, msg, stacklevel=stacklevel + 1)
 
 
 def normalized_finish_reason(source: object) -> str | None:

@@ -23,11 +23,10 @@ import inspect
 from typing import Any
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import schema_in, without_strict_keys
+from evidence_first.adapters import schema_in, warn_once, without_strict_keys
 from llama_index.response_synthesizers.evidence_first._provider import (
     Provider,
     refuse_tool_fields,
-    warn_once,
 )
 
 __all__ = ["PROVIDER", "sdk_takes", "strict_anthropic_call", "takes_output_config"]

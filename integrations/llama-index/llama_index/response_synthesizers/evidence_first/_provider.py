@@ -7,16 +7,13 @@ its package, so a class is looked up in ``sys.modules`` through its public packa
 from __future__ import annotations
 
 import sys
-import threading
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from evidence_first import InvalidRequestError, ModelRequest
-from evidence_first.adapters import UnenforcedSettingsWarning
 
-__all__ = ["Prepare", "Provider", "instance_of", "refuse_tool_fields", "warn_once"]
+__all__ = ["Prepare", "Provider", "instance_of", "refuse_tool_fields"]
 
 Prepare = Callable[[ModelRequest, Any, bool], tuple[Any, dict[str, Any]]]
 """Given a request, the caller's LLM and whether the call is async: the LLM to call (a strict
@@ -79,19 +76,3 @@ def refuse_tool_fields(llm: object, *fields: str) -> None:
             "the model must answer with text only"
         )
         raise InvalidRequestError(msg, field="llm")
-
-
-_warned: set[tuple[str, ...]] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: tuple[str, ...], message: str, *, stacklevel: int) -> None:
-    """Issue ``message`` as one :class:`UnenforcedSettingsWarning` per ``key``, from any thread.
-
-    ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
-    """
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(message, UnenforcedSettingsWarning, stacklevel=stacklevel + 1)
