@@ -10,6 +10,7 @@ with the CLI's own parser, scripts exist, and installed packages are ours or in 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -160,6 +161,7 @@ def test_readme_shell_blocks_name_what_exists(block):
     check_shell(block)
 
 
+@functools.cache
 def locked_packages() -> set[str]:
     lock = (ROOT / "uv.lock").read_text(encoding="utf-8")
     return set(re.findall(r'^name = "([^"]+)"$', lock, re.MULTILINE))
