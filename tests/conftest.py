@@ -12,6 +12,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from evidence_first import EvidenceAnswer
 from evidence_first.local import DEFAULT_READER, TINY_MODEL, LocalModel
 
 CASSETTES = Path(__file__).parent / "cassettes"
+# Request bodies recorded byte for byte: what each provider is sent must not change unseen.
+GOLDEN_REQUESTS = Path(__file__).parent / "golden" / "requests"
 # During replay no server runs; vcrpy answers every request. Nothing listens on port 9.
 REPLAY_BASE_URL = "http://127.0.0.1:9/v1"
 # Headers that could carry credentials are never written to a cassette.
@@ -117,6 +120,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=HOSTILE_CASES,
         help=f"seeded hostile ledgers per citation mode in tests/hostile (default {HOSTILE_CASES})",
     )
+    parser.addoption(
+        "--record-golden",
+        action="store_true",
+        help="rewrite tests/golden/requests from the requests this code sends",
+    )
+
+
+@pytest.fixture
+def golden_request(pytestconfig: pytest.Config) -> Callable[[str, bytes], None]:
+    """Return a check that a request body's bytes equal ``tests/golden/requests/<name>``.
+
+    With ``--record-golden`` it writes the file instead: record at a commit whose requests
+    are right, and commit the files with the change that alters what is sent.
+    """
+
+    def check(name: str, body: bytes) -> None:
+        path = GOLDEN_REQUESTS / name
+        if pytestconfig.getoption("--record-golden"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(body)
+            return
+        assert path.is_file(), f"no recorded body {name}; record it with --record-golden"
+        assert body.decode("utf-8") == path.read_bytes().decode("utf-8"), name
+
+    return check
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -177,42 +205,148 @@ def model_base_url(recording: bool, request: pytest.FixtureRequest) -> str:
     return model.base_url
 
 
-class _JsonHandler(BaseHTTPRequestHandler):
-    # HTTP/1.1 keeps connections alive, as real providers do, so clients pool them.
-    protocol_version = "HTTP/1.1"
-    status = 200
-    payload = b"{}"
+@dataclass(frozen=True)
+class Received:
+    """One HTTP request a loopback server received, as its bytes and as parsed JSON."""
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(self.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(self.payload)))
-        self.end_headers()
-        self.wfile.write(self.payload)
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: Any
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+
+# What a loopback server sends on an error status when no reply was scripted: a body every
+# provider SDK here can read, carrying "crafted failure".
+CRAFTED_ERROR = {
+    "type": "error",
+    "error": {"code": 500, "message": "crafted failure", "status": "INTERNAL", "type": "api_error"},
+}
+
+
+class Loopback:
+    """A provider endpoint on 127.0.0.1 that records every request and answers as scripted.
+
+    Args:
+        keep_alive: HTTP/1.1, whose connections clients pool as they do with real providers;
+            ``False``: HTTP/1.0, each connection closed after its response, so no client keeps
+            one (a retry then opens a new connection the server sees).
+        status: The status of every answer; change it on the object to fail later requests.
+        reply: The JSON answered whatever the status, or ``reply(path, body)`` giving each 200
+            answer; on an error status without a JSON reply, :data:`CRAFTED_ERROR` is sent.
+        delay: Seconds each answer is held back, for timeouts; a client that gave up is no error.
+    """
+
+    def __init__(
+        self, *, keep_alive: bool = True, status: int = 200, reply: Any = None, delay: float = 0.0
+    ) -> None:
+        self.status = status
+        self.reply = reply
+        self.delay = delay
+        self.requests: list[Received] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(keep_alive))
+        self._server.daemon_threads = True
+        self._server.block_on_close = False
+        # A short poll keeps shutdown (each test's teardown) quick.
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        ).start()
+
+    @property
+    def url(self) -> str:
+        """The server's root, such as ``http://127.0.0.1:41234`` (no ``/v1``)."""
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    @property
+    def posts(self) -> list[Received]:
+        """The POST requests received."""
+        return [request for request in self.requests if request.method == "POST"]
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON bodies of the POSTs, one per HTTP request the client attempted."""
+        return [request.body for request in self.posts]
+
+    @property
+    def body(self) -> Any:
+        """The one POST body received; fails if there were more."""
+        (body,) = self.bodies
+        return body
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _answer_for(self, path: str, body: Any) -> Any:
+        # A scripted reply is sent whatever the status; a callable one gives 200 answers only.
+        if self.reply is not None and not callable(self.reply):
+            return self.reply
+        if self.status != 200:
+            return CRAFTED_ERROR
+        return {} if self.reply is None else self.reply(path, body)
+
+    def _handler(self, keep_alive: bool) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1" if keep_alive else "HTTP/1.0"
+
+            def do_GET(self) -> None:
+                self._answer()
+
+            def do_POST(self) -> None:
+                self._answer()
+
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                body = json.loads(raw) if raw else None
+                with server._lock:
+                    server.requests.append(
+                        Received(self.command, self.path, dict(self.headers), raw, body)
+                    )
+                time.sleep(server.delay)
+                payload = json.dumps(server._answer_for(self.path, body)).encode()
+                try:
+                    self.send_response(server.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass  # the test output stays quiet
+
+        return Handler
 
 
 @pytest.fixture
-def json_endpoint() -> Iterator[Callable[[int, Any], str]]:
-    """Return a starter of loopback endpoints that answer every POST with ``status`` and the
-    JSON ``body``; it returns each one's API root. They stop when the test ends."""
-    servers: list[ThreadingHTTPServer] = []
+def loopback_server() -> Iterator[Callable[..., Loopback]]:
+    """Return a starter of :class:`Loopback` servers (same arguments); they stop with the test."""
+    started: list[Loopback] = []
 
-    def start(status: int, body: Any) -> str:
-        payload = json.dumps(body).encode()
-        handler = type("Handler", (_JsonHandler,), {"status": status, "payload": payload})
-        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        servers.append(server)
-        return f"http://127.0.0.1:{server.server_address[1]}/v1"
+    def start(**kwargs: Any) -> Loopback:
+        server = Loopback(**kwargs)
+        started.append(server)
+        return server
 
     yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
+    for server in started:
+        server.close()
+
+
+@pytest.fixture
+def json_endpoint(loopback_server: Callable[..., Loopback]) -> Callable[[int, Any], str]:
+    """Return a starter of keep-alive endpoints that answer every POST with ``status`` and the
+    JSON ``body``; it returns each one's API root (``.../v1``)."""
+
+    def start(status: int, body: Any) -> str:
+        return f"{loopback_server(status=status, reply=body).url}/v1"
+
+    return start
 
 
 @pytest.fixture

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -158,71 +154,16 @@ def bm25_retriever() -> type[Bm25Retriever]:
     return build  # type: ignore[return-value]
 
 
-@dataclass
-class Loopback:
-    """A loopback HTTP server's record: every POST it received, retries included."""
-
-    url: str
-    status: int
-    reply: Any
-    delay: float
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def bodies(self) -> list[dict[str, Any]]:
-        """The JSON bodies received, one per HTTP request the client attempted."""
-        return [request["body"] for request in self.requests]
-
-    @property
-    def body(self) -> dict[str, Any]:
-        """The one body received; fails if there were more."""
-        (body,) = self.bodies
-        return body
-
-
 @pytest.fixture
-def loopback() -> Iterator[Callable[..., Loopback]]:
-    """Start loopback servers answering every POST with ``status`` and ``reply`` as JSON.
+def loopback(loopback_server: Callable[..., Any]) -> Callable[..., Any]:
+    """Start loopback servers (``tests/conftest.py``'s ``Loopback``) answering every POST with
+    ``status`` and ``reply`` as JSON, over HTTP/1.0: no client keeps a connection, so each
+    attempted request reaches the server as its own.
 
     ``delay`` holds each reply back, for timeouts; a client that gave up is not an error.
     """
-    started: list[ThreadingHTTPServer] = []
 
-    def start(status: int = 200, reply: Any = None, delay: float = 0.0) -> Loopback:
-        record = Loopback(url="", status=status, reply=reply, delay=delay)
+    def start(status: int = 200, reply: Any = None, delay: float = 0.0) -> Any:
+        return loopback_server(keep_alive=False, status=status, reply=reply or {}, delay=delay)
 
-        class Handler(BaseHTTPRequestHandler):
-            # HTTP/1.0: each connection closes after its response, so no client keeps one.
-            protocol_version = "HTTP/1.0"
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                record.requests.append(
-                    {"path": self.path, "headers": dict(self.headers), "body": json.loads(body)}
-                )
-                time.sleep(record.delay)
-                payload = json.dumps(record.reply or {}).encode()
-                try:
-                    self.send_response(record.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        server.block_on_close = False
-        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-        started.append(server)
-        record.url = f"http://127.0.0.1:{server.server_address[1]}"
-        return record
-
-    yield start
-    for server in started:
-        server.shutdown()
-        server.server_close()
+    return start

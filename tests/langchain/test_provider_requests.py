@@ -217,7 +217,7 @@ async def test_chat_openai_elsewhere_sends_the_schema_as_built(mode, loopback):
     endpoint = loopback(200, OPENAI_REPLY)
     answer = await _answer(_on("openai-elsewhere", endpoint.url), mode)
     assert answer.status == "answered"
-    assert endpoint.requests[0]["path"] == "/v1/chat/completions"
+    assert endpoint.requests[0].path == "/v1/chat/completions"
     schema = endpoint.body["response_format"]["json_schema"]["schema"]
     # vLLM, llama.cpp, LM Studio: standard JSON Schema, every bound, byte for byte as built
     # (the cassettes were recorded with this body).
@@ -236,7 +236,7 @@ async def test_chat_anthropic_sends_its_structured_output_format(mode, loopback)
     answer = await _answer(_on("anthropic", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
-    assert endpoint.requests[0]["path"] == "/v1/messages"
+    assert endpoint.requests[0].path == "/v1/messages"
     assert body["output_config"]["format"]["type"] == "json_schema"
     _assert_in_dialect(body["output_config"]["format"]["schema"], "anthropic")
     assert body["max_tokens"] == LIMIT
@@ -244,7 +244,7 @@ async def test_chat_anthropic_sends_its_structured_output_format(mode, loopback)
     assert "tools" not in body
     assert "tool_choice" not in body
     # The generally available field: no beta header.
-    assert "anthropic-beta" not in {name.lower() for name in endpoint.requests[0]["headers"]}
+    assert "anthropic-beta" not in {name.lower() for name in endpoint.requests[0].headers}
 
 
 def test_a_claude_model_without_structured_outputs_gets_prompt_only_json_and_a_warning(loopback):
@@ -270,7 +270,7 @@ async def test_chat_ollama_sends_the_full_schema_as_its_format(mode, loopback):
     answer = await _answer(_on("ollama", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
-    assert endpoint.requests[0]["path"] == "/api/chat"
+    assert endpoint.requests[0].path == "/api/chat"
     assert "anyOf" in body["format"]
     _assert_in_dialect(body["format"], "full")
     assert body["options"]["num_predict"] == LIMIT
@@ -287,7 +287,7 @@ async def test_chat_google_sends_its_json_schema_and_json_output(mode, loopback)
     answer = await _answer(_on("google", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
-    assert endpoint.requests[0]["path"].endswith("/models/gemini-2.5-flash:generateContent")
+    assert endpoint.requests[0].path.endswith("/models/gemini-2.5-flash:generateContent")
     config = body["generationConfig"]
     assert config["responseMimeType"] == "application/json"
     _assert_in_dialect(config["responseJsonSchema"], "gemini-json")
@@ -315,7 +315,7 @@ async def test_chat_mistral_sends_a_strict_json_schema_response_format(mode, loo
     answer = await _answer(_on("mistral", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
-    assert endpoint.requests[0]["path"] == "/chat/completions"
+    assert endpoint.requests[0].path == "/chat/completions"
     assert body["response_format"]["type"] == "json_schema"
     assert body["response_format"]["json_schema"]["strict"] is True
     _assert_in_dialect(body["response_format"]["json_schema"]["schema"], "openai")

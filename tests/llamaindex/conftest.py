@@ -8,11 +8,8 @@ be swapped (anthropic, aiohttp under google-genai): every request a client attem
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -205,90 +202,15 @@ def fake_openai() -> FakeOpenAI:
     return FakeOpenAI()
 
 
-@dataclass(frozen=True)
-class Received:
-    """One HTTP request the loopback server received."""
-
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-
-
-class LoopbackServer:
-    """A provider endpoint on 127.0.0.1 that records each request and answers as scripted.
+@pytest.fixture
+def loopback(loopback_server: Callable[..., Any]) -> Any:
+    """A provider endpoint on 127.0.0.1 (``tests/conftest.py``'s ``Loopback``, HTTP/1.0) that
+    records each request and answers as scripted.
 
     ``reply(path, body)`` gives the JSON of a 200 answer; set ``status`` to fail every request
     with that code (an error body every SDK here can read, carrying "crafted failure").
     """
-
-    def __init__(self) -> None:
-        self.requests: list[Received] = []
-        self.status = 200
-        self.reply: Callable[[str, Any], Any] = lambda path, body: {}
-        self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        # A short poll keeps shutdown (each test's teardown) quick.
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
-        )
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_port}"
-
-    @property
-    def posts(self) -> list[Received]:
-        return [request for request in self.requests if request.method == "POST"]
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self._answer()
-
-            def do_POST(self) -> None:
-                self._answer()
-
-            def _answer(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                body = json.loads(raw) if raw else None
-                with server._lock:
-                    server.requests.append(
-                        Received(self.command, self.path, dict(self.headers), body)
-                    )
-                status = server.status
-                if status == 200:
-                    payload = server.reply(self.path, body)
-                else:
-                    error = {"code": status, "message": "crafted failure", "status": "INTERNAL"}
-                    payload = {"type": "error", "error": {**error, "type": "api_error"}}
-                content = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(content)))
-                self.end_headers()
-                self.wfile.write(content)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # the test output stays quiet
-
-        return Handler
-
-
-@pytest.fixture
-def loopback() -> Iterator[LoopbackServer]:
-    server = LoopbackServer()
-    yield server
-    server.close()
+    return loopback_server(keep_alive=False)
 
 
 class LedgerLLM(CustomLLM):
