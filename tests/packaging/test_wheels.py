@@ -29,6 +29,8 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).parents[2]
+# The MIT licence every distribution ships, from a copy in its own folder.
+LICENSE = ROOT / "LICENSE"
 CHECK_SCRIPT = Path(__file__).with_name("check_installed.py")
 # Installs copy files out of uv's cache, as the workspace does: NLTK (under llama-index-core)
 # refuses hardlinked data files. Hardlinks would save about 2 s of the run.
@@ -229,9 +231,10 @@ def test_the_wheel_holds_exactly_the_package_and_its_metadata(dist, kind):
         info = f"{package.stem}.dist-info/"
         assert sorted(n for n in names if n.startswith(info)) == sorted(
             info + name
-            for name in ["METADATA", "RECORD", "WHEEL"]
+            for name in ["METADATA", "RECORD", "WHEEL", "licenses/LICENSE"]
             + (["entry_points.txt"] if kind == "core" else [])
         )
+        assert wheel.read(f"{info}licenses/LICENSE") == LICENSE.read_bytes()
         files = {n for n in names if not n.startswith(info)}
         assert files == set(sources)  # nothing left out, nothing else (no tests, no caches)
         assert f"{package.package}/py.typed" in files
@@ -241,6 +244,8 @@ def test_the_wheel_holds_exactly_the_package_and_its_metadata(dist, kind):
             assert wheel.read(name) == path.read_bytes(), name
         metadata = _wheel_metadata(wheel, package)
     assert metadata["Name"] == package.name
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
     assert metadata["Version"] == package.version
     assert metadata["Description-Content-Type"] == "text/markdown"
     assert metadata.get_payload() == (package.project / "README.md").read_text(encoding="utf-8")
@@ -251,13 +256,22 @@ def test_the_wheel_holds_exactly_the_package_and_its_metadata(dist, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_each_distribution_folder_carries_the_root_licence(kind):
+    assert (PACKAGES[kind].project / "LICENSE").read_bytes() == LICENSE.read_bytes()
+    assert "Copyright (c) 2026 The evidence-first authors" in LICENSE.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_the_sdist_holds_the_sources_readme_and_pyproject(dist, kind):
     package = PACKAGES[kind]
+    top = package.stem
     with tarfile.open(dist / package.sdist_name) as sdist:
         names = set(sdist.getnames())
-    top = package.stem
+        licence = sdist.extractfile(f"{top}/LICENSE")
+        assert licence is not None
+        assert licence.read() == LICENSE.read_bytes()
     relative = package.source_root.relative_to(package.project)
-    for name in ["PKG-INFO", "pyproject.toml", "README.md"]:
+    for name in ["PKG-INFO", "pyproject.toml", "README.md", "LICENSE"]:
         assert f"{top}/{name}" in names
     for name in package.sources():
         assert (PurePosixPath(top) / relative.as_posix() / name).as_posix() in names
