@@ -57,6 +57,7 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first import estimate_tokens as default_estimate_tokens
+from evidence_first._judge import judge
 from evidence_first._plan import plan_answer
 from evidence_first._prompt import serialize_source
 from evidence_first.adapters import AnswerOptions
@@ -264,7 +265,7 @@ def prepare_verify(sizes: Sizes, kind: str) -> Prepared:
     response = ModelResponse(text=ledger)
 
     def run() -> dict[str, int]:
-        answer = plan.judge(response)
+        answer = judge(plan, response)
         require(answer.status == "answered", f"status {answer.status}")
         verified = sum(check.verdict == "verified" for check in answer.citation_checks)
         require(verified == 8 * sizes.facts, f"{verified} citations verified")

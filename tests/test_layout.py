@@ -1,8 +1,9 @@
-"""The layout stays legible: small core modules and no import circle in any package."""
+"""The layout stays legible: the core's layers, no import circle, small pipeline modules."""
 
 from __future__ import annotations
 
 import ast
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,56 @@ PACKAGES = {
     / "integrations/llama-index/llama_index/response_synthesizers/evidence_first",
 }
 MAX_CORE_MODULE_LINES = 350
+
+# The core's layers, from the top down, and which each may import besides itself (CONTRIBUTING's
+# map). A module belongs to the layer with the longest prefix of its name; type-only imports
+# (under TYPE_CHECKING) are free.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "front": ("evidence_first", "evidence_first.adapters"),
+    "cli": ("evidence_first.cli", "evidence_first._cli"),
+    "engine": (
+        "evidence_first._engine",
+        "evidence_first._plan",
+        "evidence_first._judge",
+        "evidence_first._request",
+        "evidence_first._options",
+        "evidence_first._invoke",
+    ),
+    "citing": (
+        "evidence_first._citing",
+        "evidence_first._schema",
+        "evidence_first._ledger",
+        "evidence_first._verify",
+        "evidence_first._prompt",
+        "evidence_first._packing",
+        "evidence_first._tokens",
+        "evidence_first._passages",
+        "evidence_first._spans",
+        "evidence_first._injection",
+    ),
+    "local reader": ("evidence_first.local", "evidence_first._local"),
+    "transport": ("evidence_first.chat_completions", "evidence_first._transport"),
+    "ground": (
+        "evidence_first._vocabulary",
+        "evidence_first._limits",
+        "evidence_first._text",
+        "evidence_first._errors",
+        "evidence_first._evidence",
+        "evidence_first._answer",
+        "evidence_first._model",
+        "evidence_first._metadata",
+        "evidence_first.render",
+    ),
+}
+MAY_IMPORT: dict[str, set[str]] = {
+    "front": {"engine", "citing", "transport", "ground"},
+    "cli": {"front", "engine", "citing", "local reader", "transport", "ground"},
+    "engine": {"citing", "transport", "ground"},
+    "citing": {"ground"},
+    "local reader": {"transport", "ground"},
+    "transport": {"ground"},
+    "ground": set(),
+}
 
 
 def _modules(package: str, folder: Path) -> dict[str, Path]:
@@ -89,11 +140,73 @@ def test_no_import_circle(package):
         visit(name)
 
 
-def test_no_core_module_is_over_350_lines():
+def _layer_of(module: str) -> str:
+    """The layer of a core module: the one whose longest prefix names it."""
+    best, length = "", -1
+    for layer, prefixes in LAYERS.items():
+        for prefix in prefixes:
+            # A prefix names a module and its submodules; the package's own name, itself only.
+            inside = prefix != "evidence_first" and module.startswith(prefix + ".")
+            if (module == prefix or inside) and len(prefix) > length:
+                best, length = layer, len(prefix)
+    assert best, f"{module} is in no layer: add it to LAYERS and to CONTRIBUTING's map"
+    return best
+
+
+def upward_imports(folder: Path) -> list[str]:
+    """Each runtime import in the core at ``folder`` of a layer its module may not import."""
+    modules = _modules("evidence_first", folder)
+    found = []
+    for name, path in modules.items():
+        layer = _layer_of(name)
+        for target in sorted(_runtime_imports(path, name, path.name == "__init__.py")):
+            if target not in modules or target == "evidence_first":
+                continue  # outside the core, or the package itself (its facade)
+            other = _layer_of(target)
+            if other != layer and other not in MAY_IMPORT[layer]:
+                found.append(f"{name} ({layer}) imports {target} ({other})")
+    return found
+
+
+def test_every_core_module_imports_only_its_layer_and_those_below():
+    assert upward_imports(CORE / "evidence_first") == []
+
+
+def test_the_layer_rule_catches_a_planted_upward_import(tmp_path):
+    copy = tmp_path / "evidence_first"
+    shutil.copytree(CORE / "evidence_first", copy)
+    text = copy / "_text.py"
+    text.write_text(text.read_text(encoding="utf-8") + "\nimport evidence_first._engine\n")
+    assert upward_imports(copy) == [
+        "evidence_first._text (ground) imports evidence_first._engine (engine)"
+    ]
+
+
+def test_the_layers_only_ever_point_down():
+    # The table itself is acyclic: no two layers may import each other, even through others.
+    def below(layer: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        assert layer not in seen, f"the layers import each other through {layer}"
+        reached = set(MAY_IMPORT[layer])
+        for lower in MAY_IMPORT[layer]:
+            reached |= below(lower, seen | {layer})
+        return reached
+
+    for layer in LAYERS:
+        assert layer not in below(layer)
+
+
+# The side parts (the local reader's machinery, the CLI's helpers) live in packages of their
+# own, and their modules may be as small or large as their jobs.
+SIDE_PACKAGES = ("_local", "_cli")
+
+
+def test_no_pipeline_module_is_over_350_lines():
+    folder = CORE / "evidence_first"
     long = {
         str(path.relative_to(CORE)): lines
-        for path in (CORE / "evidence_first").rglob("*.py")
-        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_CORE_MODULE_LINES
+        for path in folder.rglob("*.py")
+        if path.relative_to(folder).parts[0] not in SIDE_PACKAGES
+        and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_CORE_MODULE_LINES
     }
     assert long == {}
 

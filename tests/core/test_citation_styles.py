@@ -10,13 +10,13 @@ from pydantic import Field
 
 from evidence_first import CitationMode, Evidence, ModelResponse
 from evidence_first._citing import modes
-from evidence_first._citing.base import CitationStyle, LedgerCitationBase, Rejection
+from evidence_first._citing.base import CitationStyle
 from evidence_first._injection import Defences
-from evidence_first._ledger import parse_response
+from evidence_first._ledger import LedgerCitationBase, parse_response
 from evidence_first._passages import split_passages
 from evidence_first._plan import plan_answer
 from evidence_first._schema import enum_or_string, flat_schema, narrowed, worst_case_chars
-from evidence_first._spans import citation_of
+from evidence_first._spans import Rejection, citation_of
 from evidence_first._verify import verify_citations
 from evidence_first.adapters import AnswerOptions
 
@@ -39,14 +39,14 @@ class SentenceStyle(CitationStyle):
     citation_model: ClassVar[type[LedgerCitationBase]] = SentenceCitation
     facts_rule: ClassVar[str] = '- "facts": each citation is {"source_id": ..., "sentence": n}.\n'
 
-    def text_fields(self, source: Evidence, defences: Defences) -> dict[str, Any]:
+    def text_fields(self, source: Evidence, passages: Any, defences: Defences) -> dict[str, Any]:
         return {"sentences": [source.text[a:b] for a, b in split_passages(source.text)]}
 
     def citation_schema(self, sent: Any) -> dict[str, Any]:
-        ids = None if sent is None else [source.id for source in sent]
+        ids = None if sent is None else [source.id for source in sent.sources]
         return narrowed(flat_schema(SentenceCitation), {"source_id": enum_or_string(ids)})
 
-    def resolve(self, cited: Any, source: Evidence) -> Any:
+    def resolve(self, cited: Any, source: Evidence, sent: Any) -> Any:
         spans = split_passages(source.text)
         if cited.sentence > len(spans):
             return Rejection("unknown_passage", "no such sentence", ".sentence")
@@ -108,7 +108,7 @@ def test_a_new_style_is_served_end_to_end(monkeypatch):
         ModelResponse(text=reply), max_response_chars=10_000, citation_model=SentenceCitation
     )
     assert parsed.ledger is not None
-    verdict = verify_citations(parsed.ledger, {"a": source}, plan.style)
+    verdict = verify_citations(parsed.ledger, plan.sent, plan.style)
     assert verdict.issues == ()
     (cited,) = verdict.facts[0].citations
     assert cited.quote == "The launch moved to June 15."

@@ -23,7 +23,7 @@ from evidence_first import (
 from evidence_first._citing.modes import style_for
 from evidence_first._engine import run_plan
 from evidence_first._injection import DATAMARK, Defences, datamark, escape_controls, flags_of
-from evidence_first._passages import PassageIndex
+from evidence_first._passages import passages_of
 from evidence_first._plan import plan_answer
 from evidence_first._prompt import system_prompt
 from evidence_first.adapters import AnswerOptions
@@ -310,7 +310,7 @@ def test_each_sent_passage_is_its_span_of_the_original_and_citations_index_the_o
     defences = Defences(datamark=marked)
     answer = _ask([Evidence(id="s", text=text)], model, defences=defences, citation_mode="passage")
     (item,) = _sent(model.requests[0].user)
-    spans = [(p.char_start, p.char_end) for p in PassageIndex.of(Evidence(id="s", text=text))]
+    spans = [(p.char_start, p.char_end) for p in passages_of(Evidence(id="s", text=text))]
     mark = datamark if marked else str
     assert [p["text"] for p in item["passages"]] == [mark(text[a:b]) for a, b in spans]
     assert answer.status == "answered"

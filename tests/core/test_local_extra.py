@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from evidence_first import _server_process, local
+from evidence_first import local
+from evidence_first._local import process
 from evidence_first.local import (
     DEFAULT_READER,
     KNOWN_MODELS,
@@ -136,9 +137,9 @@ def test_the_cache_folder_follows_the_environment(monkeypatch, tmp_path):
 
 def test_idle_cores_counts_the_cores_left_idle(monkeypatch):
     readings = iter([(1000, 1000), (2000, 1500)])  # half of all CPU time idle
-    monkeypatch.setattr(_server_process, "_cpu_times", lambda: next(readings))
-    monkeypatch.setattr(_server_process.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(_server_process.time, "sleep", lambda _: None)
+    monkeypatch.setattr(process, "_cpu_times", lambda: next(readings))
+    monkeypatch.setattr(process.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(process.time, "sleep", lambda _: None)
     assert local.idle_cores() == 1
 
 
@@ -153,9 +154,9 @@ def test_idle_cores_counts_the_cores_left_idle(monkeypatch):
 )
 def test_idle_cores_is_at_least_one_and_at_most_all(monkeypatch, readings, expected):
     values = iter(readings)
-    monkeypatch.setattr(_server_process, "_cpu_times", lambda: next(values))
-    monkeypatch.setattr(_server_process.os, "cpu_count", lambda: 4)
-    monkeypatch.setattr(_server_process.time, "sleep", lambda _: None)
+    monkeypatch.setattr(process, "_cpu_times", lambda: next(values))
+    monkeypatch.setattr(process.os, "cpu_count", lambda: 4)
+    monkeypatch.setattr(process.time, "sleep", lambda _: None)
     assert local.idle_cores() == expected
 
 
@@ -201,11 +202,11 @@ def launched(tmp_path, monkeypatch) -> list[list[str]]:
     popen = subprocess.Popen
 
     def stand_in(command: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-        assert command[:3] == [sys.executable, "-m", "evidence_first._local_server"]
+        assert command[:3] == [sys.executable, "-m", "evidence_first._local.server"]
         commands.append(command[3:])
         return popen([sys.executable, str(script), *command[3:]], **kwargs)
 
-    monkeypatch.setattr(_server_process.subprocess, "Popen", stand_in)
+    monkeypatch.setattr(process.subprocess, "Popen", stand_in)
     return commands
 
 

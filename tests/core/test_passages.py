@@ -381,7 +381,9 @@ def test_each_sent_source_is_cut_once_and_the_work_grows_linearly(monkeypatch):
 def test_the_passage_floor_never_exceeds_the_estimate_of_the_passage_form(text, escape, mark):
     source = Evidence(id="s", text=text)
     defences = Defences(escape_controls=escape, datamark=mark)
-    sent = serialize_source(source, PassageStyle().text_fields(source, defences), defences)
+    style = PassageStyle()
+    fields = style.text_fields(source, style.passages(source), defences)
+    sent = serialize_source(source, fields, defences)
     assert passage_form_floor(text) <= estimate_tokens(sent)
 
 

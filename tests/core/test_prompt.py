@@ -15,7 +15,9 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first._citing.quote import QuoteStyle
-from evidence_first._schema import branch_on_answer, ledger_schema
+from evidence_first._passages import SentSources
+from evidence_first._schema import ledger_schema
+from evidence_first._transport.dialects import branch_on_answer
 from evidence_first.chat_completions import ChatCompletionsModel
 
 SECRET = "sk-live-51H8yTOPSECRET"
@@ -232,8 +234,7 @@ FACT = {
 def _branched() -> dict:
     return branch_on_answer(
         ledger_schema(
-            QuoteStyle(),
-            [Evidence(id="a", text="t")],
+            QuoteStyle().shape(SentSources((Evidence(id="a", text="t"),))),
             knowledge="evidence-only",
             max_output_tokens=512,
         )
@@ -273,7 +274,9 @@ def test_the_branched_schema_rules_out_inconsistent_ledgers(ledger):
 
 def test_the_branched_schema_keeps_every_bound_and_cites_before_it_answers():
     plain = ledger_schema(
-        QuoteStyle(), [Evidence(id="a", text="t")], knowledge="evidence-only", max_output_tokens=512
+        QuoteStyle().shape(SentSources((Evidence(id="a", text="t"),))),
+        knowledge="evidence-only",
+        max_output_tokens=512,
     )
     for branch in _branched()["anyOf"]:
         assert list(branch["properties"]) == list(plain["properties"])

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from evidence_first import LEDGER_JSON_SCHEMA, Evidence, ModelResponse
 from evidence_first._citing.modes import STYLES
-from evidence_first._dialects import DIALECTS, Dialect, schema_in
 from evidence_first._ledger import parse_response
 from evidence_first._plan import plan_answer
-from evidence_first._schema import branch_on_answer, worst_case_chars
+from evidence_first._schema import worst_case_chars
+from evidence_first._transport.dialects import DIALECTS, Dialect, branch_on_answer, schema_in
 from evidence_first.adapters import AnswerOptions
 
 SENTENCE = "The survey of the northern valley ended on the third day."

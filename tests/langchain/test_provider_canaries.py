@@ -26,6 +26,7 @@ from langchain_openai import ChatOpenAI
 
 from evidence_first import Evidence, ModelRequest
 from evidence_first._citing.quote import QuoteStyle
+from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
 from evidence_first.adapters import schema_in
 from langchain_evidence_first._anthropic import CACHED_CLIENTS
@@ -37,7 +38,9 @@ REQUEST = ModelRequest(
     user="user",
     max_tokens=16,
     json_schema=ledger_schema(
-        QuoteStyle(), [Evidence(id="a", text="A.")], knowledge="evidence-only", max_output_tokens=16
+        QuoteStyle().shape(SentSources((Evidence(id="a", text="A."),))),
+        knowledge="evidence-only",
+        max_output_tokens=16,
     ),
     timeout=5.0,
     prompt_version="test",

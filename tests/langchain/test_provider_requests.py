@@ -25,6 +25,7 @@ from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from evidence_first import Evidence, ModelCallError
 from evidence_first._citing.quote import QuoteStyle
+from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
 from evidence_first.adapters import DIALECTS, schema_in
 from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
@@ -47,7 +48,11 @@ pytestmark = pytest.mark.filterwarnings(
 
 def _built() -> dict[str, Any]:
     """The request's schema as the engine builds it (``ModelRequest.json_schema``)."""
-    return ledger_schema(QuoteStyle(), [SOURCE], knowledge="evidence-only", max_output_tokens=LIMIT)
+    return ledger_schema(
+        QuoteStyle().shape(SentSources((SOURCE,))),
+        knowledge="evidence-only",
+        max_output_tokens=LIMIT,
+    )
 
 
 def _keywords(node: dict[str, Any]) -> set[str]:

@@ -17,6 +17,7 @@ from langchain_openai import ChatOpenAI
 
 from evidence_first import Evidence, InvalidRequestError, ModelRequest
 from evidence_first._citing.quote import QuoteStyle
+from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
 from evidence_first.adapters import schema_in
 from evidence_first.chat_completions import SCHEMA_NAME
@@ -51,7 +52,9 @@ def _openai(**kwargs) -> ChatOpenAI:
     )
 
 
-LEDGER = ledger_schema(QuoteStyle(), [SOURCE], knowledge="evidence-only", max_output_tokens=321)
+LEDGER = ledger_schema(
+    QuoteStyle().shape(SentSources((SOURCE,))), knowledge="evidence-only", max_output_tokens=321
+)
 
 
 def _request(**overrides) -> ModelRequest:
@@ -169,6 +172,22 @@ def test_an_unknown_chat_model_works_with_the_prompt_alone_after_one_warning(scr
         answer = first.invoke({"question": "q?", "sources": [SOURCE]})
     assert answer.status == "answered"
     assert model.calls == 1
+
+
+def test_an_unknown_chat_model_that_retries_is_refused_before_any_request(scripted_chat_model):
+    class RetryingChatModel(scripted_chat_model):
+        max_retries: int = 3
+
+    model = RetryingChatModel(message=AIMessage(content=json.dumps(GOOD)))
+    with pytest.raises(InvalidRequestError) as raised:
+        EvidenceAnswerer(llm=model)
+    # The same rule, and the same words, as the LlamaIndex integration's.
+    assert str(raised.value) == (
+        "RetryingChatModel retries failed calls (max_retries=3) and evidence-first cannot turn "
+        "that off for this class; construct it with max_retries=0"
+    )
+    assert raised.value.field == "llm"
+    assert model.calls == 0
 
 
 def test_a_response_with_tool_calls_is_invalid(scripted_chat_model):
@@ -329,7 +348,7 @@ def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it():
     assert _sent_limit(body) == 200
     schema = body["response_format"]["json_schema"]["schema"]
     expected = ledger_schema(
-        QuoteStyle(), [SOURCE], knowledge="evidence-only", max_output_tokens=200
+        QuoteStyle().shape(SentSources((SOURCE,))), knowledge="evidence-only", max_output_tokens=200
     )
     assert schema["properties"]["facts"]["maxItems"] == expected["properties"]["facts"]["maxItems"]
 

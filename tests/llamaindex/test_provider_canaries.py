@@ -47,7 +47,7 @@ LEDGER_REQUEST = ModelRequest(
     system="system",
     user="user",
     max_tokens=16,
-    json_schema=ledger_schema(QuoteStyle(), None),
+    json_schema=ledger_schema(QuoteStyle().shape(None)),
     timeout=5.0,
     prompt_version="test",
 )

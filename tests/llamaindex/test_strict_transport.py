@@ -312,8 +312,13 @@ def test_an_unknown_llm_that_retries_is_refused():
     class RetryingLLM(_ScriptedLLM):
         max_retries: int = 3
 
-    with pytest.raises(InvalidRequestError, match="max_retries=0"):
+    with pytest.raises(InvalidRequestError, match="max_retries=0") as raised:
         EvidenceSynthesizer(llm=RetryingLLM())
+    # The same rule, and the same words, as the LangChain integration's.
+    assert str(raised.value) == (
+        "RetryingLLM retries failed calls (max_retries=3) and evidence-first cannot turn "
+        "that off for this class; construct it with max_retries=0"
+    )
 
 
 def test_an_unknown_llm_warns_once_per_class_naming_what_is_not_enforced(
@@ -522,7 +527,7 @@ def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it(
     assert body["max_tokens"] == 200
     assert response.metadata["evidence_answer"].budget.max_output_tokens == 200
     schema = body["response_format"]["json_schema"]["schema"]
-    expected = ledger_schema(QuoteStyle(), None, max_output_tokens=200)["properties"]["facts"][
-        "maxItems"
-    ]
+    expected = ledger_schema(QuoteStyle().shape(None), max_output_tokens=200)["properties"][
+        "facts"
+    ]["maxItems"]
     assert schema["properties"]["facts"]["maxItems"] == expected

@@ -27,6 +27,7 @@ from evidence_first.adapters import (
     TOOL_KEYS,
     UnenforcedSettingsWarning,
     normalized_finish_reason,
+    refuse_retries,
     refuse_tools,
     warn_unenforced_once,
     without_strict_keys,
@@ -136,8 +137,9 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
     """Check ``llm`` and prepare it for one strict call.
 
     Raises:
-        InvalidRequestError: ``llm`` is not a chat model, has bound tools, or is wrapped in a
-            retry or fallbacks; the message says what to pass instead.
+        InvalidRequestError: ``llm`` is not a chat model, has bound tools, is wrapped in a
+            retry or fallbacks, or (outside the allow-list) would retry failed calls; the
+            message says what to pass instead.
     """
     bound_kwargs: dict[str, Any] = {}
     binding_config: RunnableConfig | None = None
@@ -168,8 +170,8 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
     async_session: AsyncSession | None = None
     for provider in _PROVIDERS:
         if provider.matches(model):
-            own = [limit for limit in provider.own_limits(model) if limit is not None]
-            max_tokens = min([max_tokens, *own])
+            own = provider.configured_limit(model)
+            max_tokens = max_tokens if own is None else min(max_tokens, own)
             prepared, request_kwargs = provider.prepare(model, timeout, max_tokens)
             if provider.async_session is not None:
                 async_session = provider.async_session(model, timeout)
@@ -177,6 +179,7 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
     else:
         provider = None
         prepared, request_kwargs = model, no_kwargs
+        refuse_retries(model)
         retries = getattr(model, "max_retries", None)
         warn_unenforced_once(
             type(model),

@@ -131,4 +131,6 @@ def _async_session(model: BaseChatModel, timeout: float) -> AsyncSession | None:
     return session
 
 
-PROVIDER = Provider("openai-compatible", "BaseChatOpenAI", _prepare, _own_limits, _async_session)
+PROVIDER = Provider(
+    "openai-compatible", "BaseChatOpenAI", _prepare, _own_limits, async_session=_async_session
+)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
+from evidence_first.adapters import Provider as ProviderShape
 
-__all__ = ["NO_TEMPERATURE", "AsyncSession", "Provider", "RequestKwargs", "no_kwargs"]
+__all__ = ["NO_TEMPERATURE", "AsyncSession", "Prepare", "Provider", "RequestKwargs", "no_kwargs"]
 
 AsyncSession = Callable[[BaseChatModel], AbstractAsyncContextManager[BaseChatModel]]
 """Gives one async call a copy of the chat model with HTTP clients of its own."""
@@ -34,26 +34,13 @@ def no_kwargs(request: ModelRequest) -> dict[str, Any]:
     return {}
 
 
-@dataclass(frozen=True)
-class Provider:
-    """One allow-list entry, matched by class name so that no provider package is imported.
+Prepare = Callable[[BaseChatModel, float, int], tuple[BaseChatModel, RequestKwargs]]
+"""Given the caller's model, the timeout and the output limit: a strict copy of the model and
+what to pass per call."""
 
-    Attributes:
-        name: The name reported as ``StrictChatModel.provider``.
-        class_name: The name of a class in the chat model's MRO.
-        prepare: Given the caller's model, the timeout and the output limit, a strict copy of
-            the model and what to pass per call.
-        own_limits: The output limits the caller's model is configured with.
-        async_session: Given the caller's model and the timeout, a per-call async session, or
-            ``None`` when the caller's own clients serve async calls.
-    """
-
-    name: str
-    class_name: str
-    prepare: Callable[[BaseChatModel, float, int], tuple[BaseChatModel, RequestKwargs]]
-    own_limits: Callable[[BaseChatModel], list[int | None]]
-    async_session: Callable[[BaseChatModel, float], AsyncSession | None] | None = None
-
-    def matches(self, model: BaseChatModel) -> bool:
-        """Whether ``model`` is an instance of this provider's class, or of a subclass."""
-        return any(cls.__name__ == self.class_name for cls in type(model).__mro__)
+Provider = ProviderShape[Prepare]
+"""One allow-list entry, in the core's provider-table shape (``evidence_first.adapters.Provider``),
+matched by class name so that no provider package is imported. Its ``limits`` are the output
+limits the caller's model is configured with; ``async_session``, given the caller's model and
+the timeout, a per-call async session, or ``None`` when the caller's own clients serve async
+calls."""

@@ -8,9 +8,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evidence_first._evidence import Evidence
-from evidence_first._injection import CitationFlag
 from evidence_first._vocabulary import (
     AnswerStatus,
+    CitationFlag,
     CitationMode,
     OmissionReason,
     ReasonCode,

@@ -12,6 +12,7 @@ from evidence_first._answer import EvidenceAnswer
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import Evidence
 from evidence_first._invoke import call_model, call_model_async
+from evidence_first._judge import judge, without_model_call
 from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptions, OptionArgs
 from evidence_first._plan import AnswerPlan, aplan_answer, plan_answer
@@ -78,12 +79,12 @@ def run_plan(plan: AnswerPlan, model: object, *, cancel: threading.Event | None)
         msg = f"cancel must be a threading.Event, got {type(cancel).__name__}"
         raise InvalidRequestError(msg, field="cancel")
     if plan.request is None:
-        return plan.without_model_call()
-    return plan.judge(call_model(model, plan.request, cancel=cancel))
+        return without_model_call(plan)
+    return judge(plan, call_model(model, plan.request, cancel=cancel))
 
 
 async def arun_plan(plan: AnswerPlan, model: object) -> EvidenceAnswer:
     """Async :func:`run_plan`."""
     if plan.request is None:
-        return plan.without_model_call()
-    return plan.judge(await call_model_async(model, plan.request))
+        return without_model_call(plan)
+    return judge(plan, await call_model_async(model, plan.request))

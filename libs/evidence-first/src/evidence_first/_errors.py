@@ -1,15 +1,22 @@
-"""The errors evidence-first raises; none of their messages carries evidence text or payloads.
+"""The errors and warnings evidence-first issues; no message carries evidence text or payloads.
 
 The tree::
 
     EvidenceFirstError
     ├── InvalidRequestError (also ValueError)   the caller's arguments break the contract
+    │   └── StreamingNotEnabledError            (LlamaIndex integration) a dropped streaming flag
     ├── ModelCallError                          the model callback raised or returned a non-response
     ├── AnswerTimeoutError (also TimeoutError)  the model did not answer within ``timeout``
-    └── AnswerCancelledError                    the caller's ``cancel`` event was set (sync calls)
+    ├── AnswerCancelledError                    the caller's ``cancel`` event was set (sync calls)
+    └── LocalModelError                         the embedded model could not be assembled or started
 
-Async calls propagate :class:`asyncio.CancelledError` unchanged when their task is cancelled.
-A malformed or unsupported model *output* is not an error: it is an ``invalid_response`` result.
+    EvidenceFirstWarning (a UserWarning)
+    └── UnenforcedSettingsWarning               a model called with the prompt alone
+
+Every class is defined here, except an integration's own, which lives in its package under
+the same roots. Async calls propagate :class:`asyncio.CancelledError` unchanged when their task
+is cancelled. A malformed or unsupported model *output* is not an error: it is an
+``invalid_response`` result.
 """
 
 from __future__ import annotations
@@ -18,8 +25,11 @@ __all__ = [
     "AnswerCancelledError",
     "AnswerTimeoutError",
     "EvidenceFirstError",
+    "EvidenceFirstWarning",
     "InvalidRequestError",
+    "LocalModelError",
     "ModelCallError",
+    "UnenforcedSettingsWarning",
 ]
 
 
@@ -65,3 +75,26 @@ class AnswerTimeoutError(EvidenceFirstError, TimeoutError):
 
 class AnswerCancelledError(EvidenceFirstError):
     """The caller's ``cancel`` event was set before the model answered."""
+
+
+class LocalModelError(EvidenceFirstError):
+    """The local model could not be installed, assembled or started."""
+
+    # Users catch it from evidence_first.local, so tracebacks name it there.
+    __module__ = "evidence_first.local"
+
+
+class EvidenceFirstWarning(UserWarning):
+    """Base class of every warning evidence-first issues."""
+
+
+class UnenforcedSettingsWarning(EvidenceFirstWarning):
+    """A framework model outside an integration's allow-list is called with the prompt alone.
+
+    Its provider-side output limit, timeout, JSON mode or retries could not be set; the engine
+    still makes one call, stops waiting at ``timeout`` and rejects output over
+    ``max_response_chars``. Integrations issue it once per model class.
+    """
+
+    # Integrations and evidence_first.adapters export it; tracebacks name it there.
+    __module__ = "evidence_first.adapters"

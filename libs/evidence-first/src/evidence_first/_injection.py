@@ -28,15 +28,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import Literal
 
 from evidence_first._passages import split_passages
+from evidence_first._vocabulary import CitationFlag
 
 __all__ = [
     "DATAMARK",
     "DEFAULT_DEFENCES",
-    "FLAG_DESCRIPTIONS",
-    "CitationFlag",
     "Defences",
     "datamark",
     "escape_controls",
@@ -78,15 +76,6 @@ class Defences:
 
 
 DEFAULT_DEFENCES = Defences()
-
-CitationFlag = Literal["control_string", "instruction_like"]
-"""Why a verified citation deserves a second look (``CitationCheck.flags``)."""
-
-FLAG_DESCRIPTIONS: dict[CitationFlag, str] = {
-    "control_string": "lies in text holding a chat-template control string",
-    "instruction_like": "lies in text that reads like an instruction to the model",
-}
-"""How the renderers and the CLI word each flag."""
 
 DATAMARK = "\u02c6"
 """The character every space of a passage's text is sent as, when datamarking."""

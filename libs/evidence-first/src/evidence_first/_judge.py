@@ -7,17 +7,15 @@ model call, says why). Anything else is ``invalid_response``, with every failed 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evidence_first._answer import EvidenceAnswer, ValidationIssue
 from evidence_first._ledger import Ledger, parse_response
 from evidence_first._model import ModelResponse
+from evidence_first._plan import AnswerPlan
 from evidence_first._text import has_text, is_unicode_text
 from evidence_first._verify import verify_citations
 from evidence_first._vocabulary import KnowledgePolicy
-
-if TYPE_CHECKING:
-    from evidence_first._plan import AnswerPlan
 
 __all__ = ["consistency_issues", "judge", "without_model_call"]
 
@@ -42,7 +40,7 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
     if parsed.ledger is None:
         return _rejected(plan, parsed.issues, (), common)
     ledger = parsed.ledger
-    verdict = verify_citations(ledger, {s.id: s for s in plan.packed.sent}, plan.style)
+    verdict = verify_citations(ledger, plan.sent, plan.style)
     issues = verdict.issues + tuple(consistency_issues(ledger, plan.options.knowledge))
     if issues:
         return _rejected(plan, issues, verdict.checks, common)

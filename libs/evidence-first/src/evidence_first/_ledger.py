@@ -11,10 +11,9 @@ import re
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evidence_first._answer import ValidationIssue
-from evidence_first._citing.base import LedgerCitationBase, StrictModel
 from evidence_first._limits import (
     MAX_ANSWER_CHARS,
     MAX_CITATIONS_PER_FACT,
@@ -25,7 +24,15 @@ from evidence_first._limits import (
 from evidence_first._model import ModelResponse
 from evidence_first._text import is_unicode_text
 
-__all__ = ["Ledger", "LedgerFact", "ParsedResponse", "json_path", "parse_response"]
+__all__ = [
+    "Ledger",
+    "LedgerCitationBase",
+    "LedgerFact",
+    "ParsedResponse",
+    "StrictModel",
+    "json_path",
+    "parse_response",
+]
 
 _TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens"})
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -34,6 +41,22 @@ _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", r
 # Schema errors beyond this many are summarized; one hostile response should not produce
 # thousands of issues.
 _MAX_SCHEMA_ISSUES = 16
+
+
+class StrictModel(BaseModel):
+    """A ledger part as the model wrote it: strict types, unknown keys rejected."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class LedgerCitationBase(StrictModel):
+    """A citation as the model wrote it, not yet verified; every citation style names a source.
+
+    Each style (:mod:`evidence_first._citing`) derives its own, whose ``json_schema_extra``
+    bounds reach the request schema.
+    """
+
+    source_id: str
 
 
 CitationT = TypeVar("CitationT", bound=LedgerCitationBase)

@@ -11,12 +11,12 @@ Whitespace between passages belongs to none; each passage is an exact span of th
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from evidence_first._evidence import Evidence
 
-__all__ = ["MAX_PASSAGE_CHARS", "Passage", "PassageIndex", "split_passages"]
+__all__ = ["MAX_PASSAGE_CHARS", "Passage", "SentSources", "passages_of", "split_passages"]
 
 MAX_PASSAGE_CHARS = 400
 
@@ -88,28 +88,35 @@ def split_passages(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-class PassageIndex:
-    """Every passage of the sources sent, by label and by source.
+def passages_of(source: Evidence) -> tuple[Passage, ...]:
+    """The labeled passages of one source, in order."""
+    return tuple(
+        Passage(f"{source.id}#{n}", source.id, n, start, end)
+        for n, (start, end) in enumerate(split_passages(source.text), start=1)
+    )
 
-    Args:
+
+@dataclass(frozen=True)
+class SentSources:
+    """What a request sent: the sources, in order, and the passages each was sent as.
+
+    Built once per request (``_plan``) and read by the citation style, so that a style keeps
+    no state of its own.
+
+    Attributes:
         sources: The sources sent, in order.
-        cut: Passages already cut, by source ID; a source found here is not split again.
+        passages: Each sent source's passages, by source ID; a source sent whole has none.
+        by_id: The sources sent, by ID.
+        by_label: Every passage sent, by label.
     """
 
-    def __init__(
-        self, sources: Sequence[Evidence], cut: Mapping[str, list[Passage]] | None = None
-    ) -> None:
-        self.by_label: dict[str, Passage] = {}
-        self.by_source: dict[str, list[Passage]] = {}
-        for source in sources:
-            passages = cut[source.id] if cut and source.id in cut else self.of(source)
-            self.by_source[source.id] = passages
-            self.by_label.update((passage.label, passage) for passage in passages)
+    sources: tuple[Evidence, ...]
+    passages: Mapping[str, tuple[Passage, ...]] = field(default_factory=dict)
+    by_id: Mapping[str, Evidence] = field(init=False, repr=False)
+    by_label: Mapping[str, Passage] = field(init=False, repr=False)
 
-    @staticmethod
-    def of(source: Evidence) -> list[Passage]:
-        """The passages of one source."""
-        return [
-            Passage(f"{source.id}#{n}", source.id, n, start, end)
-            for n, (start, end) in enumerate(split_passages(source.text), start=1)
-        ]
+    def __post_init__(self) -> None:
+        # Derived once; the dataclass is frozen, so they are set past its __setattr__.
+        by_label = {p.label: p for cut in self.passages.values() for p in cut}
+        object.__setattr__(self, "by_id", {source.id: source for source in self.sources})
+        object.__setattr__(self, "by_label", by_label)

@@ -6,15 +6,15 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from evidence_first._answer import EvidenceAnswer, PromptBudget
+from evidence_first._answer import PromptBudget
 from evidence_first._citing.base import CitationStyle
 from evidence_first._citing.modes import style_for
 from evidence_first._evidence import Evidence
-from evidence_first._judge import judge, without_model_call
 from evidence_first._limits import LARGE_INPUT_CHARS
-from evidence_first._model import ModelRequest, ModelResponse
+from evidence_first._model import ModelRequest
 from evidence_first._options import AnswerOptions
 from evidence_first._packing import PackedSources, pack_sources
+from evidence_first._passages import Passage, SentSources
 from evidence_first._prompt import UserMessage, serialize_source, system_prompt
 from evidence_first._request import (
     checked_model,
@@ -32,14 +32,15 @@ __all__ = ["AnswerPlan", "aplan_answer", "plan_answer"]
 
 @dataclass(frozen=True)
 class AnswerPlan:
-    """A checked request: what will be sent, and how to judge the response.
+    """A checked request: what will be sent, and what the judge needs (``_judge.judge``).
 
     Attributes:
         options: The options it was planned with.
-        style: The citation style, holding what it sent (passage mode: the passages).
+        style: The citation style (it holds no state).
         question: The question.
         offered: Every source offered, sent or not, by ID.
         packed: The sources sent and their serialized form.
+        sent: The sources sent and the passages each was sent as, for verification.
         omissions: Why each other source was not sent.
         budget: Estimated prompt tokens by part.
         request: What the model is sent; ``None`` when too few sources were packed.
@@ -51,18 +52,11 @@ class AnswerPlan:
     question: str
     offered: dict[str, Evidence]
     packed: PackedSources
+    sent: SentSources
     omissions: dict[str, OmissionReason]
     budget: PromptBudget
     request: ModelRequest | None
     prompt_version: str
-
-    def judge(self, response: ModelResponse) -> EvidenceAnswer:
-        """Validate the model's response (stages 0 to 5) and build the result."""
-        return judge(self, response)
-
-    def without_model_call(self) -> EvidenceAnswer:
-        """The abstention when too few sources could be packed; the model is not called."""
-        return without_model_call(self)
 
 
 async def aplan_answer(
@@ -115,20 +109,25 @@ def plan_answer(
     checked_model(model)
     style = style_for(options.citation_mode)
     defences = options.defences
+    # Each source considered is cut into the passages it is sent as once, here.
+    passages: dict[str, tuple[Passage, ...]] = {}
+
+    def serialize(source: Evidence) -> str:
+        passages[source.id] = cut = style.passages(source)
+        return serialize_source(source, style.text_fields(source, cut, defences), defences)
+
     packed = pack_sources(
         offered,
         max_context_tokens=options.max_context_tokens,
         count_tokens=count,
-        serialize=lambda source: serialize_source(
-            source, style.text_fields(source, defences), defences
-        ),
+        serialize=serialize,
         # A floor is a bound of the default estimate only.
         floor=style.packing_floor() if count is estimate_tokens else None,
         min_score=options.min_score,
         scope=options.scope,  # type: ignore[arg-type]  # a frozenset once checked
         scope_key=options.scope_key,
     )
-    style.sent(packed.sent)
+    sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
     system, prompt_version = system_prompt(style, defences)
     message = UserMessage.of(
         question,
@@ -154,8 +153,7 @@ def plan_answer(
             user=message.with_sources(packed.serialized),
             max_tokens=options.max_output_tokens,
             json_schema=ledger_schema(
-                style,
-                packed.sent,
+                style.shape(sent),
                 knowledge=options.knowledge,
                 max_output_tokens=options.max_output_tokens,
                 max_response_chars=options.max_response_chars,
@@ -176,6 +174,7 @@ def plan_answer(
         question=question,
         offered=offered_by_id,
         packed=packed,
+        sent=sent,
         omissions=omissions,
         budget=budget,
         request=request,

@@ -5,35 +5,32 @@ declaration of the ledger's shape. Their pydantic schema is flattened into the f
 take (no ``$ref``, ``$defs``, ``title``, ``description`` or ``default``; every key required;
 a fixed key order), then a request narrows only enums and bounds: the IDs and labels sent,
 how many facts and citations fit the output limit, and string lengths that keep the longest
-ledger the schema allows within ``max_response_chars``.
+ledger the schema allows within ``max_response_chars``. A citation style hands its part over
+as a :class:`CitationShape`: the styles call this module, never the reverse.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from json.encoder import encode_basestring
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-from evidence_first._ledger import Ledger
+from evidence_first._ledger import Ledger, LedgerCitationBase
 from evidence_first._limits import (
-    MAX_ANSWER_CHARS,
     MAX_CITATIONS_PER_FACT,
     MAX_ENUM_VALUES,
     MAX_FACTS,
 )
 from evidence_first._vocabulary import KnowledgePolicy
 
-if TYPE_CHECKING:
-    from evidence_first._citing.base import CitationStyle
-    from evidence_first._evidence import Evidence
-
 __all__ = [
     "NULL",
-    "branch_on_answer",
+    "CitationShape",
     "enum_or_string",
     "flat_schema",
     "ledger_schema",
@@ -115,34 +112,50 @@ def enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:
     return schema
 
 
+@dataclass(frozen=True)
+class CitationShape:
+    """What a citation style contributes to a request's schema.
+
+    Attributes:
+        model: The ledger citation the style parses.
+        schema: Its request schema, narrowed to what was sent (IDs, labels).
+        identifiers: The citation's keys that hold IDs or labels: their bounds are validity
+            bounds, never shortened to fit ``max_response_chars``.
+        output_cost: How many times the quote style's output one citation costs; the
+            schema allows proportionally fewer facts and citations per output token.
+    """
+
+    model: type[LedgerCitationBase]
+    schema: dict[str, Any]
+    identifiers: Collection[str]
+    output_cost: int
+
+
 def ledger_schema(
-    style: CitationStyle,
-    sent: Sequence[Evidence] | None,
+    citation: CitationShape,
     *,
     knowledge: KnowledgePolicy = "allow-general-inference",
     max_output_tokens: int | None = None,
     max_response_chars: int | None = None,
 ) -> dict[str, Any]:
-    """The ledger schema for a request (``sent=None`` and no limits: the general form).
+    """The ledger schema for a request (no limits: the general form).
 
     Args:
-        style: The citation style; it narrows the citation (IDs and labels sent).
-        sent: The sources sent.
+        citation: The citation's part, from the citation style (``style.shape(sent)``).
         knowledge: Under ``"evidence-only"`` the ``inference`` must be ``null``.
         max_output_tokens: Bounds how many facts, and citations per fact, the schema allows
             (verification still accepts up to 32 and 8).
         max_response_chars: String lengths (and, if need be, list sizes) shrink until the
             longest ledger the schema allows, written without escapes, fits.
     """
-    general = flat_schema(Ledger[style.citation_model])  # type: ignore[name-defined]
+    general = flat_schema(Ledger[citation.model])  # type: ignore[name-defined]
     props = general["properties"]
     facts, citations = MAX_FACTS, MAX_CITATIONS_PER_FACT
     missing: int = props["missing_evidence"]["maxItems"]
     if max_output_tokens is not None:
-        tokens = max_output_tokens // style.output_cost
+        tokens = max_output_tokens // citation.output_cost
         facts = max(1, min(MAX_FACTS, tokens // _OUTPUT_TOKENS_PER_FACT))
         citations = max(1, min(MAX_CITATIONS_PER_FACT, tokens // _OUTPUT_TOKENS_PER_CITATION))
-    citation = style.citation_schema(sent)
     fact = props["facts"]["items"]
     while True:
         schema = narrowed(
@@ -155,7 +168,7 @@ def ledger_schema(
                         {
                             "citations": {
                                 **fact["properties"]["citations"],
-                                "items": citation,
+                                "items": citation.schema,
                                 "maxItems": citations,
                             }
                         },
@@ -168,7 +181,7 @@ def ledger_schema(
         )
         factor = 1.0
         if max_response_chars is not None:
-            shortest, longest = _worst(schema, style.identifiers)
+            shortest, longest = _worst(schema, citation.identifiers)
             if math.isfinite(longest) and longest > max_response_chars:
                 if shortest > max_response_chars and (facts, citations, missing) != (1, 1, 1):
                     facts, citations = max(1, facts // 2), max(1, citations // 2)
@@ -176,7 +189,7 @@ def ledger_schema(
                     continue
                 room, spread = max_response_chars - shortest, longest - shortest
                 factor = max(0.0, room / spread) if spread > 0 else 0.0
-        return _scaled(schema, factor, style.identifiers)
+        return _scaled(schema, factor, citation.identifiers)
 
 
 def _scaled(node: dict[str, Any], factor: float, identifiers: Collection[str]) -> dict[str, Any]:
@@ -274,35 +287,3 @@ def _printed(value: object) -> int:
     if isinstance(value, str):
         return len(encode_basestring(value))
     return len(str(value)) if isinstance(value, int) else len(repr(value))
-
-
-def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
-    """Make "an answer xor missing evidence" structural: a choice of two ledger shapes.
-
-    One branch answers (at least one fact, a non-empty answer, no missing evidence); the other
-    abstains (a null answer and inference, at least one missing-evidence item, facts allowed).
-    A grammar-constrained provider (llama.cpp) then cannot produce an ``inconsistent_output``
-    ledger. Verification is unchanged: it still checks every rule on whatever comes back.
-    """
-    properties = schema["properties"]
-    answer_chars = properties["answer"].get("maxLength", MAX_ANSWER_CHARS)
-    # Facts first, as in the single-branch schema: the model cites before it answers.
-    answered = {
-        **schema,
-        "properties": {
-            "facts": {**properties["facts"], "minItems": 1},
-            "answer": {"type": "string", "minLength": 1, "maxLength": answer_chars},
-            "inference": properties["inference"],
-            "missing_evidence": {**properties["missing_evidence"], "maxItems": 0},
-        },
-    }
-    abstained = {
-        **schema,
-        "properties": {
-            "facts": properties["facts"],
-            "answer": NULL,
-            "inference": NULL,
-            "missing_evidence": {**properties["missing_evidence"], "minItems": 1},
-        },
-    }
-    return {"anyOf": [answered, abstained]}

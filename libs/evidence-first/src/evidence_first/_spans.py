@@ -1,13 +1,24 @@
-"""Verified spans of a source: code-point, UTF-16, UTF-8 and original-document offsets."""
+"""Verified spans of a source (code-point, UTF-16, UTF-8 and document offsets), or why none."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from evidence_first._answer import Citation, DocumentSpan, EvidenceSpan
 from evidence_first._evidence import Evidence
+from evidence_first._vocabulary import ReasonCode
 
-__all__ = ["citation_of", "span_of"]
+__all__ = ["Rejection", "citation_of", "span_of"]
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why one citation failed to resolve, and where under the citation's path."""
+
+    code: ReasonCode
+    detail: str
+    subpath: str = ""
 
 
 def span_of(source: Evidence, start: int, end: int) -> EvidenceSpan:

@@ -8,15 +8,18 @@ Each citation style (:mod:`evidence_first._citing`) resolves its own kind of cit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evidence_first._answer import Citation, CitationCheck, Fact, ValidationIssue
-from evidence_first._citing.base import CitationStyle, Rejection
-from evidence_first._evidence import Evidence
-from evidence_first._injection import CitationFlag, flags_of_spans
+from evidence_first._injection import flags_of_spans
 from evidence_first._ledger import Ledger
+from evidence_first._passages import SentSources
+from evidence_first._spans import Rejection
+from evidence_first._vocabulary import CitationFlag
+
+if TYPE_CHECKING:
+    from evidence_first._citing.base import CitationStyle
 
 __all__ = ["Verdict", "verify_citations"]
 
@@ -36,10 +39,8 @@ class Verdict:
     issues: tuple[ValidationIssue, ...]
 
 
-def verify_citations(
-    ledger: Ledger[Any], sent: Mapping[str, Evidence], style: CitationStyle
-) -> Verdict:
-    """Verify every citation of ``ledger`` against the sources ``sent``, by ID."""
+def verify_citations(ledger: Ledger[Any], sent: SentSources, style: CitationStyle) -> Verdict:
+    """Verify every citation of ``ledger`` against what was ``sent``, by the ``style`` of it."""
     facts: list[Fact] = []
     checks: list[CitationCheck] = []
     issues: list[ValidationIssue] = []
@@ -47,9 +48,9 @@ def verify_citations(
     sentences: dict[str, list[tuple[int, int]]] = {}
 
     def flags(citation: Citation) -> tuple[CitationFlag, ...]:
-        source = sent[citation.source_id]
+        source = sent.by_id[citation.source_id]
         if source.id not in sentences:
-            sentences[source.id] = style.sentences(source)
+            sentences[source.id] = style.sentences(source, sent)
         spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
         return flags_of_spans(source.text, spans, sentences[source.id])
 
@@ -57,11 +58,11 @@ def verify_citations(
         citations: list[Citation] = []
         for citation_index, cited in enumerate(fact.citations):
             path = f"$.facts[{fact_index}].citations[{citation_index}]"
-            source = sent.get(cited.source_id)
+            source = sent.by_id.get(cited.source_id)
             outcome = (
                 Rejection("unknown_source", "the cited source was not sent to the model")
                 if source is None
-                else style.resolve(cited, source)
+                else style.resolve(cited, source, sent)
             )
             quote = getattr(cited, "quote", None) or ""
             if isinstance(outcome, Rejection):

@@ -1,11 +1,13 @@
-"""The closed vocabularies every stage shares: statuses, policies, modes and reason codes."""
+"""The closed vocabularies every stage shares: statuses, policies, modes, reason codes, flags."""
 
 from __future__ import annotations
 
 from typing import Literal
 
 __all__ = [
+    "FLAG_DESCRIPTIONS",
     "AnswerStatus",
+    "CitationFlag",
     "CitationMode",
     "KnowledgePolicy",
     "OmissionReason",
@@ -52,3 +54,12 @@ OmissionReason = Literal[
     "over_source_limit",
 ]
 """Why an offered source was not sent to the model."""
+
+CitationFlag = Literal["control_string", "instruction_like"]
+"""Why a verified citation deserves a second look (``CitationCheck.flags``)."""
+
+FLAG_DESCRIPTIONS: dict[CitationFlag, str] = {
+    "control_string": "lies in text holding a chat-template control string",
+    "instruction_like": "lies in text that reads like an instruction to the model",
+}
+"""How the renderers and the CLI word each flag."""

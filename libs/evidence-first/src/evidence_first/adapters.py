@@ -9,7 +9,9 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
     selection = select_sources(to_evidence(doc) for doc in documents)
     answer = answer_selection(question, selection, model, options)
 
-The rest is the glue both integrations share, so they follow one policy. For metadata:
+The rest is the glue both integrations share, so they follow one policy: the transport's
+strict-call settings, schema dialects and provider-table shape (defined in
+``evidence_first._transport``, below the engine, and re-exported here), and, for metadata:
 
 1. A metadata value mapped to an evidence field (speaker, observed_at, status, score) that is
    unusable raises :class:`~evidence_first.InvalidRequestError` before any call: a status
@@ -28,25 +30,16 @@ The rest is the glue both integrations share, so they follow one policy. For met
 from __future__ import annotations
 
 import threading
-import warnings
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from evidence_first._answer import EvidenceAnswer
-from evidence_first._dialects import (
-    DIALECTS,
-    Dialect,
-    DialectName,
-    openai_dialect_for,
-    schema_in,
-)
 from evidence_first._engine import arun_plan, run_plan
-from evidence_first._errors import InvalidRequestError
+from evidence_first._errors import UnenforcedSettingsWarning
 from evidence_first._evidence import Evidence
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._metadata import json_safe_metadata, metadata_fields
-from evidence_first._model import ModelRequest, ReaderModel
+from evidence_first._model import ReaderModel
 from evidence_first._options import (
     AnswerOptionFields,
     AnswerOptions,
@@ -55,6 +48,29 @@ from evidence_first._options import (
     option_error,
 )
 from evidence_first._plan import aplan_answer, plan_answer
+from evidence_first._transport.dialects import (
+    DIALECTS,
+    Dialect,
+    DialectName,
+    openai_dialect_for,
+    schema_in,
+)
+from evidence_first._transport.providers import Provider, is_instance_of
+from evidence_first._transport.strict import (
+    NESTED_SETTINGS,
+    SCHEMA_NAME,
+    STRICT_KEYS,
+    TOOL_KEYS,
+    limits_in,
+    normalized_finish_reason,
+    openai_response_format,
+    refuse_retries,
+    refuse_tools,
+    tool_keys_in,
+    warn_once,
+    warn_unenforced_once,
+    without_strict_keys,
+)
 from evidence_first._vocabulary import OmissionReason
 
 __all__ = [
@@ -69,11 +85,13 @@ __all__ = [
     "Dialect",
     "DialectName",
     "OptionArgs",
+    "Provider",
     "SourceSelection",
     "UnenforcedSettingsWarning",
     "aanswer_selection",
     "answer_selection",
     "checked_int",
+    "is_instance_of",
     "json_safe_metadata",
     "limits_in",
     "metadata_fields",
@@ -81,6 +99,7 @@ __all__ = [
     "openai_dialect_for",
     "openai_response_format",
     "option_error",
+    "refuse_retries",
     "refuse_tools",
     "schema_in",
     "select_sources",
@@ -89,15 +108,6 @@ __all__ = [
     "warn_unenforced_once",
     "without_strict_keys",
 ]
-
-
-class UnenforcedSettingsWarning(UserWarning):
-    """A framework model outside an integration's allow-list is called with the prompt alone.
-
-    Its provider-side output limit, timeout, JSON mode or retries could not be set; the engine
-    still makes one call, stops waiting at ``timeout`` and rejects output over
-    ``max_response_chars``. Integrations issue it once per model class.
-    """
 
 
 @dataclass(frozen=True)
@@ -154,138 +164,3 @@ async def aanswer_selection(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )
     return await arun_plan(plan, model)
-
-
-# The strict call's settings, the same for every framework.
-
-SCHEMA_NAME = "evidence_ledger"
-"""The name given to the ledger schema in an OpenAI ``json_schema`` response format."""
-
-TOOL_KEYS = frozenset({"tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"})
-"""Request settings that give a model tools; a model configured with any of them is refused."""
-
-STRICT_KEYS = TOOL_KEYS | {
-    "max_tokens",
-    "max_completion_tokens",
-    "temperature",
-    "n",
-    "stream",
-    "stream_options",
-    "response_format",
-    "timeout",
-}
-"""Request settings the strict call sets itself: a caller's own values for them are dropped."""
-
-NESTED_SETTINGS = ("extra_body", "model_kwargs")
-"""Keys under which frameworks nest more request settings; searched below as well."""
-
-_LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
-# Finish reasons that mean the output hit its token limit: OpenAI's and Ollama's, Anthropic's.
-_OUT_OF_TOKENS = frozenset({"length", "max_tokens"})
-
-
-def openai_response_format(
-    request: ModelRequest, *, schema: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """The OpenAI ``response_format`` asking strictly for ``schema``, default the request's."""
-    schema = request.json_schema if schema is None else schema
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
-    }
-
-
-def limits_in(settings: object) -> list[int]:
-    """The output limits (``max_tokens``, ``max_completion_tokens``) set in ``settings``."""
-    if not isinstance(settings, Mapping):
-        return []
-    limits = [
-        value
-        for key in _LIMIT_KEYS
-        if isinstance(value := settings.get(key), int) and not isinstance(value, bool)
-    ]
-    for name in NESTED_SETTINGS:
-        limits.extend(limits_in(settings.get(name)))
-    return limits
-
-
-def tool_keys_in(settings: object, where: str) -> tuple[str, list[str]] | None:
-    """Where ``settings`` first sets :data:`TOOL_KEYS` (``where.extra_body``...), and which."""
-    if not isinstance(settings, Mapping):
-        return None
-    if found := sorted(TOOL_KEYS.intersection(settings)):
-        return where, found
-    for name in NESTED_SETTINGS:
-        if nested := tool_keys_in(settings.get(name), f"{where}.{name}"):
-            return nested
-    return None
-
-
-def refuse_tools(settings: object, where: str, *, name: str = "llm") -> None:
-    """Refuse a model configured with tools in ``settings`` (nested settings included).
-
-    Raises:
-        InvalidRequestError: With ``field="llm"``, naming where the tool keys are set.
-    """
-    found = tool_keys_in(settings, where)
-    if found is not None:
-        place, keys = found
-        msg = (
-            f"{name} is configured with tools ({place}: {', '.join(keys)}); remove them: the "
-            "model must answer with text only"
-        )
-        raise InvalidRequestError(msg, field="llm")
-
-
-def without_strict_keys(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """``settings`` without :data:`STRICT_KEYS`, nested settings included."""
-    kept = {key: value for key, value in settings.items() if key not in STRICT_KEYS}
-    for name in NESTED_SETTINGS:
-        if isinstance(kept.get(name), Mapping):
-            kept[name] = without_strict_keys(kept[name])
-    return kept
-
-
-_warned: set[Hashable] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: Hashable, message: str, *, stacklevel: int) -> None:
-    """Issue ``message`` as one :class:`UnenforcedSettingsWarning` per ``key``, from any thread.
-
-    ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
-    """
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(message, UnenforcedSettingsWarning, stacklevel=stacklevel + 1)
-
-
-def warn_unenforced_once(model_class: type, *, retries_ruled_out: bool, stacklevel: int) -> None:
-    """Issue one :class:`UnenforcedSettingsWarning` per model class, from any thread.
-
-    ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
-    """
-    if model_class in _warned:
-        return  # the message is built once; warn_once checks again under its lock
-    retries = "" if retries_ruled_out else ", and retries cannot be ruled out"
-    msg = (
-        f"{model_class.__name__} is not on evidence-first's allow-list, so it is called with the "
-        "prompt alone: its output limit (max_tokens), temperature, provider-side timeout and "
-        f"JSON output could not be set{retries}. The answer still comes from one call, its "
-        "wait is bounded by `timeout` and its size by `max_response_chars`."
-    )
-    warn_once(model_class, msg, stacklevel=stacklevel + 1)
-
-
-def normalized_finish_reason(source: object) -> str | None:
-    """The finish, stop (Anthropic) or done (Ollama) reason in ``source``; out of tokens: length."""
-    for name in ("finish_reason", "stop_reason", "done_reason"):
-        value = source.get(name) if isinstance(source, Mapping) else getattr(source, name, None)
-        if isinstance(value, str) and value:
-            return "length" if value.lower() in _OUT_OF_TOKENS else value
-    return None
-
-
-# Metadata, by the policy in the module docstring.

@@ -16,10 +16,10 @@ import urllib.request
 from typing import Any
 
 from evidence_first._answer import TokenUsage
-from evidence_first._dialects import DialectName, openai_dialect_for, schema_in
 from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
-from evidence_first.adapters import SCHEMA_NAME, openai_response_format
+from evidence_first._transport.dialects import DialectName, openai_dialect_for, schema_in
+from evidence_first._transport.strict import SCHEMA_NAME, openai_response_format
 
 __all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
 
@@ -29,9 +29,9 @@ def chat_completions_body(
 ) -> dict[str, Any]:
     """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output.
 
-    The schema is written in ``dialect`` (:mod:`evidence_first._dialects`): ``"full"`` sends
-    the two branches, answered or abstained, that llama.cpp's grammars enforce at the top
-    level; ``"openai"`` the strict subset OpenAI accepts.
+    The schema is written in ``dialect`` (:mod:`evidence_first._transport.dialects`):
+    ``"full"`` sends the two branches, answered or abstained, that llama.cpp's grammars
+    enforce at the top level; ``"openai"`` the strict subset OpenAI accepts.
     """
     schema = schema_in(request.json_schema, dialect)
     body: dict[str, Any] = {

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evidence_first._answer import EvidenceAnswer
-from evidence_first._cli_output import Progress, emit, started
-from evidence_first._demo import DEMO_MIN_SCORE, load_demo_corpus, run_demo
-from evidence_first._dialects import DIALECTS
+from evidence_first._cli.demo import DEMO_MIN_SCORE, load_demo_corpus, run_demo
+from evidence_first._cli.output import Progress, emit, started
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import EvidenceFirstError
 from evidence_first._evidence import Evidence
 from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptionFields
+from evidence_first._transport.dialects import DIALECTS
 from evidence_first._vocabulary import CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel

@@ -32,20 +32,20 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from evidence_first._model import ModelRequest, ModelResponse
-from evidence_first._server_process import HOST, ServerProcess, idle_cores
-from evidence_first._weights import (
+from evidence_first._errors import LocalModelError
+from evidence_first._local.process import HOST, ServerProcess, idle_cores
+from evidence_first._local.weights import (
     DEFAULT_READER,
     INSTALL_HINT,
     KNOWN_MODELS,
     TINY_MODEL,
     KnownModel,
-    LocalModelError,
     assemble,
     default_cache_dir,
     is_installed,
     require_extra,
 )
+from evidence_first._model import ModelRequest, ModelResponse
 from evidence_first.chat_completions import ChatCompletionsModel
 
 __all__ = [

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evidence_first._evidence import Evidence, format_timestamp
-from evidence_first._injection import FLAG_DESCRIPTIONS, CitationFlag
+from evidence_first._vocabulary import FLAG_DESCRIPTIONS, CitationFlag
 
 if TYPE_CHECKING:  # types only: the answer renders itself in notebooks with this module
     from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer

@@ -107,6 +107,7 @@ def _announce(llm: Any, stacklevel: int) -> None:
 
 
 PROVIDER = Provider(
+    name="anthropic",
     package="llama_index.llms.anthropic",
     class_name="Anthropic",
     prepare=strict_anthropic_call,

@@ -64,6 +64,7 @@ def _refuse(llm: Any) -> None:
 
 
 PROVIDER = Provider(
+    name="google-genai",
     package="llama_index.llms.google_genai",
     class_name="GoogleGenAI",
     prepare=strict_google_call,

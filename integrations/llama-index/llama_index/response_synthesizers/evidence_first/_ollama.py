@@ -56,6 +56,7 @@ def _limits(llm: Any) -> list[object]:
 
 
 PROVIDER = Provider(
+    name="ollama",
     package="llama_index.llms.ollama",
     class_name="Ollama",
     prepare=strict_ollama_call,

@@ -30,19 +30,20 @@ from evidence_first import InvalidRequestError, ModelRequest
 from evidence_first.adapters import (
     STRICT_KEYS,
     DialectName,
+    is_instance_of,
     limits_in,
     openai_dialect_for,
     openai_response_format,
     schema_in,
 )
-from llama_index.response_synthesizers.evidence_first._provider import Provider, instance_of
+from llama_index.response_synthesizers.evidence_first._provider import Provider
 
 __all__ = ["PROVIDER", "dialect_for", "is_openai", "is_reasoning_model", "strict_openai_call"]
 
 
 def is_openai(llm: object) -> bool:
     """Whether ``llm`` is one of LlamaIndex's OpenAI LLMs (``OpenAILike`` is a subclass)."""
-    return instance_of(llm, "llama_index.llms.openai", "OpenAI")
+    return is_instance_of(llm, "OpenAI", "llama_index.llms.openai")
 
 
 def is_reasoning_model(model: str) -> bool:
@@ -64,7 +65,7 @@ def dialect_for(llm: object, base_url: object) -> DialectName:
             whatever its endpoint's name).
         base_url: The API root the call goes to: the client's, or the LLM's ``api_base``.
     """
-    if instance_of(llm, "llama_index.llms.azure_openai", "AzureOpenAI"):
+    if is_instance_of(llm, "AzureOpenAI", "llama_index.llms.azure_openai"):
         return "openai"
     return openai_dialect_for(base_url)
 
@@ -133,6 +134,7 @@ def _refuse(llm: Any) -> None:
 
 
 PROVIDER = Provider(
+    name="openai-compatible",
     package="llama_index.llms.openai",
     class_name="OpenAI",
     prepare=strict_openai_call,

@@ -1,66 +1,28 @@
 """An allow-list entry: how one provider's LlamaIndex LLM class is recognised and called strictly.
 
-Provider packages are never imported here: an LLM of theirs exists only if the caller imported
-its package, so a class is looked up in ``sys.modules`` through its public package.
+The entries take the core's provider-table shape (``evidence_first.adapters.Provider``). Provider
+packages are never imported here: an LLM of theirs exists only if the caller imported its
+package, and a class is recognised by its name and package in the LLM's class hierarchy.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from evidence_first import InvalidRequestError, ModelRequest
+from evidence_first.adapters import Provider as ProviderShape
 
-__all__ = ["Prepare", "Provider", "instance_of", "refuse_tool_fields"]
+__all__ = ["Prepare", "Provider", "refuse_tool_fields"]
 
 Prepare = Callable[[ModelRequest, Any, bool], tuple[Any, dict[str, Any]]]
 """Given a request, the caller's LLM and whether the call is async: the LLM to call (a strict
 copy; the caller's is never modified) and the keyword arguments for its ``chat`` or ``achat``."""
 
-
-def _nothing_to_refuse(llm: Any) -> None:
-    return None
-
-
-def _nothing_to_announce(llm: Any, stacklevel: int) -> None:
-    return None
-
-
-@dataclass(frozen=True)
-class Provider:
-    """One allow-listed LLM class (and its subclasses) and how to call it strictly.
-
-    Attributes:
-        package: The LlamaIndex package that exports the class, e.g. ``llama_index.llms.ollama``.
-        class_name: The class's name in that package.
-        prepare: Builds the strict call: one call, no tools, no retries, the output limit,
-            the timeout, temperature where allowed, the schema in the native field.
-        limits: The output limits the LLM itself is configured with (``None`` for unset);
-            the smallest of them and the caller's ``max_output_tokens`` is sent.
-        refuse: Raises :class:`~evidence_first.InvalidRequestError` for settings that cannot
-            be called strictly (tools held in the class's own fields); checked before each call.
-        announce: Called once per reader, with a ``warnings.warn`` stack level counted from
-            its caller, to warn about what this LLM's call cannot enforce.
-    """
-
-    package: str
-    class_name: str
-    prepare: Prepare
-    limits: Callable[[Any], Iterable[object]]
-    refuse: Callable[[Any], None] = _nothing_to_refuse
-    announce: Callable[[Any, int], None] = _nothing_to_announce
-
-    def matches(self, llm: object) -> bool:
-        """Whether ``llm`` is an instance of this provider's class or of a subclass."""
-        return instance_of(llm, self.package, self.class_name)
-
-
-def instance_of(llm: object, package: str, class_name: str) -> bool:
-    """Whether ``llm`` is a ``package.class_name``, without importing ``package``."""
-    cls = getattr(sys.modules.get(package), class_name, None)
-    return isinstance(cls, type) and isinstance(llm, cls)
+Provider = ProviderShape[Prepare]
+"""One allow-listed LLM class (and its subclasses) of a LlamaIndex ``package``. Its ``limits``
+are the output limits the LLM itself is configured with; ``refuse`` is checked before each call;
+``announce`` warns once per reader."""
 
 
 def refuse_tool_fields(llm: object, *fields: str) -> None:

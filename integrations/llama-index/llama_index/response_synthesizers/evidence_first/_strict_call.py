@@ -22,6 +22,7 @@ from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, Tok
 from evidence_first.adapters import (
     UnenforcedSettingsWarning,
     normalized_finish_reason,
+    refuse_retries,
     refuse_tools,
     warn_unenforced_once,
 )
@@ -53,14 +54,7 @@ class LLMReader:
     @property
     def max_tokens(self) -> int | None:
         """The smallest output limit the LLM is configured with, if it is called strictly."""
-        if self._provider is None:
-            return None
-        found = [
-            limit
-            for limit in self._provider.limits(self.llm)
-            if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0
-        ]
-        return min(found) if found else None
+        return None if self._provider is None else self._provider.configured_limit(self.llm)
 
     def check(self) -> None:
         """Check the LLM again before a request: its settings may have changed since.
@@ -165,13 +159,7 @@ def _refuse(llm: object) -> None:
     if provider is not None:
         provider.refuse(llm)  # its retries are turned off per call
         return
-    retries = getattr(llm, "max_retries", None)
-    if isinstance(retries, int) and not isinstance(retries, bool) and retries > 0:
-        msg = (
-            f"{name} retries failed calls (max_retries={retries}) and evidence-first cannot turn "
-            "that off for this class; construct it with max_retries=0"
-        )
-        raise InvalidRequestError(msg, field="llm")
+    refuse_retries(llm)
 
 
 def _strict(provider: Provider) -> Prepare:

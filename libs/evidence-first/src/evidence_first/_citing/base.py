@@ -3,44 +3,23 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
 from typing import Any, ClassVar
-
-from pydantic import BaseModel, ConfigDict
 
 from evidence_first._answer import Citation
 from evidence_first._evidence import Evidence
 from evidence_first._injection import Defences
-from evidence_first._passages import split_passages
-from evidence_first._vocabulary import CitationMode, ReasonCode
+from evidence_first._ledger import LedgerCitationBase
+from evidence_first._passages import Passage, SentSources, split_passages
+from evidence_first._schema import CitationShape
+from evidence_first._spans import Rejection
+from evidence_first._vocabulary import CitationMode
 
-__all__ = ["CitationStyle", "LedgerCitationBase", "Rejection", "StrictModel"]
-
-
-class StrictModel(BaseModel):
-    """A ledger part as the model wrote it: strict types, unknown keys rejected."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class LedgerCitationBase(StrictModel):
-    """A citation as the model wrote it, not yet verified; every style names a source."""
-
-    source_id: str
-
-
-@dataclass(frozen=True)
-class Rejection:
-    """Why one citation failed, and where under the citation's path."""
-
-    code: ReasonCode
-    detail: str
-    subpath: str = ""
+__all__ = ["CitationStyle"]
 
 
 class CitationStyle(ABC):
-    """One citation mode. An instance serves one request: it may remember what was sent.
+    """One citation mode. It holds no state: what a request sent is a :class:`SentSources`.
 
     Attributes:
         mode: The mode's name, as callers pass it in ``citation_mode``.
@@ -66,29 +45,44 @@ class CitationStyle(ABC):
         """System-prompt rules this style adds after the shared ones."""
         return ""
 
+    def passages(self, source: Evidence) -> tuple[Passage, ...]:
+        """The passages ``source`` is sent as, cut once per request; none when sent whole."""
+        return ()
+
     @abstractmethod
-    def text_fields(self, source: Evidence, defences: Defences) -> dict[str, Any]:
-        """The source's text as this style sends it: the JSON fields after the metadata."""
+    def text_fields(
+        self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
+    ) -> dict[str, Any]:
+        """The source's text as this style sends it: the JSON fields after the metadata.
+
+        ``passages`` are :meth:`passages` of ``source``.
+        """
 
     def packing_floor(self) -> Callable[[Evidence], int] | None:
         """A cheap lower bound of a source's sent tokens by the default estimate, if any."""
         return None
 
-    def sent(self, sources: Sequence[Evidence]) -> None:  # noqa: B027 - optional hook
-        """Remember the sources that were packed, before the schema is built."""
-
     @abstractmethod
-    def citation_schema(self, sent: Sequence[Evidence] | None) -> dict[str, Any]:
-        """The request schema of one citation for the sources sent (``None``: the general one).
+    def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
+        """The request schema of one citation for what was sent (``None``: the general one).
 
-        Built on :attr:`citation_model`'s flattened schema (``general``); a style narrows
-        enums and bounds only.
+        Built on :attr:`citation_model`'s flattened schema (``_schema.flat_schema``); a style
+        narrows enums and bounds only.
         """
 
-    @abstractmethod
-    def resolve(self, cited: Any, source: Evidence) -> Citation | Rejection:
-        """Verify one citation of ``source`` (already known to be sent) and resolve its spans."""
+    def shape(self, sent: SentSources | None) -> CitationShape:
+        """This style's part of the request schema, for ``_schema.ledger_schema``."""
+        return CitationShape(
+            model=self.citation_model,
+            schema=self.citation_schema(sent),
+            identifiers=self.identifiers,
+            output_cost=self.output_cost,
+        )
 
-    def sentences(self, source: Evidence) -> list[tuple[int, int]]:
+    @abstractmethod
+    def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
+        """Verify one citation of ``source`` (known to be in ``sent``) and resolve its spans."""
+
+    def sentences(self, source: Evidence, sent: SentSources) -> list[tuple[int, int]]:
         """The sentences of a sent source, as citation flags judge them."""
         return split_passages(source.text)

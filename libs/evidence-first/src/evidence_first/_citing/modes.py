@@ -16,13 +16,13 @@ STYLES: dict[CitationMode, type[CitationStyle]] = {"quote": QuoteStyle, "passage
 
 
 def style_for(mode: CitationMode) -> CitationStyle:
-    """A fresh style for one request in ``mode``."""
+    """The style of ``mode`` (styles hold no state)."""
     return STYLES[mode]()
 
 
-LEDGER_JSON_SCHEMA: dict[str, Any] = ledger_schema(QuoteStyle(), None)
+LEDGER_JSON_SCHEMA: dict[str, Any] = ledger_schema(QuoteStyle().shape(None))
 """The general quote-mode ledger schema: at most 32 facts of 1 to 8 citations; every key
 required."""
 
-PASSAGE_LEDGER_JSON_SCHEMA: dict[str, Any] = ledger_schema(PassageStyle(), None)
+PASSAGE_LEDGER_JSON_SCHEMA: dict[str, Any] = ledger_schema(PassageStyle().shape(None))
 """The general passage-mode ledger schema: citations name passages, and the quote is null."""

@@ -8,17 +8,18 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from evidence_first._answer import Citation
-from evidence_first._citing.base import CitationStyle, LedgerCitationBase, Rejection
+from evidence_first._citing.base import CitationStyle
 from evidence_first._evidence import Evidence
 from evidence_first._injection import DATAMARK, Defences, datamark
+from evidence_first._ledger import LedgerCitationBase
 from evidence_first._limits import (
     MAX_CITATIONS_PER_FACT,
     MAX_ENUM_VALUES,
     MAX_PASSAGES_PER_CITATION,
 )
-from evidence_first._passages import Passage, PassageIndex
+from evidence_first._passages import Passage, SentSources, passages_of
 from evidence_first._schema import NULL, enum_or_string, flat_schema, narrowed
-from evidence_first._spans import citation_of
+from evidence_first._spans import Rejection, citation_of
 from evidence_first._tokens import passage_form_floor
 from evidence_first._vocabulary import CitationMode
 
@@ -96,21 +97,17 @@ turned into exact positions for you).
     # answers), so passage mode allows half as many facts and citations.
     output_cost: ClassVar[int] = 2
 
-    def __init__(self) -> None:
-        self._cut: dict[str, list[Passage]] = {}
-        self.index = PassageIndex(())
-
     def rules(self, defences: Defences) -> str:
         """The datamark rule, when datamarking."""
         return _DATAMARK_RULE if defences.datamark else ""
 
-    def passages_of(self, source: Evidence) -> list[Passage]:
-        """The passages of ``source``, cut once per request."""
-        if source.id not in self._cut:
-            self._cut[source.id] = PassageIndex.of(source)
-        return self._cut[source.id]
+    def passages(self, source: Evidence) -> tuple[Passage, ...]:
+        """The source cut into sentence-sized passages (``_passages``)."""
+        return passages_of(source)
 
-    def text_fields(self, source: Evidence, defences: Defences) -> dict[str, Any]:
+    def text_fields(
+        self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
+    ) -> dict[str, Any]:
         """The passages, each with its label after its text, datamarked when asked."""
         text = source.text
         # Each label follows its text: the label a model reads right after a passage is that
@@ -119,8 +116,7 @@ turned into exact positions for you).
         mark = datamark if defences.datamark else str
         return {
             "passages": [
-                {"text": mark(text[p.char_start : p.char_end]), "label": p.label}
-                for p in self.passages_of(source)
+                {"text": mark(text[p.char_start : p.char_end]), "label": p.label} for p in passages
             ]
         }
 
@@ -128,11 +124,7 @@ turned into exact positions for you).
         """Cutting a large source costs more than estimating it: skip a hopeless one first."""
         return lambda source: passage_form_floor(source.text)
 
-    def sent(self, sources: Sequence[Evidence]) -> None:
-        """Index the passages of the sources sent, by label and by source."""
-        self.index = PassageIndex(sources, self._cut)
-
-    def citation_schema(self, sent: Sequence[Evidence] | None) -> dict[str, Any]:
+    def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
         """Labels only (the quote is ``null``), each source's labels under its own ID.
 
         When few enough labels were sent, a citation is one of a choice per source: that
@@ -142,7 +134,7 @@ turned into exact positions for you).
         text the cited passages do not hold in most citations, costing the whole answer.
         """
         general = flat_schema(PassageCitation)
-        labels = None if sent is None else self.index.by_source
+        labels = None if sent is None else sent.passages
         if labels and sum(len(cut) for cut in labels.values()) <= MAX_ENUM_VALUES:
             return {
                 "anyOf": [
@@ -150,7 +142,7 @@ turned into exact positions for you).
                     for source_id, cut in labels.items()
                 ]
             }
-        ids = None if sent is None else [source.id for source in sent]
+        ids = None if sent is None else [source.id for source in sent.sources]
         every_label = None if labels is None else [p.label for cut in labels.values() for p in cut]
         return self._for_source(general, ids, every_label)
 
@@ -168,11 +160,11 @@ turned into exact positions for you).
             },
         )
 
-    def resolve(self, cited: Any, source: Evidence) -> Citation | Rejection:
+    def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
         """Every label must have been sent, for this source; a quote must lie in one group."""
         positions: list[int] = []
         for number, label in enumerate(cited.passages):
-            passage = self.index.by_label.get(label)
+            passage = sent.by_label.get(label)
             if passage is None:
                 return Rejection(
                     "unknown_passage", "the label was never sent", f".passages[{number}]"
@@ -186,8 +178,7 @@ turned into exact positions for you).
             positions.append(passage.index)
         if cited.quote is not None and not cited.quote.strip():
             return Rejection("empty_quote", "the quote is empty", ".quote")
-        passages = self.index.by_source[source.id]
-        citation = resolve_passages(source, passages, positions, cited.quote)
+        citation = resolve_passages(source, sent.passages[source.id], positions, cited.quote)
         if citation is None:
             return Rejection(
                 "quote_not_in_passages",
@@ -196,6 +187,6 @@ turned into exact positions for you).
             )
         return citation
 
-    def sentences(self, source: Evidence) -> list[tuple[int, int]]:
+    def sentences(self, source: Evidence, sent: SentSources) -> list[tuple[int, int]]:
         """Passage mode has each sent source's sentences already: its passages."""
-        return [(p.char_start, p.char_end) for p in self.index.by_source[source.id]]
+        return [(p.char_start, p.char_end) for p in sent.passages[source.id]]

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from pydantic import Field
 
 from evidence_first._answer import Citation
-from evidence_first._citing.base import CitationStyle, LedgerCitationBase, Rejection
+from evidence_first._citing.base import CitationStyle
 from evidence_first._evidence import Evidence
 from evidence_first._injection import Defences
+from evidence_first._ledger import LedgerCitationBase
 from evidence_first._limits import MAX_CITATIONS_PER_FACT, MAX_QUOTE_CHARS
+from evidence_first._passages import Passage, SentSources
 from evidence_first._schema import enum_or_string, flat_schema, narrowed
-from evidence_first._spans import citation_of
+from evidence_first._spans import Rejection, citation_of
 from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote"]
@@ -50,16 +51,18 @@ character for character, from that source's "text": one contiguous excerpt, usua
 or a clause, with nothing changed, added or left out.
 """.replace("@CITATIONS@", str(MAX_CITATIONS_PER_FACT))
 
-    def text_fields(self, source: Evidence, defences: Defences) -> dict[str, Any]:
+    def text_fields(
+        self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
+    ) -> dict[str, Any]:
         """The whole text, unmarked: the model copies from it."""
         return {"text": source.text}
 
-    def citation_schema(self, sent: Sequence[Evidence] | None) -> dict[str, Any]:
+    def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
         """The citation's ``source_id`` becomes an enum of the IDs sent."""
-        ids = None if sent is None else [source.id for source in sent]
+        ids = None if sent is None else [source.id for source in sent.sources]
         return narrowed(flat_schema(LedgerCitation), {"source_id": enum_or_string(ids)})
 
-    def resolve(self, cited: Any, source: Evidence) -> Citation | Rejection:
+    def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
         """The first exact occurrence of the quote; no normalization, no fuzzy matching."""
         if not cited.quote.strip():
             return Rejection("empty_quote", "the quote is empty", ".quote")

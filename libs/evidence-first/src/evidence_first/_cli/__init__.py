@@ -1,0 +1,1 @@
+"""The command line's parts besides its parser: the demo and what both commands print."""
