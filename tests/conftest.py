@@ -128,21 +128,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.fixture
-def golden_request(pytestconfig: pytest.Config) -> Callable[[str, bytes], None]:
-    """Return a check that a request body's bytes equal ``tests/golden/requests/<name>``.
+def golden_request(pytestconfig: pytest.Config) -> Callable[[str, str, bytes], None]:
+    """Return a check that a request body's bytes are those recorded as ``case`` in
+    ``tests/golden/requests/<name>.json`` (one file per provider or dialect, a body per case).
 
-    With ``--record-golden`` it writes the file instead: record at a commit whose requests
-    are right, and commit the files with the change that alters what is sent.
+    With ``--record-golden`` it records them instead: record at a commit whose requests are
+    right, and commit the files with the change that alters what is sent.
     """
 
-    def check(name: str, body: bytes) -> None:
-        path = GOLDEN_REQUESTS / name
+    def check(name: str, case: str, body: bytes) -> None:
+        path = GOLDEN_REQUESTS / f"{name}.json"
+        recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
         if pytestconfig.getoption("--record-golden"):
+            recorded[case] = body.decode("utf-8")
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(body)
+            text = json.dumps(dict(sorted(recorded.items())), ensure_ascii=False, indent=1)
+            path.write_text(text + "\n", encoding="utf-8")
             return
-        assert path.is_file(), f"no recorded body {name}; record it with --record-golden"
-        assert body.decode("utf-8") == path.read_bytes().decode("utf-8"), name
+        assert case in recorded, f"no recorded body {name}/{case}; record it with --record-golden"
+        assert body.decode("utf-8") == recorded[case], f"{name}/{case}"
 
     return check
 

@@ -55,4 +55,4 @@ def test_the_posted_body_is_the_recorded_one(
     with contextlib.suppress(ModelCallError):
         answer_from_evidence(QUESTION, SOURCES, model, citation_mode=mode, **OPTIONS[options])
     (received,) = endpoint.posts
-    golden_request(f"core-{dialect}-{mode}-{options}.json", received.raw)
+    golden_request(f"core-{dialect}", f"{mode}-{options}", received.raw)

@@ -69,7 +69,7 @@ def _ask(llm: Any, mode: str) -> None:
 def test_a_provider_posts_the_recorded_body(provider, mode, loopback, golden_request):
     endpoint = loopback(200, {})
     _ask(ON_LOOPBACK[provider](endpoint.url), mode)
-    golden_request(f"langchain-{provider}-{mode}.json", endpoint.posts[-1].raw)
+    golden_request(f"langchain-{provider}", mode, endpoint.posts[-1].raw)
 
 
 @CITATION_MODES
@@ -85,4 +85,4 @@ def test_chat_openai_on_its_own_hosts_posts_the_recorded_body(provider, mode, go
     transport = httpx.MockTransport(reply)
     _ask(cls(api_key="sk-test", http_client=httpx.Client(transport=transport), **settings), mode)
     (request,) = sent
-    golden_request(f"langchain-{provider}-{mode}.json", request.content)
+    golden_request(f"langchain-{provider}", mode, request.content)

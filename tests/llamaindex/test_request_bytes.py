@@ -53,7 +53,7 @@ def test_openai_llms_post_the_recorded_body(
     )
     _ask(llm, launch_nodes, mode)
     (request,) = fake_openai.requests
-    golden_request(f"llamaindex-openai-{host}-{mode}.json", request.content)
+    golden_request(f"llamaindex-openai-{host}", mode, request.content)
 
 
 @CITATION_MODES
@@ -66,7 +66,7 @@ def test_gemini_posts_the_recorded_body(mode, loopback, launch_nodes, golden_req
         model=GEMINI_MODEL, api_key="test-key", http_options={"base_url": loopback.url}
     )
     _ask(llm, launch_nodes, mode)
-    golden_request(f"llamaindex-gemini-{mode}.json", loopback.posts[-1].raw)
+    golden_request("llamaindex-gemini", mode, loopback.posts[-1].raw)
 
 
 @CITATION_MODES
@@ -75,4 +75,4 @@ def test_ollama_posts_the_recorded_body(mode, loopback, launch_nodes, golden_req
 
     llm = Ollama(model="qwen3:4b", base_url=loopback.url, context_window=8192)
     _ask(llm, launch_nodes, mode)
-    golden_request(f"llamaindex-ollama-{mode}.json", loopback.posts[-1].raw)
+    golden_request("llamaindex-ollama", mode, loopback.posts[-1].raw)
