@@ -3,9 +3,41 @@
 from __future__ import annotations
 
 import io
+import typing
+from typing import Literal
+
+import annotated_types
 
 from evidence_first import cli
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions
+
+# A flag value for each option whose range does not give one (see _sample below).
+SAMPLES: dict[str, tuple[list[str], object]] = {
+    "output_language": (["German"], "German"),
+    "question_time": (["1777366800000"], 1777366800000),
+    "timeout": (["12.5"], 12.5),
+    "min_score": (["0.25"], 0.25),
+    "scope": (["team", "public"], ["team", "public"]),
+    "scope_key": (["area"], "area"),
+}
+
+
+def _sample(name: str) -> tuple[list[str], object]:
+    """The flag values for option ``name``, and the option's value they must give.
+
+    An option with a choice takes its last one; a bounded int, one above its lowest value (so
+    it differs from most defaults); any other, its entry in :data:`SAMPLES`.
+    """
+    field = AnswerOptionFields.model_fields[name]
+    choices = (
+        typing.get_args(field.annotation) if typing.get_origin(field.annotation) is Literal else ()
+    )
+    if choices:
+        return [choices[-1]], choices[-1]
+    if field.annotation is int:
+        low = next(bound.ge for bound in field.metadata if isinstance(bound, annotated_types.Ge))
+        return [str(low + 1)], low + 1
+    return SAMPLES[name]
 
 
 def test_ask_passes_every_option_flag_through_as_the_option(monkeypatch, tmp_path):
@@ -19,34 +51,20 @@ def test_ask_passes_every_option_flag_through_as_the_option(monkeypatch, tmp_pat
     monkeypatch.setattr(cli, "answer_from_evidence", capture)
     source = tmp_path / "notes.txt"
     source.write_text("The launch moved to June 15.", encoding="utf-8")
+    names = [name for name in AnswerOptionFields.model_fields if name != "token_counter"]
+    flags = []
+    for name in names:
+        values, _ = _sample(name)
+        for value in values:
+            flags += [f"--{name.replace('_', '-')}", value]
     status = cli.main(
-        [
-            "ask", "When?", str(source), "--base-url", "http://127.0.0.1:9/v1",
-            "--knowledge", "allow-general-inference", "--citation-mode", "quote",
-            "--output-language", "German", "--question-time", "1777366800000",
-            "--max-context-tokens", "4096", "--max-output-tokens", "300",
-            "--max-response-chars", "9000", "--timeout", "12.5", "--min-evidence", "1",
-            "--min-score", "0.25", "--scope", "team", "--scope", "public", "--scope-key", "area",
-        ],
+        ["ask", "When?", str(source), "--base-url", "http://127.0.0.1:9/v1", *flags],
         out=io.StringIO(),
-    )  # fmt: skip
+    )
 
     assert status == cli.EXIT_INTERRUPTED
-    assert set(seen) == set(AnswerOptionFields.model_fields) - {"token_counter"}
-    assert seen == {
-        "knowledge": "allow-general-inference",
-        "citation_mode": "quote",
-        "output_language": "German",
-        "question_time": 1777366800000,
-        "max_context_tokens": 4096,
-        "max_output_tokens": 300,
-        "max_response_chars": 9000,
-        "timeout": 12.5,
-        "min_evidence": 1,
-        "min_score": 0.25,
-        "scope": ["team", "public"],
-        "scope_key": "area",
-    }
+    assert seen == {name: _sample(name)[1] for name in names}
+    assert seen["knowledge"] == "allow-general-inference"  # a value other than the default
 
 
 def test_an_out_of_range_flag_is_the_options_own_error(tmp_path, capsys):

@@ -3,16 +3,16 @@
 :class:`AnswerOptionFields` is the declaration. Everything else derives from it: the
 checked value :class:`AnswerOptions`, the entry points' keywords (:class:`OptionArgs`, pinned
 to the fields by a test), the integrations' fields and arguments, the CLI flags and the
-options table in ``docs/concepts.md``.
+options table in ``docs/concepts.md`` (``docs/scripts/options_table.py``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, get_args
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -32,8 +32,8 @@ __all__ = [
     "AnswerOptions",
     "OptionArgs",
     "checked_int",
+    "option_bounds",
     "option_error",
-    "option_rows",
 ]
 
 
@@ -132,7 +132,7 @@ class AnswerOptionFields(BaseModel):
     @classmethod
     def _int_in_range(cls, value: object, info: ValidationInfo) -> object:
         name = str(info.field_name)
-        return checked_int(name, value, *_bounds(cls.model_fields[name]))
+        return checked_int(name, value, *option_bounds(cls.model_fields[name]))
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -140,7 +140,7 @@ class AnswerOptionFields(BaseModel):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             msg = "timeout must be a number of seconds"
             raise InvalidRequestError(msg, field="timeout")
-        low, high = _bounds(cls.model_fields["timeout"])
+        low, high = option_bounds(cls.model_fields["timeout"])
         if not (math.isfinite(value) and low < value <= high):
             msg = f"timeout must be greater than {low} and at most {high} seconds, got {value}"
             raise InvalidRequestError(msg, field="timeout")
@@ -323,7 +323,8 @@ def option_error(exc: ValidationError) -> Exception:
     return InvalidRequestError(f"{name} is not valid ({error['type']})", field=name or None)
 
 
-def _bounds(field: FieldInfo) -> tuple[Any, Any]:
+def option_bounds(field: FieldInfo) -> tuple[Any, Any]:
+    """A declared option's range: its lowest (``ge`` or ``gt``) and highest (``le``) value."""
     low = high = None
     for bound in field.metadata:
         if isinstance(bound, (annotated_types.Ge, annotated_types.Gt)):
@@ -331,20 +332,3 @@ def _bounds(field: FieldInfo) -> tuple[Any, Any]:
         if isinstance(bound, annotated_types.Le):
             high = bound.le
     return low, high
-
-
-def option_rows() -> Iterator[tuple[str, str, str, str]]:
-    """``(option, default, accepts, meaning)`` for each option, as the docs' table shows."""
-    for name, field in AnswerOptionFields.model_fields.items():
-        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-        low, high = _bounds(field)
-        choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else ()
-        if choices:
-            accepts = ", ".join(f'`"{choice}"`' for choice in choices)
-        elif high is not None:
-            opening = "(" if any(isinstance(b, annotated_types.Gt) for b in field.metadata) else ""
-            accepts = f"{opening}{low:,}, {high:,}]" if opening else f"{low:,}..{high:,}"
-        else:
-            accepts = str(extra.get("accepts", ""))
-        default = f'"{field.default}"' if isinstance(field.default, str) else field.default
-        yield f"`{name}`", f"`{default}`", accepts, str(field.description)
