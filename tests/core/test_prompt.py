@@ -17,7 +17,7 @@ from evidence_first import (
 from evidence_first._citing.quote import QuoteStyle
 from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
-from evidence_first._transport.dialects import branch_on_answer
+from evidence_first._transport.writing import branch_on_answer
 from evidence_first.chat_completions import ChatCompletionsModel
 
 SECRET = "sk-live-51H8yTOPSECRET"

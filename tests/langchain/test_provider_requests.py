@@ -10,6 +10,7 @@ attempted. (The client-side timeout is a canary: ``test_provider_canaries.py``.)
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import warnings
@@ -23,7 +24,7 @@ from langchain_mistralai import ChatMistralAI
 from langchain_ollama import ChatOllama
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
-from evidence_first import Evidence, ModelCallError
+from evidence_first import Evidence, InvalidRequestError, ModelCallError
 from evidence_first._citing.quote import QuoteStyle
 from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
@@ -328,3 +329,82 @@ async def test_chat_mistral_sends_a_strict_json_schema_response_format(mode, loo
     assert body["temperature"] == 0.0
     assert body["stream"] is False
     assert "tools" not in body
+
+
+# Passage mode on OpenAI, fine-tuned models, and the limits checked before the call.
+
+STRICT_SUBSET = {"type", "properties", "required", "additionalProperties", "items", "enum"} | {
+    "anyOf",
+    "minItems",
+    "maxItems",
+}
+FINE_TUNED_REFUSES = {"minItems", "maxItems", "minLength", "maxLength", "pattern", "format"}
+
+
+def _sent_schema(llm: Any, sources: list[Evidence], recorded: list[httpx.Request]) -> Any:
+    answerer = EvidenceAnswerer(
+        llm=llm, citation_mode="passage", max_output_tokens=LIMIT, max_context_tokens=8192
+    )
+    answerer.invoke({"question": "When is the launch?", "sources": sources})
+    (request,) = recorded
+    return json.loads(request.content)["response_format"]["json_schema"]["schema"]
+
+
+def _object_choices(node: Any) -> list[list[str]]:
+    """The first keys of the object branches of every anyOf in ``node``."""
+    found = []
+    if isinstance(node, dict):
+        branches = [b for b in node.get("anyOf", ()) if isinstance(b, dict) and "properties" in b]
+        if branches:
+            found.append([next(iter(b["properties"])) for b in branches])
+        for value in node.values():
+            found.extend(_object_choices(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(_object_choices(value))
+    return found
+
+
+@pytest.mark.parametrize("count", [2, 40])
+def test_passage_mode_on_openai_sends_no_choice_of_objects_sharing_a_first_key(count):
+    sources = [
+        Evidence(id=f"notes-{n}", text="Standup notes. The launch moved to June 15.")
+        for n in range(count)
+    ]
+    recorded: list[httpx.Request] = []
+    schema = _sent_schema(
+        _mock_openai(ChatOpenAI, recorded, 200, model="gpt-4.1-mini"), sources, recorded
+    )
+    assert all(len(firsts) == len(set(firsts)) for firsts in _object_choices(schema))
+    assert _keywords(schema) <= STRICT_SUBSET
+    citation = schema["properties"]["facts"]["items"]["properties"]["citations"]["items"]
+    # Every source's labels are still named, in one enum; verification pairs them with IDs.
+    assert citation["properties"]["source_id"]["enum"] == [s.id for s in sources]
+    assert len(citation["properties"]["passages"]["items"]["enum"]) == 2 * count
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs"),
+    [
+        (ChatOpenAI, {"model": "ft:gpt-4.1-mini-2025-04-14:acme::B1a2c3"}),
+        (AzureChatOpenAI, {**AZURE, "model": "ft:gpt-4.1-mini-2025-04-14:acme::B1a2c3"}),
+    ],
+    ids=["openai", "azure"],
+)
+def test_a_fine_tuned_model_is_sent_no_array_or_string_bounds(cls, kwargs):
+    recorded: list[httpx.Request] = []
+    answer = EvidenceAnswerer(llm=_mock_openai(cls, recorded, 200, **kwargs)).invoke(QUESTION)
+    assert answer.status == "answered"
+    (request,) = recorded
+    schema = json.loads(request.content)["response_format"]["json_schema"]["schema"]
+    assert not _keywords(schema) & FINE_TUNED_REFUSES
+    assert schema == schema_in(_built(), "openai-fine-tuned")
+
+
+def test_a_schema_past_the_dialects_limits_is_refused_before_any_request(monkeypatch):
+    monkeypatch.setitem(DIALECTS, "openai", dataclasses.replace(DIALECTS["openai"], max_depth=2))
+    recorded: list[httpx.Request] = []
+    llm = _mock_openai(ChatOpenAI, recorded, 200, model="gpt-4.1-mini")
+    with pytest.raises(InvalidRequestError, match="max_depth"):
+        EvidenceAnswerer(llm=llm).invoke(QUESTION)
+    assert recorded == []

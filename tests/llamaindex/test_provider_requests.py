@@ -9,6 +9,7 @@ the requests arrive, so every attempt a client makes (retries included) is seen.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import types
@@ -21,7 +22,7 @@ import pytest
 from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
-from evidence_first import ModelCallError, ModelRequest
+from evidence_first import InvalidRequestError, ModelCallError, ModelRequest
 from evidence_first.adapters import DIALECTS, DialectName, schema_in
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,
@@ -584,3 +585,54 @@ async def test_the_strict_anthropic_call_makes_one_request_on_a_provider_error(
         await send_as_anthropic_chat_does(strict, ledger_request, mode)
 
     assert len(loopback.requests) == 1
+
+
+# Fine-tuned models, passage mode on OpenAI, and the limits checked before the call.
+
+FINE_TUNED_REFUSES = {"minItems", "maxItems", "minLength", "maxLength", "pattern", "format"}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{}, {"api_base": "https://my-resource.openai.azure.com/openai/v1"}],
+    ids=["openai", "azure-host"],
+)
+def test_a_fine_tuned_openai_model_is_sent_no_array_or_string_bounds(
+    settings, fake_openai, launch_nodes, sent, monkeypatch
+):
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    llm = openai_llm(fake_openai, OpenAI, **settings)
+    llm = llm.model_copy(update={"model": "ft:gpt-4.1-mini-2025-04-14:acme::B1a2c3"})
+    response = EvidenceSynthesizer(llm=llm).synthesize(QUESTION, launch_nodes)
+    assert response.metadata["evidence_answer"].status == "answered"
+    (body,) = fake_openai.bodies
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert not keywords_in(schema) & FINE_TUNED_REFUSES
+    assert_in_dialect(schema, sent[0], "openai-fine-tuned")
+
+
+def test_passage_mode_on_openai_sends_one_citation_object(fake_openai, launch_nodes, monkeypatch):
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    llm = openai_llm(fake_openai, OpenAI)
+    EvidenceSynthesizer(llm=llm, citation_mode="passage").synthesize(QUESTION, launch_nodes)
+    (body,) = fake_openai.bodies
+    schema = body["response_format"]["json_schema"]["schema"]
+    citation = schema["properties"]["facts"]["items"]["properties"]["citations"]["items"]
+    assert "anyOf" not in citation
+    assert citation["properties"]["source_id"]["enum"] == [n.node.node_id for n in launch_nodes]
+
+
+def test_a_schema_past_the_dialects_limits_is_refused_before_any_request(
+    fake_openai, launch_nodes, monkeypatch
+):
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setitem(
+        DIALECTS, "openai", dataclasses.replace(DIALECTS["openai"], max_properties=3)
+    )
+    synthesizer = EvidenceSynthesizer(llm=openai_llm(fake_openai, OpenAI))
+    with pytest.raises(InvalidRequestError, match="max_properties"):
+        synthesizer.synthesize(QUESTION, launch_nodes)
+    assert fake_openai.attempts == 0

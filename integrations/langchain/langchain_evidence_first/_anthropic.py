@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import schema_in, warn_once
+from evidence_first.adapters import DialectName, schema_in, warn_once
 from langchain_evidence_first._provider import NO_TEMPERATURE, Provider, RequestKwargs, no_kwargs
 
 __all__ = ["CACHED_CLIENTS", "PROMPT_ONLY_JSON", "PROVIDER"]
@@ -76,6 +76,15 @@ def _warn_prompt_only_once(name: str) -> None:
     warn_once(("ChatAnthropic", name), msg, stacklevel=5)
 
 
+def _dialect(model: BaseChatModel) -> DialectName | None:
+    """``"anthropic"``, or none for a model asked for JSON in the prompt only."""
+    return None if PROMPT_ONLY_JSON.match(str(getattr(model, "model", ""))) else "anthropic"
+
+
 PROVIDER = Provider(
-    "anthropic", "ChatAnthropic", _prepare, lambda model: [getattr(model, "max_tokens", None)]
+    "anthropic",
+    "ChatAnthropic",
+    _prepare,
+    lambda model: [getattr(model, "max_tokens", None)],
+    dialect=_dialect,
 )

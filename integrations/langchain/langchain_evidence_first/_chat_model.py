@@ -25,6 +25,7 @@ from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, Tok
 from evidence_first.adapters import (
     NESTED_SETTINGS,
     TOOL_KEYS,
+    DialectName,
     UnenforcedSettingsWarning,
     normalized_finish_reason,
     refuse_retries,
@@ -59,6 +60,7 @@ class StrictChatModel:
         max_tokens: The output limit sent: the smaller of the one asked for and the chat
             model's own; the request's schema bounds must follow it.
         provider: The allow-list entry that matched, or ``None``.
+        dialect: The JSON Schema dialect the schema is sent in, or ``None`` when none is sent.
         bound_kwargs: The caller's binding arguments (``bind``), kept.
         binding_config: The caller's binding config, kept.
         async_session: For an async call, a copy of ``chat`` whose HTTP client lives on the
@@ -70,6 +72,7 @@ class StrictChatModel:
     request_kwargs: Callable[[ModelRequest], dict[str, Any]] = field(repr=False)
     max_tokens: int
     provider: str | None
+    dialect: DialectName | None = None
     bound_kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
     binding_config: RunnableConfig | None = field(default=None, repr=False)
     async_session: AsyncSession | None = field(default=None, repr=False)
@@ -118,6 +121,8 @@ class _Reader:
     def __init__(self, strict: StrictChatModel, config: RunnableConfig | None) -> None:
         self._strict = strict
         self._config = config
+        # Declared to the engine, which checks each request's schema against it.
+        self.dialect = strict.dialect
 
     def generate(self, request: ModelRequest) -> ModelResponse:
         message = self._strict.model.invoke(
@@ -168,11 +173,13 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         refuse_tools(getattr(model, name, None), name)
     bound_kwargs = without_strict_keys(bound_kwargs)
     async_session: AsyncSession | None = None
+    dialect: DialectName | None = None
     for provider in _PROVIDERS:
         if provider.matches(model):
             own = provider.configured_limit(model)
             max_tokens = max_tokens if own is None else min(max_tokens, own)
             prepared, request_kwargs = provider.prepare(model, timeout, max_tokens)
+            dialect = provider.dialect(model)
             if provider.async_session is not None:
                 async_session = provider.async_session(model, timeout)
             break
@@ -191,6 +198,7 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         request_kwargs=request_kwargs,
         max_tokens=max_tokens,
         provider=provider.name if provider is not None else None,
+        dialect=dialect,
         bound_kwargs=bound_kwargs,
         binding_config=binding_config,
         async_session=async_session,

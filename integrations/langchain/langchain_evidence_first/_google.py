@@ -19,10 +19,13 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import schema_in
+from evidence_first.adapters import DialectName, schema_in
 from langchain_evidence_first._provider import Provider, RequestKwargs
 
 __all__ = ["DEFAULT_TEMPERATURE", "PROVIDER"]
+
+# responseJsonSchema, JSON Schema as Gemini takes it.
+_DIALECT: DialectName = "gemini-json"
 
 DEFAULT_TEMPERATURE = re.compile(r"^(models/)?gemini-([3-9]|\d{2,})")
 """Gemini 3 and later: Google advises their default temperature, since a lower one can make
@@ -46,7 +49,7 @@ def _prepare(
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
         return {
             "response_mime_type": "application/json",
-            "response_json_schema": schema_in(request.json_schema, "gemini-json"),
+            "response_json_schema": schema_in(request.json_schema, _DIALECT),
         }
 
     return strict, request_kwargs
@@ -57,4 +60,5 @@ PROVIDER = Provider(
     "ChatGoogleGenerativeAI",
     _prepare,
     lambda model: [getattr(model, "max_output_tokens", None)],
+    dialect=lambda model: _DIALECT,
 )

@@ -16,6 +16,7 @@ from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
 from evidence_first.adapters import (
+    DialectName,
     limits_in,
     openai_response_format,
     schema_in,
@@ -24,6 +25,9 @@ from evidence_first.adapters import (
 from langchain_evidence_first._provider import Provider, RequestKwargs
 
 __all__ = ["PROVIDER"]
+
+# Mistral's strict json_schema response format takes OpenAI's strict subset.
+_DIALECT: DialectName = "openai"
 
 
 class _Timed:
@@ -70,7 +74,7 @@ def _prepare(
         # response_format, and document no keyword subset of their own; OpenAI's strict
         # subset is the one that shape is known to accept (the engine still checks the string
         # lengths it drops).
-        schema = schema_in(request.json_schema, "openai")
+        schema = schema_in(request.json_schema, _DIALECT)
         return {"response_format": openai_response_format(request, schema=schema)}
 
     return strict, request_kwargs
@@ -80,4 +84,6 @@ def _own_limits(model: BaseChatModel) -> list[int | None]:
     return [getattr(model, "max_tokens", None), *limits_in(getattr(model, "model_kwargs", None))]
 
 
-PROVIDER = Provider("mistral", "ChatMistralAI", _prepare, _own_limits)
+PROVIDER = Provider(
+    "mistral", "ChatMistralAI", _prepare, _own_limits, dialect=lambda model: _DIALECT
+)

@@ -15,10 +15,13 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import schema_in
+from evidence_first.adapters import DialectName, schema_in
 from langchain_evidence_first._provider import Provider, RequestKwargs
 
 __all__ = ["PROVIDER"]
+
+# Ollama turns `format` into a llama.cpp grammar: the full dialect.
+_DIALECT: DialectName = "full"
 
 
 def _prepare(
@@ -30,11 +33,15 @@ def _prepare(
     strict = model.model_copy(update={"num_predict": max_tokens, "temperature": 0.0})
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
-        return {"format": schema_in(request.json_schema, "full")}
+        return {"format": schema_in(request.json_schema, _DIALECT)}
 
     return strict, request_kwargs
 
 
 PROVIDER = Provider(
-    "ollama", "ChatOllama", _prepare, lambda model: [getattr(model, "num_predict", None)]
+    "ollama",
+    "ChatOllama",
+    _prepare,
+    lambda model: [getattr(model, "num_predict", None)],
+    dialect=lambda model: _DIALECT,
 )

@@ -41,14 +41,18 @@ def _dialect(model: BaseChatModel) -> DialectName:
     """``"openai"`` for OpenAI's API and Azure OpenAI, ``"json-schema"`` for any other host.
 
     OpenAI's strict mode answers a string length bound with an HTTP 400; a vLLM, llama.cpp or
-    LM Studio server takes standard JSON Schema, every bound included.
+    LM Studio server takes standard JSON Schema, every bound included. A fine-tuned model
+    there (``model_name`` starting with ``ft:``) takes no array bounds either:
+    ``"openai-fine-tuned"``. An Azure deployment's name says nothing of its model, so an
+    Azure fine-tune is known by its ``model`` (``AzureChatOpenAI(model="ft:...")``).
     """
+    name = getattr(model, "model_name", None)
     if any(cls.__name__ == "AzureChatOpenAI" for cls in type(model).__mro__):
-        return "openai"
+        return openai_dialect_for(None, name)
     # The client's own base URL: it also reflects OPENAI_BASE_URL, which the field does not.
     root = getattr(model, "root_client", None)
     return openai_dialect_for(
-        getattr(root, "base_url", None) or getattr(model, "openai_api_base", None)
+        getattr(root, "base_url", None) or getattr(model, "openai_api_base", None), name
     )
 
 
@@ -132,5 +136,10 @@ def _async_session(model: BaseChatModel, timeout: float) -> AsyncSession | None:
 
 
 PROVIDER = Provider(
-    "openai-compatible", "BaseChatOpenAI", _prepare, _own_limits, async_session=_async_session
+    "openai-compatible",
+    "BaseChatOpenAI",
+    _prepare,
+    _own_limits,
+    dialect=_dialect,
+    async_session=_async_session,
 )

@@ -25,6 +25,7 @@ from evidence_first._request import (
 )
 from evidence_first._schema import ledger_schema
 from evidence_first._tokens import estimate_tokens
+from evidence_first._transport.writing import schema_in
 from evidence_first._vocabulary import OmissionReason
 
 __all__ = ["AnswerPlan", "aplan_answer", "plan_answer"]
@@ -101,12 +102,13 @@ def plan_answer(
             ``over_source_limit``); they are reported as omitted and never sent.
 
     Raises:
-        InvalidRequestError: The question, a source or the model breaks the contract.
+        InvalidRequestError: The question, a source or the model breaks the contract, or the
+            request's schema would exceed a limit of the dialect the model declares.
     """
     count = options.count_tokens
     question = checked_question(question, count)
     offered = checked_sources(sources)
-    checked_model(model)
+    dialect = checked_model(model)
     style = style_for(options.citation_mode)
     defences = options.defences
     # Each source considered is cut into the passages it is sent as once, here.
@@ -161,6 +163,9 @@ def plan_answer(
             timeout=options.timeout,
             prompt_version=prompt_version,
         )
+        if dialect is not None:
+            # What the provider would refuse is never sent: a limit past reach is an error now.
+            schema_in(request.json_schema, dialect)
     # Set-aside sources follow the core's omissions. A duplicate's ID may also be in
     # used_source_ids: its first copy was sent. Each ID keeps its first reason.
     omissions = dict(packed.omissions)

@@ -18,6 +18,7 @@ from evidence_first._limits import (
     MAX_SOURCES,
 )
 from evidence_first._text import utf16_units
+from evidence_first._transport.dialects import DIALECTS, Dialect
 
 __all__ = [
     "checked_model",
@@ -48,11 +49,18 @@ def checked_question(question: object, count_tokens: Callable[[str], int]) -> st
     return question
 
 
-def checked_model(model: object) -> None:
-    """Refuse a model with neither ``generate`` nor ``agenerate``."""
+def checked_model(model: object) -> Dialect | None:
+    """Refuse a model with neither ``generate`` nor ``agenerate``; return its dialect.
+
+    A model may declare the JSON Schema dialect its provider is sent (a ``dialect`` attribute
+    naming one of :data:`~evidence_first.adapters.DIALECTS`); the request's schema is then
+    checked against it before the call. Any other value declares none.
+    """
     if not (has_sync(model) or has_async(model)):
         msg = "model must have a generate(request) method or an async agenerate(request)"
         raise InvalidRequestError(msg, field="model")
+    name = getattr(model, "dialect", None)
+    return DIALECTS.get(name) if isinstance(name, str) else None  # type: ignore[call-overload]
 
 
 def first_sources(sources: object) -> list[object]:

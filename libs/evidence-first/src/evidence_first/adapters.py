@@ -48,13 +48,7 @@ from evidence_first._options import (
     option_error,
 )
 from evidence_first._plan import aplan_answer, plan_answer
-from evidence_first._transport.dialects import (
-    DIALECTS,
-    Dialect,
-    DialectName,
-    openai_dialect_for,
-    schema_in,
-)
+from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName, openai_dialect_for
 from evidence_first._transport.providers import Provider, is_instance_of
 from evidence_first._transport.strict import (
     NESTED_SETTINGS,
@@ -71,6 +65,7 @@ from evidence_first._transport.strict import (
     warn_unenforced_once,
     without_strict_keys,
 )
+from evidence_first._transport.writing import schema_in
 from evidence_first._vocabulary import OmissionReason
 
 __all__ = [

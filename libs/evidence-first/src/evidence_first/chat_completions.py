@@ -18,8 +18,9 @@ from typing import Any
 from evidence_first._answer import TokenUsage
 from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse
-from evidence_first._transport.dialects import DialectName, openai_dialect_for, schema_in
+from evidence_first._transport.dialects import DIALECTS, DialectName, openai_dialect_for
 from evidence_first._transport.strict import SCHEMA_NAME, openai_response_format
+from evidence_first._transport.writing import schema_in
 
 __all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
 
@@ -60,9 +61,12 @@ class ChatCompletionsModel:
         seed: A sampling seed, for providers that honour one.
         dialect: The JSON Schema subset the server accepts (:data:`DIALECTS`): ``"full"``
             for llama.cpp, vLLM and Ollama (the ledger as two branches, answered or
-            abstained); ``"openai"`` for OpenAI's strict structured outputs. By default,
-            ``"openai"`` for ``api.openai.com`` and Azure OpenAI hosts, else ``"json-schema"``
-            (standard JSON Schema with every bound, the root an object).
+            abstained); ``"openai"`` for OpenAI's strict structured outputs, and
+            ``"openai-fine-tuned"`` for a fine-tuned model there. By default, ``"openai"`` for
+            ``api.openai.com`` and Azure OpenAI hosts (``"openai-fine-tuned"`` when ``model``
+            starts with ``ft:``), else ``"json-schema"`` (standard JSON Schema with every
+            bound, the root an object). The engine checks each request's schema against it
+            before the call.
     """
 
     def __init__(
@@ -77,7 +81,10 @@ class ChatCompletionsModel:
         self.base_url = _checked_base_url(base_url)
         self.model = model
         self.seed = seed
-        self.dialect: DialectName = dialect or openai_dialect_for(self.base_url)
+        if dialect is not None and dialect not in DIALECTS:
+            msg = f"dialect must be one of {', '.join(DIALECTS)}"
+            raise InvalidRequestError(msg, field="dialect")
+        self.dialect: DialectName = dialect or openai_dialect_for(self.base_url, model)
         self._api_key = api_key
 
     def __repr__(self) -> str:

@@ -46,6 +46,7 @@ from evidence_first._local.weights import (
     require_extra,
 )
 from evidence_first._model import ModelRequest, ModelResponse
+from evidence_first._transport.dialects import DialectName
 from evidence_first.chat_completions import ChatCompletionsModel
 
 __all__ = [
@@ -111,6 +112,8 @@ class LocalModel:
         self.seed = seed
         self._server = ServerProcess()
         self._reader: ChatCompletionsModel | None = None
+        # llama.cpp turns the schema into a grammar, the ledger's two branches included.
+        self.dialect: DialectName = "full"
 
     @property
     def running(self) -> bool:
@@ -195,7 +198,7 @@ class LocalModel:
                 self.stop()
                 raise
             self._reader = ChatCompletionsModel(
-                self.base_url, model=self.model_name, seed=self.seed, dialect="full"
+                self.base_url, model=self.model_name, seed=self.seed, dialect=self.dialect
             )
             return self
         assert last_error is not None

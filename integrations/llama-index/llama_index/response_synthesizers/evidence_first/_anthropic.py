@@ -112,6 +112,7 @@ PROVIDER = Provider(
     class_name="Anthropic",
     prepare=strict_anthropic_call,
     limits=lambda llm: [llm.max_tokens],
+    dialect=lambda llm: "anthropic" if takes_output_config(llm) else None,
     refuse=_refuse,
     announce=_announce,
 )

@@ -15,13 +15,16 @@ import math
 from typing import Any
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import schema_in
+from evidence_first.adapters import DialectName, schema_in
 from llama_index.response_synthesizers.evidence_first._provider import (
     Provider,
     refuse_tool_fields,
 )
 
 __all__ = ["PROVIDER", "strict_google_call"]
+
+# response_json_schema, JSON Schema as Gemini takes it.
+_DIALECT: DialectName = "gemini-json"
 
 
 def strict_google_call(
@@ -40,7 +43,7 @@ def strict_google_call(
     config: dict[str, Any] = {
         "max_output_tokens": request.max_tokens,
         "response_mime_type": "application/json",
-        "response_json_schema": schema_in(request.json_schema, "gemini-json"),
+        "response_json_schema": schema_in(request.json_schema, _DIALECT),
         # Settings of the LLM's own generation config that would change this call: Gemini
         # refuses both schema fields at once, and tools are never given.
         "response_schema": None,
@@ -68,6 +71,7 @@ PROVIDER = Provider(
     package="llama_index.llms.google_genai",
     class_name="GoogleGenAI",
     prepare=strict_google_call,
+    dialect=lambda llm: _DIALECT,
     limits=lambda llm: [llm.metadata.num_output],
     refuse=_refuse,
 )

@@ -13,10 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from evidence_first import ModelRequest
-from evidence_first.adapters import STRICT_KEYS, schema_in
+from evidence_first.adapters import STRICT_KEYS, DialectName, schema_in
 from llama_index.response_synthesizers.evidence_first._provider import Provider
 
 __all__ = ["PROVIDER", "strict_ollama_call"]
+
+# Ollama turns `format` into a llama.cpp grammar: the full dialect.
+_DIALECT: DialectName = "full"
 
 # Request options this call sets itself: a caller's own values for them are dropped.
 _OWN_OPTIONS = STRICT_KEYS | {"num_predict"}
@@ -48,7 +51,7 @@ def strict_ollama_call(
         "request_timeout": request.timeout,
         "additional_kwargs": options,
     }
-    return llm.model_copy(update=update), {"format": schema_in(request.json_schema, "full")}
+    return llm.model_copy(update=update), {"format": schema_in(request.json_schema, _DIALECT)}
 
 
 def _limits(llm: Any) -> list[object]:
@@ -60,5 +63,6 @@ PROVIDER = Provider(
     package="llama_index.llms.ollama",
     class_name="Ollama",
     prepare=strict_ollama_call,
+    dialect=lambda llm: _DIALECT,
     limits=_limits,
 )

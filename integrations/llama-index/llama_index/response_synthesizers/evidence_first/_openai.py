@@ -14,8 +14,9 @@ they change):
 
 The schema is written in the ``"openai"`` dialect for OpenAI's own API (``api.openai.com``)
 and Azure OpenAI (``*.openai.azure.com``, or LlamaIndex's ``AzureOpenAI``), whose strict mode
-refuses string lengths, and in ``"json-schema"`` (the request's schema, unchanged) for any
-other server: vLLM, llama.cpp, a gateway.
+refuses string lengths (``"openai-fine-tuned"``, without array bounds either, for an ``ft:``
+model), and in ``"json-schema"`` (the request's schema, unchanged) for any other server: vLLM,
+llama.cpp, a gateway.
 
 ``llama_index.llms.openai`` is never imported before the caller has: an OpenAI LLM exists only
 if they did, and this package must not depend on it.
@@ -57,17 +58,21 @@ def is_reasoning_model(model: str) -> bool:
     return model in reasoning_models
 
 
-def dialect_for(llm: object, base_url: object) -> DialectName:
-    """The JSON Schema dialect of the server ``llm`` calls at ``base_url``.
+def dialect_for(llm: Any, base_url: object | None = None) -> DialectName:
+    """The JSON Schema dialect of the server ``llm`` calls (at ``base_url``, default its own).
 
     Args:
         llm: The caller's OpenAI LLM (LlamaIndex's ``AzureOpenAI`` is OpenAI's dialect
-            whatever its endpoint's name).
-        base_url: The API root the call goes to: the client's, or the LLM's ``api_base``.
+            whatever its endpoint's name). A fine-tuned model (its ``model`` starting with
+            ``ft:``) on OpenAI or Azure OpenAI is ``"openai-fine-tuned"``; an Azure
+            deployment's name says nothing of its model, so set ``model`` to the ``ft:`` name.
+        base_url: The API root the call goes to; default the LLM's ``api_base``, from which
+            its client is built.
     """
+    model = getattr(llm, "model", None)
     if is_instance_of(llm, "AzureOpenAI", "llama_index.llms.azure_openai"):
-        return "openai"
-    return openai_dialect_for(base_url)
+        return openai_dialect_for(None, model)
+    return openai_dialect_for(llm.api_base if base_url is None else base_url, model)
 
 
 def strict_openai_call(
@@ -93,7 +98,7 @@ def strict_openai_call(
     client = None
     if llm.reuse_client:
         client = llm._get_aclient() if is_async else llm._get_client()
-    dialect = dialect_for(llm, llm.api_base if client is None else client.base_url)
+    dialect = dialect_for(llm)
     caller_body = additional_kwargs.get("extra_body") or {}
     additional_kwargs["extra_body"] = {
         **{key: value for key, value in caller_body.items() if key not in STRICT_KEYS},
@@ -139,5 +144,6 @@ PROVIDER = Provider(
     class_name="OpenAI",
     prepare=strict_openai_call,
     limits=lambda llm: [llm.max_tokens, *limits_in(llm.additional_kwargs)],
+    dialect=dialect_for,
     refuse=_refuse,
 )

@@ -20,6 +20,7 @@ from llama_index.core.llms.structured_llm import StructuredLLM
 
 from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, TokenUsage
 from evidence_first.adapters import (
+    DialectName,
     UnenforcedSettingsWarning,
     normalized_finish_reason,
     refuse_retries,
@@ -50,6 +51,14 @@ class LLMReader:
         self.llm = llm
         self._provider = provider
         self._prepare: Prepare = _prompt_only_call if provider is None else _strict(provider)
+
+    @property
+    def dialect(self) -> DialectName | None:
+        """The JSON Schema dialect the schema is sent in (``None``: none is sent).
+
+        Declared to the engine, which checks each request's schema against it before the call.
+        """
+        return None if self._provider is None else self._provider.dialect(self.llm)
 
     @property
     def max_tokens(self) -> int | None:

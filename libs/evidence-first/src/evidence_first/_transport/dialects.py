@@ -1,32 +1,21 @@
 """Schema dialects: the subset of JSON Schema each provider accepts, one table per dialect.
 
 A strict provider answers an unsupported keyword with an HTTP 400, and the engine makes one
-call, so every question would fail. :func:`schema_in` writes the request schema (built from
-the ledger models, :mod:`evidence_first._schema`) in a dialect: keywords the dialect lacks
-are dropped, nullable strings are spelled its way, and enums past its caps become strings.
-A bound a dialect cannot express leaves the schema, never verification: the engine still
-checks every citation, count and policy on whatever comes back.
+call, so every question would fail. Each :class:`Dialect` row names the documentation it is
+based on; :mod:`evidence_first._transport.writing` writes the request schema in it.
 """
 
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from evidence_first._limits import MAX_ANSWER_CHARS
+__all__ = ["DIALECTS", "Dialect", "DialectName", "openai_dialect_for"]
 
-__all__ = [
-    "DIALECTS",
-    "Dialect",
-    "DialectName",
-    "branch_on_answer",
-    "openai_dialect_for",
-    "schema_in",
+DialectName = Literal[
+    "full", "json-schema", "openai", "openai-fine-tuned", "anthropic", "gemini", "gemini-json"
 ]
-
-DialectName = Literal["full", "json-schema", "openai", "anthropic", "gemini", "gemini-json"]
 
 _STRUCTURE = frozenset({"type", "properties", "required", "additionalProperties", "items"})
 
@@ -40,19 +29,25 @@ class Dialect:
         source: Where the subset is documented.
         keywords: The schema keywords it accepts; any other is dropped.
         root_any_of: Whether the root may be a choice (``anyOf``): then the request is sent
-            as two branches, answered or abstained (:func:`branch_on_answer`).
+            as two branches, answered or abstained (``writing.branch_on_answer``).
         nullable: How a nullable string is written: a type list (``["string", "null"]``) or
             OpenAPI's ``nullable: true`` (a schema of type ``null`` alone becomes one too).
         max_min_items: The largest ``minItems`` it accepts (Anthropic: 1).
         max_enum_values: Enum values allowed across the whole schema; past it, enums are
             dropped and IDs and labels are plain strings.
-        max_enum_chars: The characters allowed across all enum values.
+        max_name_chars: The characters allowed across every property name and enum value
+            (OpenAI's count, which also counts definition names and consts: the ledger has
+            none); past it, enums are dropped, and names alone past it are refused.
         max_large_enum_chars: The characters allowed in one enum of more than 250 values.
         max_unions: Schemas that are a choice (``anyOf`` or a type list) allowed.
         max_depth: Nesting levels of objects allowed.
         max_properties: Object properties allowed across the schema.
         property_ordering: Whether each object lists its keys in ``propertyOrdering`` (Gemini
-            orders keys alphabetically otherwise, and the ledger must cite before it answers).
+            2.0 orders keys alphabetically otherwise, and the ledger must cite before it answers).
+        object_unions: Whether a choice among objects that begin with the same key may be
+            sent. Without, such a choice (passage mode's one branch per source) is sent as one
+            object whose enums hold every branch's values: a label under another source's ID
+            is then refused by verification (``passage_source_mismatch``), not by the schema.
     """
 
     name: DialectName
@@ -62,12 +57,13 @@ class Dialect:
     nullable: Literal["type-list", "nullable-keyword"] = "type-list"
     max_min_items: int | None = None
     max_enum_values: int | None = None
-    max_enum_chars: int | None = None
+    max_name_chars: int | None = None
     max_large_enum_chars: int | None = None
     max_unions: int | None = None
     max_depth: int | None = None
     max_properties: int | None = None
     property_ordering: bool = False
+    object_unions: bool = True
 
 
 DIALECTS: dict[DialectName, Dialect] = {
@@ -88,21 +84,43 @@ DIALECTS: dict[DialectName, Dialect] = {
         source="JSON Schema 2020-12, as OpenAI-compatible servers take response_format",
         keywords=_STRUCTURE | {"enum", "anyOf", "minItems", "maxItems", "minLength", "maxLength"},
     ),
-    # OpenAI Structured Outputs, strict (platform.openai.com/docs/guides/structured-outputs,
-    # "Supported schemas"): strings take only pattern and format, and fine-tuned models not
-    # even those, so no string length; arrays minItems/maxItems; anyOf, not at the root;
-    # every key required and additionalProperties false. Limits: 5,000 properties, 10 levels
-    # of nesting, 1,000 enum values, 120,000 characters of names and enum values, and 15,000
-    # characters in one enum of more than 250 values.
+    # OpenAI Structured Outputs, strict (developers.openai.com/api/docs/guides/structured-outputs
+    # #supported-schemas): strings take only pattern and format, so no string length; arrays
+    # minItems/maxItems; anyOf, "the root level object ... must not use anyOf"; every key
+    # required and additionalProperties false. Limits: "up to 5000 object properties total,
+    # with up to 10 levels of nesting"; "up to 1000 enum values across all enum properties";
+    # "total string length of all property names, definition names, enum values, and const
+    # values cannot exceed 120,000 characters"; "the total string length of all enum values
+    # cannot exceed 15,000 characters when there are more than 250 enum values". A choice of
+    # objects sharing their first key was refused in strict mode ("Objects provided via
+    # 'anyOf' must not share identical first keys", openai/openai-python#2193), and no OpenAI
+    # document says whether a first key with a different enum per branch passes: such a
+    # choice is sent as one object.
     "openai": Dialect(
         name="openai",
-        source="platform.openai.com/docs/guides/structured-outputs#supported-schemas",
+        source="developers.openai.com/api/docs/guides/structured-outputs#supported-schemas",
         keywords=_STRUCTURE | {"enum", "anyOf", "minItems", "maxItems"},
         max_enum_values=1000,
-        max_enum_chars=120_000,
+        max_name_chars=120_000,
         max_large_enum_chars=15_000,
         max_depth=10,
         max_properties=5000,
+        object_unions=False,
+    ),
+    # Fine-tuned OpenAI models (``ft:...``), the same guide: "For fine-tuned models, we
+    # additionally do not support the following": minLength, maxLength, pattern, format,
+    # minimum, maximum, multipleOf, patternProperties, minItems, maxItems. The sizes stay
+    # bounded by max_response_chars and verification, as for every dialect without bounds.
+    "openai-fine-tuned": Dialect(
+        name="openai-fine-tuned",
+        source="developers.openai.com/api/docs/guides/structured-outputs#supported-schemas",
+        keywords=_STRUCTURE | {"enum", "anyOf"},
+        max_enum_values=1000,
+        max_name_chars=120_000,
+        max_large_enum_chars=15_000,
+        max_depth=10,
+        max_properties=5000,
+        object_unions=False,
     ),
     # Anthropic structured outputs (docs.claude.com/en/docs/build-with-claude/structured-outputs,
     # "JSON Schema limitations"): no numeric or string-length constraints, minItems 0 or 1
@@ -130,121 +148,30 @@ DIALECTS: dict[DialectName, Dialect] = {
     ),
     # Gemini `response_json_schema` (ai.google.dev/gemini-api/docs/structured-output, "JSON
     # Schema support"): type, properties, additionalProperties, required, items, enum, anyOf,
-    # minItems/maxItems; keys keep the schema's order. No string length.
+    # minItems/maxItems; no string length. Gemini 2.5 and later keep the schema's key order;
+    # "Gemini 2.0 requires an explicit propertyOrdering list" (the same page), which
+    # `response_json_schema` takes: "The non-standard `propertyOrdering` property may also be
+    # set" (googleapis/python-genai, `GenerateContentConfig.response_json_schema`).
     "gemini-json": Dialect(
         name="gemini-json",
         source="ai.google.dev/gemini-api/docs/structured-output#json-schema-support",
-        keywords=_STRUCTURE | {"enum", "anyOf", "minItems", "maxItems"},
+        keywords=_STRUCTURE | {"enum", "anyOf", "minItems", "maxItems", "propertyOrdering"},
+        property_ordering=True,
     ),
 }
 
 
-def openai_dialect_for(base_url: object) -> DialectName:
-    """The dialect of an OpenAI-compatible API root (``None``: OpenAI's own).
+def openai_dialect_for(base_url: object, model: object = None) -> DialectName:
+    """The dialect of an OpenAI-compatible API root (``None``: OpenAI's own) and model name.
 
-    OpenAI's and Azure OpenAI's strict mode is ``"openai"``; any other server (vLLM,
-    llama.cpp, a gateway) is sent ``"json-schema"``.
+    OpenAI's and Azure OpenAI's strict mode is ``"openai"``, and ``"openai-fine-tuned"`` for a
+    fine-tuned model (its name starts with ``ft:``); any other server (vLLM, llama.cpp, a
+    gateway) is sent ``"json-schema"``.
     """
     if base_url is None or str(base_url) == "":
-        return "openai"
-    host = (urllib.parse.urlsplit(str(base_url)).hostname or "").lower()
-    openai = host == "api.openai.com" or host.endswith(".openai.azure.com")
-    return "openai" if openai else "json-schema"
-
-
-def schema_in(schema: Mapping[str, Any], dialect: Dialect | DialectName) -> dict[str, Any]:
-    """The request schema written in ``dialect``: a fresh copy, the request's left unchanged."""
-    if isinstance(dialect, str):
-        dialect = DIALECTS[dialect]
-    if dialect.root_any_of:
-        schema = branch_on_answer(dict(schema))
-    enums = _enums(schema)
-    values = [value for enum in enums for value in enum]
-    keep_enums = (
-        (dialect.max_enum_values is None or len(values) <= dialect.max_enum_values)
-        and (dialect.max_enum_chars is None or sum(map(len, values)) <= dialect.max_enum_chars)
-        and (
-            dialect.max_large_enum_chars is None
-            or all(
-                sum(map(len, enum)) <= dialect.max_large_enum_chars
-                for enum in enums
-                if len(enum) > 250
-            )
-        )
-    )
-    written: dict[str, Any] = _written(schema, dialect, keep_enums)
-    return written
-
-
-def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "properties":
-            out[key] = {name: _written(sub, dialect, keep_enums) for name, sub in value.items()}
-            if dialect.property_ordering:
-                out["propertyOrdering"] = list(value)
-        elif key == "anyOf":
-            out[key] = [_written(branch, dialect, keep_enums) for branch in value]
-        elif key == "items":
-            out[key] = _written(value, dialect, keep_enums)
-        elif key == "enum":
-            if keep_enums:
-                out[key] = list(value)
-        elif key == "minItems" and dialect.max_min_items is not None:
-            if value <= dialect.max_min_items:
-                out[key] = value
-        elif key in dialect.keywords:
-            out[key] = list(value) if isinstance(value, list) else value
-    kinds = out.get("type")
-    if dialect.nullable == "nullable-keyword" and (kinds == "null" or isinstance(kinds, list)):
-        others = [kind for kind in ([kinds] if isinstance(kinds, str) else kinds) if kind != "null"]
-        out["type"] = others[0] if others else "string"
-        out["nullable"] = True
-    return {key: out[key] for key in (*node.keys(), "nullable", "propertyOrdering") if key in out}
-
-
-def _enums(node: object) -> list[list[str]]:
-    found: list[list[str]] = []
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, Mapping):
-            if "enum" in item:
-                found.append([str(value) for value in item["enum"]])
-            stack.extend(item["properties"].values() if "properties" in item else ())
-            stack.extend(item.get("anyOf", ()))
-            if "items" in item:
-                stack.append(item["items"])
-    return found
-
-
-def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
-    """Make "an answer xor missing evidence" structural: a choice of two ledger shapes.
-
-    One branch answers (at least one fact, a non-empty answer, no missing evidence); the other
-    abstains (a null answer and inference, at least one missing-evidence item, facts allowed).
-    A grammar-constrained provider (llama.cpp) then cannot produce an ``inconsistent_output``
-    ledger. Verification is unchanged: it still checks every rule on whatever comes back.
-    """
-    properties = schema["properties"]
-    answer_chars = properties["answer"].get("maxLength", MAX_ANSWER_CHARS)
-    # Facts first, as in the single-branch schema: the model cites before it answers.
-    answered = {
-        **schema,
-        "properties": {
-            "facts": {**properties["facts"], "minItems": 1},
-            "answer": {"type": "string", "minLength": 1, "maxLength": answer_chars},
-            "inference": properties["inference"],
-            "missing_evidence": {**properties["missing_evidence"], "maxItems": 0},
-        },
-    }
-    abstained = {
-        **schema,
-        "properties": {
-            "facts": properties["facts"],
-            "answer": {"type": "null"},
-            "inference": {"type": "null"},
-            "missing_evidence": {**properties["missing_evidence"], "minItems": 1},
-        },
-    }
-    return {"anyOf": [answered, abstained]}
+        host = "api.openai.com"
+    else:
+        host = (urllib.parse.urlsplit(str(base_url)).hostname or "").lower()
+    if not (host == "api.openai.com" or host.endswith(".openai.azure.com")):
+        return "json-schema"
+    return "openai-fine-tuned" if str(model or "").startswith("ft:") else "openai"

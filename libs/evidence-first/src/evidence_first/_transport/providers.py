@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from evidence_first._transport.dialects import DialectName
+
 __all__ = ["Provider", "is_instance_of"]
 
 PrepareT = TypeVar("PrepareT")
@@ -21,6 +23,10 @@ def _nothing_to_refuse(model: Any) -> None:
 
 
 def _nothing_to_announce(model: Any, stacklevel: int) -> None:
+    return None
+
+
+def _no_dialect(model: Any) -> DialectName | None:
     return None
 
 
@@ -49,6 +55,9 @@ class Provider(Generic[PrepareT]):
             provider's native field and dialect. Its signature is the integration's.
         limits: The output limits the model itself is configured with (``None`` for unset);
             the smallest of them and the caller's ``max_output_tokens`` is what is sent.
+        dialect: The JSON Schema dialect the model's provider is sent the schema in
+            (``None``: no schema is sent); the engine checks each request's schema against it
+            before the call.
         package: The package that exports the class; ``None``: the name alone identifies it.
         refuse: Raises :class:`~evidence_first.InvalidRequestError` for settings of the
             model that cannot be called strictly; checked before each call.
@@ -62,6 +71,7 @@ class Provider(Generic[PrepareT]):
     class_name: str
     prepare: PrepareT
     limits: Callable[[Any], Iterable[object]]
+    dialect: Callable[[Any], DialectName | None] = _no_dialect
     package: str | None = None
     refuse: Callable[[Any], None] = _nothing_to_refuse
     announce: Callable[[Any, int], None] = _nothing_to_announce

@@ -1,0 +1,203 @@
+"""The request schema written in a dialect (:mod:`~evidence_first._transport.dialects`).
+
+:func:`schema_in` writes the request schema (built from the ledger models,
+:mod:`evidence_first._schema`) in a dialect: keywords the dialect lacks are dropped, nullable
+strings are spelled its way, a choice it does not take becomes one object, and enums past its
+caps become strings. A bound a dialect cannot express leaves the schema, never verification:
+the engine still checks every citation, count and policy on whatever comes back.
+
+A dialect's documented limits (nesting, properties, choices, enum sizes) are applied, never
+only declared: past an enum limit the enums are dropped; past any other, :func:`schema_in`
+raises :class:`~evidence_first.InvalidRequestError` naming the limit. The engine runs it when
+it plans a request for a model that declares its dialect, so such a schema is never sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from evidence_first._errors import InvalidRequestError
+from evidence_first._limits import MAX_ANSWER_CHARS
+from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
+
+__all__ = ["branch_on_answer", "schema_in"]
+
+
+def schema_in(schema: Mapping[str, Any], dialect: Dialect | DialectName) -> dict[str, Any]:
+    """The request schema written in ``dialect``: a fresh copy, the request's left unchanged.
+
+    Raises:
+        InvalidRequestError: The schema would exceed one of the dialect's limits that dropping
+            enums cannot bring it under; the message names the limit.
+    """
+    if isinstance(dialect, str):
+        dialect = DIALECTS[dialect]
+    if dialect.root_any_of:
+        schema = branch_on_answer(dict(schema))
+    written = _written(schema, dialect, keep_enums=True)
+    if not _enums_fit(written, dialect):
+        written = _written(schema, dialect, keep_enums=False)
+    _check_limits(written, dialect)
+    return written
+
+
+def _enums_fit(schema: Mapping[str, Any], dialect: Dialect) -> bool:
+    enums = [node["enum"] for node, _ in _nodes(schema) if "enum" in node]
+    values = [str(value) for enum in enums for value in enum]
+    large = dialect.max_large_enum_chars
+    return (
+        (dialect.max_enum_values is None or len(values) <= dialect.max_enum_values)
+        and (
+            dialect.max_name_chars is None
+            or _name_chars(schema) + sum(map(len, values)) <= dialect.max_name_chars
+        )
+        and (
+            large is None
+            or all(sum(len(str(v)) for v in e) <= large for e in enums if len(e) > 250)
+        )
+    )
+
+
+def _check_limits(schema: Mapping[str, Any], dialect: Dialect) -> None:
+    """Refuse a written schema past a limit of ``dialect`` (enums already fit or were dropped)."""
+    nodes = _nodes(schema)
+    unions = sum("anyOf" in node or isinstance(node.get("type"), list) for node, _ in nodes)
+    counts = {
+        "max_unions": (unions, "choices (anyOf or a type list)"),
+        "max_depth": (max(depth for _, depth in nodes), "levels of nested objects"),
+        "max_properties": (
+            sum(len(node.get("properties", ())) for node, _ in nodes),
+            "object properties",
+        ),
+        "max_name_chars": (_name_chars(schema), "characters of property names"),
+    }
+    for limit, (count, what) in counts.items():
+        allowed = getattr(dialect, limit)
+        if allowed is not None and count > allowed:
+            msg = (
+                f"the request schema has {count} {what}, past the {dialect.name} dialect's "
+                f"{limit} of {allowed}; it would be refused, so it is not sent"
+            )
+            raise InvalidRequestError(msg, field="json_schema")
+
+
+def _nodes(schema: Mapping[str, Any], depth: int = 0) -> list[tuple[Mapping[str, Any], int]]:
+    """Every schema node of ``schema``, with its depth in nested objects (the root's is 1)."""
+    found: list[tuple[Mapping[str, Any], int]] = []
+    stack: list[tuple[Mapping[str, Any], int]] = [(schema, depth)]
+    while stack:
+        node, level = stack.pop()
+        level += node.get("type") == "object" or "properties" in node
+        found.append((node, level))
+        stack.extend((sub, level) for sub in node.get("properties", {}).values())
+        stack.extend((branch, level) for branch in node.get("anyOf", ()))
+        if isinstance(node.get("items"), Mapping):
+            stack.append((node["items"], level))
+    return found
+
+
+def _name_chars(schema: Mapping[str, Any]) -> int:
+    return sum(len(name) for node, _ in _nodes(schema) for name in node.get("properties", ()))
+
+
+def _merged(branches: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """One schema for a choice whose branches differ only in their enums, or ``None``.
+
+    The enums are joined, in order: the one schema allows every branch's values, so it allows
+    what the choice allows and, where branches pair values (an ID with its labels), more.
+    """
+    first = branches[0]
+    if any(set(branch) != set(first) for branch in branches):
+        return None
+    merged: dict[str, Any] = {}
+    for key, value in first.items():
+        values = [branch[key] for branch in branches]
+        if all(item == value for item in values):
+            merged[key] = value
+        elif key == "enum":
+            merged[key] = list(dict.fromkeys(item for enum in values for item in enum))
+        elif key == "items":
+            merged[key] = _merged(values)
+        elif key == "properties" and all(list(item) == list(value) for item in values):
+            merged[key] = {name: _merged([item[name] for item in values]) for name in value}
+        else:
+            return None
+        if merged[key] is None or (key == "properties" and None in merged[key].values()):
+            return None
+    return merged
+
+
+def _share_first_key(branches: list[Mapping[str, Any]]) -> bool:
+    if len(branches) < 2 or not all(branch.get("properties") for branch in branches):
+        return False
+    return len({next(iter(branch["properties"])) for branch in branches}) == 1
+
+
+def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dict[str, Any]:
+    branches = node.get("anyOf")
+    if branches and not dialect.object_unions and _share_first_key(branches):
+        merged = _merged(branches)
+        if merged is None:
+            msg = (
+                f"the request schema has a choice of objects sharing their first key, which the "
+                f"{dialect.name} dialect does not send (object_unions)"
+            )
+            raise InvalidRequestError(msg, field="json_schema")
+        return _written(merged, dialect, keep_enums)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "properties":
+            out[key] = {name: _written(sub, dialect, keep_enums) for name, sub in value.items()}
+            if dialect.property_ordering:
+                out["propertyOrdering"] = list(value)
+        elif key == "anyOf":
+            out[key] = [_written(branch, dialect, keep_enums) for branch in value]
+        elif key == "items":
+            out[key] = _written(value, dialect, keep_enums)
+        elif key == "enum":
+            if keep_enums:
+                out[key] = list(value)
+        elif key == "minItems" and dialect.max_min_items is not None:
+            if value <= dialect.max_min_items:
+                out[key] = value
+        elif key in dialect.keywords:
+            out[key] = list(value) if isinstance(value, list) else value
+    kinds = out.get("type")
+    if dialect.nullable == "nullable-keyword" and (kinds == "null" or isinstance(kinds, list)):
+        others = [kind for kind in ([kinds] if isinstance(kinds, str) else kinds) if kind != "null"]
+        out["type"] = others[0] if others else "string"
+        out["nullable"] = True
+    return {key: out[key] for key in (*node.keys(), "nullable", "propertyOrdering") if key in out}
+
+
+def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
+    """Make "an answer xor missing evidence" structural: a choice of two ledger shapes.
+
+    One branch answers (at least one fact, a non-empty answer, no missing evidence); the other
+    abstains (a null answer and inference, at least one missing-evidence item, facts allowed).
+    A grammar-constrained provider (llama.cpp) then cannot produce an ``inconsistent_output``
+    ledger. Verification is unchanged: it still checks every rule on whatever comes back.
+    """
+    properties = schema["properties"]
+    answer_chars = properties["answer"].get("maxLength", MAX_ANSWER_CHARS)
+    # Facts first, as in the single-branch schema: the model cites before it answers.
+    answered = {
+        **schema,
+        "properties": {
+            "facts": {**properties["facts"], "minItems": 1},
+            "answer": {"type": "string", "minLength": 1, "maxLength": answer_chars},
+            "inference": properties["inference"],
+            "missing_evidence": {**properties["missing_evidence"], "maxItems": 0},
+        },
+    }
+    abstained = {
+        **schema,
+        "properties": {
+            "facts": properties["facts"],
+            "answer": {"type": "null"},
+            "inference": {"type": "null"},
+            "missing_evidence": {**properties["missing_evidence"], "minItems": 1},
+        },
+    }
+    return {"anyOf": [answered, abstained]}
