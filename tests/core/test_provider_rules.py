@@ -270,6 +270,13 @@ def test_past_an_enum_limit_the_enums_are_dropped(limit, value):
     assert _enum_values(schema_in(schema, tight)) == 0
 
 
+def test_past_the_minitems_limit_the_bound_is_dropped():
+    schema = _passage_schema()
+    assert any("minItems" in node for node, _ in _nodes(schema_in(schema, "json-schema")))
+    tight = dataclasses.replace(DIALECTS["json-schema"], max_min_items=0)
+    assert not any("minItems" in node for node, _ in _nodes(schema_in(schema, tight)))
+
+
 def test_past_the_large_enum_limit_the_enums_are_dropped():
     # OpenAI's limit applies to one enum of more than 250 values.
     values = [f"label-{n}" for n in range(251)]
