@@ -239,7 +239,7 @@ def run(
             stored = done.get(key)
             origin = " (stored)"
             if stored is not None:
-                outcome = Outcome.from_json(stored)
+                outcome = Outcome.from_json(stored, base.question)
             else:
                 origin = ""
                 outcome = answer_one(base.question, documents, model, plan)

@@ -6,10 +6,13 @@ citation mode, through the engine ``answer_from_evidence`` runs. The modes alter
 by question, so a change in machine load affects both alike. The figures, per mode:
 
 - status counts, and model errors (a timeout or a failed call, which is not a status);
-- answered accuracy, over the answerable questions: the status is ``answered``, a gold answer
-  string appears in the answer (case-insensitively), and a verified citation's span overlaps a
+- answered accuracy, over the answerable questions (coverage): the status is ``answered``, a
+  gold answer string appears in the answer (case-insensitively; for a yes/no question, an
+  answer opening with its correct reply counts too), and a verified citation's span overlaps a
   gold quote's span in the same source (half-open intervals; every ``evidence_spans`` group of
   a passage-mode citation counts);
+- precision of ``answered``: correct answers over every ``answered`` result, an answered
+  unanswerable question counting as wrong;
 - abstention on the unanswerable questions: the share that did not end ``answered``
   (``insufficient_evidence`` or ``invalid_response``; a model error counts as neither), and
   the share that ended exactly ``insufficient_evidence``;
@@ -93,6 +96,16 @@ class Question:
     gold_answers: tuple[str, ...]
     gold_quotes: tuple[tuple[str, str], ...]
     split: str
+    polarity: str | None = None  # a yes/no question's correct reply: "yes" or "no"
+
+    def is_gold(self, answer: str) -> bool:
+        """Whether ``answer`` holds a gold answer, or opens with a yes/no question's reply."""
+        if any(gold.casefold() in answer.casefold() for gold in self.gold_answers):
+            return True
+        first = answer.strip().split(maxsplit=1)[:1]
+        return self.polarity is not None and [w.strip(".,;:!").casefold() for w in first] == [
+            self.polarity
+        ]
 
 
 def load_documents(path: Path = DATA / "documents.json") -> dict[str, Evidence]:
@@ -113,6 +126,7 @@ def load_questions(path: Path = DATA / "questions.json") -> list[Question]:
             gold_answers=tuple(item["gold_answers"]),
             gold_quotes=tuple((gold["source_id"], gold["quote"]) for gold in item["gold_quotes"]),
             split=item["split"],
+            polarity=item.get("polarity"),
         )
         for item in items
     ]
@@ -186,7 +200,7 @@ class Outcome:
         correct = (
             question.answerable
             and status == "answered"
-            and any(g.casefold() in text.casefold() for g in question.gold_answers)
+            and question.is_gold(text)
             and bool(supporting)
         )
         return cls(
@@ -220,10 +234,17 @@ class Outcome:
         return record
 
     @classmethod
-    def from_json(cls, record: dict[str, Any]) -> Outcome:
+    def from_json(cls, record: dict[str, Any], question: Question) -> Outcome:
+        """A stored result, judged again by ``question``'s gold answers as they are now."""
         fields = {field.name for field in dataclasses.fields(cls)}
         values = {name: record[name] for name in fields}
         values["reason_codes"] = tuple(values["reason_codes"])
+        values["correct"] = (
+            question.answerable
+            and values["status"] == "answered"
+            and question.is_gold(values["detail"]["answer"] or "")
+            and values["supporting"] > 0
+        )
         return cls(**values)
 
 
@@ -345,7 +366,7 @@ def run(
                     with store.open("a", encoding="utf-8") as handle:
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
-                outcome = Outcome.from_json(stored)
+                outcome = Outcome.from_json(stored, question)
             outcomes[mode].append(outcome)
             count = sum(len(runs) for runs in outcomes.values())
             verdict = " (correct)" if outcome.correct else ""
@@ -374,6 +395,12 @@ def count_status(status: str) -> Callable[[list[Outcome]], str]:
 def answered_accuracy(outcomes: list[Outcome]) -> str:
     answerable = [o for o in outcomes if o.answerable]
     return share(sum(o.correct for o in answerable), len(answerable))
+
+
+def precision(outcomes: list[Outcome]) -> str:
+    """Correct answers over every ``answered`` result (an answered unanswerable one is wrong)."""
+    answered = [o for o in outcomes if o.status == "answered"]
+    return share(sum(o.correct for o in answered), len(answered))
 
 
 def abstained(outcomes: list[Outcome]) -> str:
@@ -420,7 +447,8 @@ METRICS: tuple[tuple[str, Callable[[list[Outcome]], str]], ...] = (
     ("insufficient_evidence", count_status("insufficient_evidence")),
     ("invalid_response", count_status("invalid_response")),
     ("model errors (timeout, failed call)", count_status(MODEL_ERROR)),
-    ("answered accuracy (answerable questions)", answered_accuracy),
+    ("answered accuracy = coverage (correct / answerable questions)", answered_accuracy),
+    ("precision of answered (correct / answered)", precision),
     ("abstention: not answered (unanswerable questions)", abstained),
     ("abstention: insufficient_evidence (unanswerable questions)", abstained_exactly),
     ("citation validity (verified / produced)", citation_validity),
