@@ -34,6 +34,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "citing": (
         "evidence_first._citing",
+        "evidence_first._confidence",
         "evidence_first._schema",
         "evidence_first._ledger",
         "evidence_first._verify",

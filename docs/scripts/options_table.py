@@ -8,6 +8,7 @@ Run from the workspace root, and paste its output between the ``<!-- options -->
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Literal, get_args, get_origin
 
@@ -26,7 +27,7 @@ def option_rows() -> Iterator[tuple[str, str, str, str]]:
         choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else ()
         if choices:
             accepts = ", ".join(f'`"{choice}"`' for choice in choices)
-        elif high is not None:
+        elif high != math.inf:
             opening = "(" if any(isinstance(b, annotated_types.Gt) for b in field.metadata) else ""
             accepts = f"{opening}{low:,}, {high:,}]" if opening else f"{low:,}..{high:,}"
         else:

@@ -17,6 +17,7 @@ SAMPLES: dict[str, tuple[list[str], object]] = {
     "question_time": (["1777366800000"], 1777366800000),
     "timeout": (["12.5"], 12.5),
     "min_score": (["0.25"], 0.25),
+    "min_reader_confidence": (["none"], None),
     "scope": (["team", "public"], ["team", "public"]),
     "scope_key": (["area"], "area"),
 }

@@ -174,7 +174,7 @@ def test_request_schema_enumerates_the_ids_actually_sent(model):
     # 200 output tokens cannot hold 32 facts of 8 citations; the bounds follow the limit.
     assert schema["properties"]["facts"]["maxItems"] == 1
     assert fact["properties"]["citations"]["maxItems"] == 1
-    assert set(schema["required"]) == {"facts", "answer", "inference", "missing_evidence"}
+    assert schema["required"] == ["answerable", "facts", "answer", "inference", "missing_evidence"]
     assert schema["additionalProperties"] is False
     # Under the default evidence-only policy an inference could only be rejected.
     assert schema["properties"]["inference"] == {"type": "null"}
@@ -231,6 +231,10 @@ FACT = {
 }
 
 
+ANSWERED = {"facts": [FACT], "answer": "June 15", "inference": None, "missing_evidence": []}
+ABSTAINED = {"facts": [], "answer": None, "inference": None, "missing_evidence": ["the date"]}
+
+
 def _branched() -> dict:
     return branch_on_answer(
         ledger_schema(
@@ -244,9 +248,9 @@ def _branched() -> dict:
 @pytest.mark.parametrize(
     "ledger",
     [
-        {"missing_evidence": [], "facts": [FACT], "answer": "June 15", "inference": None},
-        {"missing_evidence": ["the date"], "facts": [], "answer": None, "inference": None},
-        {"missing_evidence": ["the year"], "facts": [FACT], "answer": None, "inference": None},
+        {"answerable": "yes", **ANSWERED},
+        {"answerable": "no", **ABSTAINED},
+        {"answerable": "no", **ABSTAINED, "facts": [FACT], "missing_evidence": ["the year"]},
     ],
     ids=["answered", "abstained", "abstained-with-partial-facts"],
 )
@@ -260,13 +264,23 @@ def test_the_branched_schema_accepts_each_consistent_ledger_in_exactly_one_branc
 @pytest.mark.parametrize(
     "ledger",
     [
-        {"missing_evidence": ["x"], "facts": [FACT], "answer": "June 15", "inference": None},
-        {"missing_evidence": [], "facts": [], "answer": None, "inference": None},
-        {"missing_evidence": [], "facts": [], "answer": "June 15", "inference": None},
-        {"missing_evidence": [], "facts": [FACT], "answer": "", "inference": None},
-        {"missing_evidence": [], "facts": [FACT], "answer": "June 15", "inference": "maybe"},
+        {"answerable": "yes", **ANSWERED, "missing_evidence": ["x"]},
+        {"answerable": "no", **ABSTAINED, "missing_evidence": []},
+        {"answerable": "yes", **ANSWERED, "facts": []},
+        {"answerable": "yes", **ANSWERED, "answer": ""},
+        {"answerable": "yes", **ANSWERED, "inference": "maybe"},
+        {"answerable": "no", **ANSWERED},
+        {"answerable": "yes", **ABSTAINED},
     ],
-    ids=["both", "neither", "answer-without-facts", "blank-answer", "inference"],
+    ids=[
+        "both",
+        "neither",
+        "answer-without-facts",
+        "blank-answer",
+        "inference",
+        "answer-after-no",
+        "abstention-after-yes",
+    ],
 )
 def test_the_branched_schema_rules_out_inconsistent_ledgers(ledger):
     assert not jsonschema.Draft202012Validator(_branched()).is_valid(ledger)

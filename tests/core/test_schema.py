@@ -302,5 +302,11 @@ def test_a_dialect_drops_bounds_it_cannot_express_and_keeps_the_shape():
     assert anthropic["properties"]["answer"] == {"type": ["string", "null"]}
     gemini = schema_in(schema, "gemini")
     assert gemini["properties"]["inference"] == {"type": "string", "nullable": True}
-    assert gemini["propertyOrdering"] == ["facts", "answer", "inference", "missing_evidence"]
+    assert gemini["propertyOrdering"] == [
+        "answerable",
+        "facts",
+        "answer",
+        "inference",
+        "missing_evidence",
+    ]
     assert "additionalProperties" not in gemini

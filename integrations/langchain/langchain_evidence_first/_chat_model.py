@@ -30,6 +30,7 @@ from evidence_first.adapters import (
     normalized_finish_reason,
     refuse_retries,
     refuse_tools,
+    token_logprobs,
     warn_unenforced_once,
     without_strict_keys,
 )
@@ -61,6 +62,7 @@ class StrictChatModel:
             model's own; the request's schema bounds must follow it.
         provider: The allow-list entry that matched, or ``None``.
         dialect: The JSON Schema dialect the schema is sent in, or ``None`` when none is sent.
+        returns_logprobs: Whether the call asks for token log-probabilities and reads them.
         bound_kwargs: The caller's binding arguments (``bind``), kept.
         binding_config: The caller's binding config, kept.
         async_session: For an async call, a copy of ``chat`` whose HTTP client lives on the
@@ -73,6 +75,7 @@ class StrictChatModel:
     max_tokens: int
     provider: str | None
     dialect: DialectName | None = None
+    returns_logprobs: bool = False
     bound_kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
     binding_config: RunnableConfig | None = field(default=None, repr=False)
     async_session: AsyncSession | None = field(default=None, repr=False)
@@ -121,8 +124,10 @@ class _Reader:
     def __init__(self, strict: StrictChatModel, config: RunnableConfig | None) -> None:
         self._strict = strict
         self._config = config
-        # Declared to the engine, which checks each request's schema against it.
+        # Declared to the engine: it checks each request's schema against the dialect, and
+        # asks for log-probabilities only where the call reads them.
         self.dialect = strict.dialect
+        self.returns_logprobs = strict.returns_logprobs
 
     def generate(self, request: ModelRequest) -> ModelResponse:
         message = self._strict.model.invoke(
@@ -174,12 +179,14 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
     bound_kwargs = without_strict_keys(bound_kwargs)
     async_session: AsyncSession | None = None
     dialect: DialectName | None = None
+    returns_logprobs = False
     for provider in _PROVIDERS:
         if provider.matches(model):
             own = provider.configured_limit(model)
             max_tokens = max_tokens if own is None else min(max_tokens, own)
             prepared, request_kwargs = provider.prepare(model, timeout, max_tokens)
             dialect = provider.dialect(model)
+            returns_logprobs = provider.logprobs(model)
             if provider.async_session is not None:
                 async_session = provider.async_session(model, timeout)
             break
@@ -199,6 +206,7 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         max_tokens=max_tokens,
         provider=provider.name if provider is not None else None,
         dialect=dialect,
+        returns_logprobs=returns_logprobs,
         bound_kwargs=bound_kwargs,
         binding_config=binding_config,
         async_session=async_session,
@@ -225,12 +233,14 @@ def _response(message: object) -> ModelResponse:
         msg = f"the chat model returned {type(message).__name__}, not an AIMessage"
         raise TypeError(msg)
     usage = message.usage_metadata
+    metadata = message.response_metadata or {}
     return ModelResponse(
+        logprobs=token_logprobs(metadata.get("logprobs")),
         text=message.text,
         tool_calls=(
             tuple(message.tool_calls) + tuple(message.invalid_tool_calls) + _tool_blocks(message)
         ),
-        finish_reason=normalized_finish_reason(message.response_metadata or {}),
+        finish_reason=normalized_finish_reason(metadata),
         usage=TokenUsage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"])
         if usage
         else None,

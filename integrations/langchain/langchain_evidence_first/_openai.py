@@ -20,7 +20,9 @@ from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelRequest
 from evidence_first.adapters import (
+    TOP_LOGPROBS,
     DialectName,
+    asks_logprobs,
     limits_in,
     openai_dialect_for,
     openai_response_format,
@@ -93,9 +95,21 @@ def _prepare(
         }
         if send_temperature:
             kwargs["temperature"] = request.temperature
+        if request.logprobs:
+            kwargs.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         return kwargs
 
     return strict, request_kwargs
+
+
+def _logprobs(model: BaseChatModel) -> bool:
+    """Whether the call asks for log-probabilities, read back from ``response_metadata``.
+
+    On OpenAI's hosts unless the model is a reasoning model; elsewhere when the caller's own
+    ``ChatOpenAI(logprobs=True)`` says the server returns them.
+    """
+    name, setting = getattr(model, "model_name", None), getattr(model, "logprobs", None)
+    return asks_logprobs(_dialect(model), name, setting)
 
 
 def _own_limits(model: BaseChatModel) -> list[int | None]:
@@ -141,5 +155,6 @@ PROVIDER = Provider(
     _prepare,
     _own_limits,
     dialect=_dialect,
+    logprobs=_logprobs,
     async_session=_async_session,
 )

@@ -34,9 +34,12 @@ from evidence_first._model import (
     ModelRequest,
     ModelResponse,
     ReaderModel,
+    TokenChoice,
+    TokenLogprob,
 )
 from evidence_first._tokens import estimate_tokens
 from evidence_first._vocabulary import (
+    AbstentionReason,
     AnswerStatus,
     CitationMode,
     KnowledgePolicy,
@@ -49,6 +52,7 @@ __all__ = [
     "PASSAGE_LEDGER_JSON_SCHEMA",
     "PASSAGE_PROMPT_VERSION",
     "PROMPT_VERSION",
+    "AbstentionReason",
     "AnswerCancelledError",
     "AnswerStatus",
     "AnswerTimeoutError",
@@ -73,6 +77,8 @@ __all__ = [
     "PromptBudget",
     "ReaderModel",
     "ReasonCode",
+    "TokenChoice",
+    "TokenLogprob",
     "TokenUsage",
     "ValidationIssue",
     "aanswer_from_evidence",

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evidence_first._evidence import Evidence
 from evidence_first._vocabulary import (
+    AbstentionReason,
     AnswerStatus,
     CitationFlag,
     CitationMode,
@@ -200,6 +201,15 @@ class EvidenceAnswer(_Frozen):
         usage: Tokens the provider reported, if any.
         prompt_version: The version of the prompt and ledger schema used.
         citation_mode: How the model was asked to cite: ``"quote"`` or ``"passage"``.
+        reader_confidence: The reader's own confidence that the sources state the answer: the
+            probability of the decision it wrote first, renormalized over "yes" and "no", read
+            from the provider's token log-probabilities. ``None`` when the provider returned
+            none or the ledger stated no decision. Not ``confidence``, which is retrieval's.
+        confidence_floor: The floor ``reader_confidence`` was held to, if any (the caller's
+            ``min_reader_confidence``, else the model's own).
+        abstention: Why an ``insufficient_evidence`` result abstained (``None`` otherwise):
+            ``"reader"``, ``"confidence_floor"``, ``"non_current_evidence"``,
+            ``"unsupported_facts"`` or ``"no_model_call"``.
     """
 
     status: AnswerStatus
@@ -223,6 +233,9 @@ class EvidenceAnswer(_Frozen):
     usage: TokenUsage | None
     prompt_version: str
     citation_mode: CitationMode
+    reader_confidence: float | None = None
+    confidence_floor: float | None = None
+    abstention: AbstentionReason | None = None
 
     # Every offered source by ID (sent or omitted), so framework objects stay reachable.
     _offered: dict[str, Evidence] = PrivateAttr(default_factory=dict)

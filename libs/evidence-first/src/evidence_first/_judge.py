@@ -7,15 +7,21 @@ model call, says why). Anything else is ``invalid_response``, with every failed 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from evidence_first._answer import EvidenceAnswer, ValidationIssue
+from evidence_first._confidence import decision_confidence
 from evidence_first._ledger import Ledger, parse_response
 from evidence_first._model import ModelResponse
 from evidence_first._plan import AnswerPlan
 from evidence_first._text import has_text, is_unicode_text
 from evidence_first._verify import verify_citations
-from evidence_first._vocabulary import KnowledgePolicy
+from evidence_first._vocabulary import (
+    DECISION_KEY,
+    AbstentionReason,
+    KnowledgePolicy,
+    ReaderDecision,
+)
 
 __all__ = ["consistency_issues", "judge", "without_model_call"]
 
@@ -44,16 +50,63 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
     issues = verdict.issues + tuple(consistency_issues(ledger, plan.options.knowledge))
     if issues:
         return _rejected(plan, issues, verdict.checks, common)
-    answered = has_text(ledger.answer)
+    common["citation_checks"] = verdict.checks
+    common["confidence_floor"] = plan.confidence_floor
+    if ledger.answerable is not None:
+        common["reader_confidence"] = decision_confidence(
+            response.logprobs, DECISION_KEY, get_args(ReaderDecision)
+        )
+    if not has_text(ledger.answer):
+        return _abstained(plan, verdict.facts, tuple(ledger.missing_evidence), "reader", common)
+    withheld = _withheld(plan, common.get("reader_confidence"))
+    if withheld is not None:
+        reason, missing = withheld
+        return _abstained(plan, verdict.facts, (missing,), reason, common)
     return _answer(
         plan,
-        status="answered" if answered else "insufficient_evidence",
-        answer=ledger.answer if answered else None,
-        inference=ledger.inference if answered and has_text(ledger.inference) else None,
+        status="answered",
+        answer=ledger.answer,
+        inference=ledger.inference if has_text(ledger.inference) else None,
         facts=verdict.facts,
-        missing_evidence=() if answered else ledger.missing_evidence,
+        missing_evidence=(),
         validation_errors=(),
-        citation_checks=verdict.checks,
+        **common,
+    )
+
+
+def _withheld(plan: AnswerPlan, confidence: float | None) -> tuple[AbstentionReason, str] | None:
+    """Why an answer that verified is still an abstention, and the missing evidence it states.
+
+    Below the confidence floor, or with no confidence to hold to it, the reader's decision does
+    not carry the answer.
+    """
+    floor = plan.confidence_floor
+    if floor is not None and (confidence is None or confidence < floor):
+        heard = "could not be read" if confidence is None else f"was {confidence:.2f}"
+        return "confidence_floor", (
+            f"the reader's confidence that the sources state the answer {heard}, below "
+            f"the floor of {floor:.2f}"
+        )
+    return None
+
+
+def _abstained(
+    plan: AnswerPlan,
+    facts: tuple[Any, ...],
+    missing: tuple[str, ...],
+    reason: AbstentionReason,
+    common: dict[str, Any],
+) -> EvidenceAnswer:
+    """An honest abstention: verified facts kept as partial facts, the missing evidence stated."""
+    return _answer(
+        plan,
+        status="insufficient_evidence",
+        answer=None,
+        inference=None,
+        facts=facts,
+        missing_evidence=missing,
+        validation_errors=(),
+        abstention=reason,
         **common,
     )
 
@@ -82,6 +135,7 @@ def without_model_call(plan: AnswerPlan) -> EvidenceAnswer:
         citation_checks=(),
         model_called=False,
         diagnostic=diagnostic,
+        abstention="no_model_call",
         raw_response=None,
         usage=None,
     )
@@ -101,6 +155,8 @@ def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[
         inconsistent("$.answer", "no answer is given and no missing evidence is listed")
     if answered and not ledger.facts:
         inconsistent("$.facts", "an answer is given without any fact")
+    if answered and ledger.answerable == "no":
+        inconsistent(f"$.{DECISION_KEY}", "an answer is given after deciding the sources lack it")
     for index, item in enumerate(ledger.missing_evidence):
         if not has_text(item):
             inconsistent(f"$.missing_evidence[{index}]", "a missing-evidence item is blank")

@@ -23,6 +23,7 @@ from evidence_first._limits import (
 )
 from evidence_first._model import ModelResponse
 from evidence_first._text import is_unicode_text
+from evidence_first._vocabulary import ReaderDecision
 
 __all__ = [
     "Ledger",
@@ -82,8 +83,14 @@ class Ledger(StrictModel, Generic[CitationT]):
     The one declaration of the ledger's shape: the request schema is derived from it
     (:mod:`~evidence_first._schema`). ``json_schema_extra`` bounds guide a schema-enforcing
     provider only; parsing enforces the fact and citation counts with their own codes.
+
+    ``answerable`` (:data:`~evidence_first._vocabulary.DECISION_KEY`), the reader's decision,
+    comes first, so that its token's probability measures the decision before any fact is
+    written. The request schema requires it; a ledger without it (today's callers' scripted
+    models, stored answers) still parses, and states no decision.
     """
 
+    answerable: ReaderDecision | None = None
     facts: list[LedgerFact[CitationT]] = Field(json_schema_extra={"maxItems": MAX_FACTS})
     answer: _Text
     inference: _Text

@@ -17,6 +17,8 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ReaderModel",
+    "TokenChoice",
+    "TokenLogprob",
 ]
 
 
@@ -27,6 +29,12 @@ class ModelRequest:
     Map these onto your client's options: no tools, no retries, ``max_tokens`` as the output
     limit, ``timeout``, ``temperature`` where the model allows it, and native JSON output
     constrained by ``json_schema`` where the provider supports it.
+
+    A model may declare what its transport does, as attributes the engine reads: ``dialect``
+    (the JSON Schema dialect its provider is sent; the schema is checked against it before the
+    call), ``returns_logprobs`` (``True``: it returns token log-probabilities when a request
+    asks, so the engine can read the reader's confidence) and ``confidence_floors`` (its own
+    floor for the reader's confidence, by citation mode, used when the caller sets none).
 
     Attributes:
         system: The fixed, versioned system prompt.
@@ -39,6 +47,9 @@ class ModelRequest:
         cancel: Set when the engine stops waiting (timeout or cancellation); poll it to stop
             early. The engine stops waiting whether or not the callback honors it.
         prompt_version: The version of the prompt and ledger schema.
+        logprobs: Whether the engine asks for the output's token log-probabilities (with the
+            most likely alternatives at each position); only a model that declares
+            ``returns_logprobs`` is asked.
     """
 
     system: str
@@ -50,6 +61,32 @@ class ModelRequest:
     temperature: float = 0.0
     cancel: threading.Event = field(default_factory=threading.Event)
     prompt_version: str
+    logprobs: bool = False
+
+
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
+class TokenChoice:
+    """One candidate token at a position of the output, and its log-probability."""
+
+    token: StrictStr
+    logprob: float
+
+
+@pydantic_dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class TokenLogprob:
+    """One token of the output as the transport read it, with its most likely alternatives.
+
+    Attributes:
+        token: The token as generated. The tokens, joined, are the generated text, which
+            may hold more than the message text (a server may strip a code fence from it).
+        logprob: Its log-probability.
+        top: The most likely tokens at its position, most likely first, as the provider gave
+            them (llama.cpp takes them before the grammar constrains the choice).
+    """
+
+    token: StrictStr
+    logprob: float
+    top: tuple[TokenChoice, ...] = ()
 
 
 @pydantic_dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
@@ -61,12 +98,15 @@ class ModelResponse:
         tool_calls: Tool calls the response carried; any makes the response invalid.
         finish_reason: The provider's finish reason; ``"length"`` means truncated output.
         usage: Token counts, when the provider reports them.
+        logprobs: The output's tokens with their log-probabilities, when the request asked
+            for them and the provider returned them; ``None`` otherwise.
     """
 
     text: StrictStr
     tool_calls: tuple[Any, ...] = ()
     finish_reason: str | None = None
     usage: TokenUsage | None = None
+    logprobs: tuple[TokenLogprob, ...] | None = None
 
 
 @runtime_checkable

@@ -12,7 +12,7 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
 from functools import cached_property
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
@@ -23,6 +23,7 @@ from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._limits import MAX_SOURCES
+from evidence_first._request import checked_int
 from evidence_first._text import is_unicode_text
 from evidence_first._tokens import estimate_tokens
 from evidence_first._vocabulary import CitationMode, KnowledgePolicy
@@ -31,7 +32,6 @@ __all__ = [
     "AnswerOptionFields",
     "AnswerOptions",
     "OptionArgs",
-    "checked_int",
     "option_bounds",
     "option_error",
 ]
@@ -111,28 +111,37 @@ class AnswerOptionFields(BaseModel):
         description="counts a serialized source; `None`: a conservative offline estimate",
         json_schema_extra=_accepts("`str -> int`"),
     )
+    min_reader_confidence: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="an answer whose reader's confidence is lower, or unreadable, abstains; "
+        "left unset, the model's own floor (the embedded reader's); `None`: no floor",
+    )
+    non_current_evidence: Literal["flag", "abstain"] = Field(
+        "flag",
+        description="an answer resting only on superseded or contradicted sources while a "
+        "current one was sent: flagged, or an abstention",
+    )
+    unsupported_facts: Literal["flag", "abstain"] = Field(
+        "flag",
+        description="an answer resting on a fact whose words its cited text does not hold: "
+        "flagged, or an abstention",
+    )
 
-    @field_validator("knowledge", "citation_mode", mode="before")
+    @field_validator("*", mode="before")
     @classmethod
-    def _one_of(cls, value: object, info: ValidationInfo) -> object:
+    def _declared(cls, value: object, info: ValidationInfo) -> object:
+        # A choice (a Literal) or an int range is checked by its declaration alone.
         name = str(info.field_name)
-        choices: tuple[str, ...] = get_args(cls.model_fields[name].annotation)
-        if value not in choices:
+        field = cls.model_fields[name]
+        choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else ()
+        if choices and value not in choices:
             msg = f"{name} must be one of {', '.join(choices)}"
             raise InvalidRequestError(msg, field=name)
+        if field.annotation is int:
+            return checked_int(name, value, *option_bounds(field))
         return value
-
-    @field_validator(
-        "max_context_tokens",
-        "max_output_tokens",
-        "max_response_chars",
-        "min_evidence",
-        mode="before",
-    )
-    @classmethod
-    def _int_in_range(cls, value: object, info: ValidationInfo) -> object:
-        name = str(info.field_name)
-        return checked_int(name, value, *option_bounds(cls.model_fields[name]))
 
     @field_validator("timeout", mode="before")
     @classmethod
@@ -177,18 +186,21 @@ class AnswerOptionFields(BaseModel):
             raise InvalidRequestError(msg, field="question_time") from None
         return value
 
-    @field_validator("min_score", mode="before")
+    @field_validator("min_score", "min_reader_confidence", mode="before")
     @classmethod
-    def _score_floor(cls, value: object) -> object:
+    def _number(cls, value: object, info: ValidationInfo) -> object:
         if value is None:
             return None
+        name = str(info.field_name)
+        low, high = option_bounds(cls.model_fields[name])
         if (
             isinstance(value, bool)
             or not isinstance(value, (int, float))
-            or not math.isfinite(value)
+            or not (math.isfinite(value) and low <= value <= high)
         ):
-            msg = "min_score must be None or a finite number"
-            raise InvalidRequestError(msg, field="min_score")
+            kind = "finite number" if low == -math.inf else f"number from {low:g} to {high:g}"
+            msg = f"{name} must be None or a {kind}"
+            raise InvalidRequestError(msg, field=name)
         return float(value)
 
     @field_validator("scope", mode="before")
@@ -221,8 +233,15 @@ class AnswerOptionFields(BaseModel):
         return value
 
     def option_values(self) -> dict[str, Any]:
-        """Every option by name, as given (the keywords that rebuild these options)."""
-        return {name: getattr(self, name) for name in AnswerOptionFields.model_fields}
+        """Every option given explicitly, by name (the keywords that rebuild these options).
+
+        An option left unset stays unset: ``min_reader_confidence`` then means the model's own.
+        """
+        return {name: getattr(self, name) for name in self.model_fields_set & OPTION_NAMES}
+
+
+OPTION_NAMES = frozenset(AnswerOptionFields.model_fields)
+"""Every option's name."""
 
 
 class OptionArgs(TypedDict, total=False):
@@ -241,6 +260,9 @@ class OptionArgs(TypedDict, total=False):
     scope: Collection[str] | None
     scope_key: str
     token_counter: Callable[[str], int] | None
+    min_reader_confidence: float | None
+    non_current_evidence: Literal["flag", "abstain"]
+    unsupported_facts: Literal["flag", "abstain"]
 
 
 class AnswerOptions(AnswerOptionFields):
@@ -295,17 +317,6 @@ class AnswerOptions(AnswerOptionFields):
         return None if self.question_time is None else format_timestamp(self.question_time)
 
 
-def checked_int(name: str, value: object, low: int, high: int) -> int:
-    """``value`` if an int (not a bool) from ``low`` to ``high``; else InvalidRequestError."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        msg = f"{name} must be an int"
-        raise InvalidRequestError(msg, field=name)
-    if not low <= value <= high:
-        msg = f"{name} must be between {low} and {high}, got {value}"
-        raise InvalidRequestError(msg, field=name)
-    return value
-
-
 def option_error(exc: ValidationError) -> Exception:
     """The typed error for a failed option check: never pydantic's, never the value.
 
@@ -324,8 +335,12 @@ def option_error(exc: ValidationError) -> Exception:
 
 
 def option_bounds(field: FieldInfo) -> tuple[Any, Any]:
-    """A declared option's range: its lowest (``ge`` or ``gt``) and highest (``le``) value."""
-    low = high = None
+    """A declared option's range: its lowest (``ge`` or ``gt``) and highest (``le``) value.
+
+    An option with no bound below or above has ``-inf`` or ``inf`` there.
+    """
+    low: Any = -math.inf
+    high: Any = math.inf
     for bound in field.metadata:
         if isinstance(bound, (annotated_types.Ge, annotated_types.Gt)):
             low = bound.ge if isinstance(bound, annotated_types.Ge) else bound.gt

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from evidence_first._answer import PromptBudget
 from evidence_first._citing.base import CitationStyle
 from evidence_first._citing.modes import style_for
+from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import Evidence
 from evidence_first._limits import LARGE_INPUT_CHARS
 from evidence_first._model import ModelRequest
@@ -17,6 +18,7 @@ from evidence_first._packing import PackedSources, pack_sources
 from evidence_first._passages import Passage, SentSources
 from evidence_first._prompt import UserMessage, serialize_source, system_prompt
 from evidence_first._request import (
+    Declared,
     checked_model,
     checked_question,
     checked_sources,
@@ -46,6 +48,8 @@ class AnswerPlan:
         budget: Estimated prompt tokens by part.
         request: What the model is sent; ``None`` when too few sources were packed.
         prompt_version: The prompt's version.
+        confidence_floor: The floor for the reader's confidence that applies: the caller's
+            ``min_reader_confidence`` when set, else the model's own for the mode, else ``None``.
     """
 
     options: AnswerOptions
@@ -58,6 +62,7 @@ class AnswerPlan:
     budget: PromptBudget
     request: ModelRequest | None
     prompt_version: str
+    confidence_floor: float | None = None
 
 
 async def aplan_answer(
@@ -108,7 +113,8 @@ def plan_answer(
     count = options.count_tokens
     question = checked_question(question, count)
     offered = checked_sources(sources)
-    dialect = checked_model(model)
+    declared = checked_model(model)
+    floor = _confidence_floor(options, declared)
     style = style_for(options.citation_mode)
     defences = options.defences
     # Each source considered is cut into the passages it is sent as once, here.
@@ -162,10 +168,11 @@ def plan_answer(
             ),
             timeout=options.timeout,
             prompt_version=prompt_version,
+            logprobs=declared.returns_logprobs,
         )
-        if dialect is not None:
+        if declared.dialect is not None:
             # What the provider would refuse is never sent: a limit past reach is an error now.
-            schema_in(request.json_schema, dialect)
+            schema_in(request.json_schema, declared.dialect)
     # Set-aside sources follow the core's omissions. A duplicate's ID may also be in
     # used_source_ids: its first copy was sent. Each ID keeps its first reason.
     omissions = dict(packed.omissions)
@@ -184,4 +191,25 @@ def plan_answer(
         budget=budget,
         request=request,
         prompt_version=prompt_version,
+        confidence_floor=floor,
     )
+
+
+def _confidence_floor(options: AnswerOptions, declared: Declared) -> float | None:
+    """The caller's floor when set (``None`` included), else the model's own for the mode.
+
+    Raises:
+        InvalidRequestError: A floor applies, but the model returns no log-probabilities, so
+            its confidence could never be read: refused before the call, never skipped.
+    """
+    if "min_reader_confidence" in options.model_fields_set:
+        floor = options.min_reader_confidence
+    else:
+        floor = declared.confidence_floors.get(options.citation_mode)
+    if floor is not None and not declared.returns_logprobs:
+        msg = (
+            "min_reader_confidence needs the reader's confidence, and this model returns no "
+            "token log-probabilities (it does not declare returns_logprobs); set it to None"
+        )
+        raise InvalidRequestError(msg, field="min_reader_confidence")
+    return floor

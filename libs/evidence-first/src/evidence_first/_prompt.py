@@ -34,7 +34,9 @@ disputed. Without a status, prefer the latest "observed_at". When you cannot tel
 right, say so in "missing_evidence".
 5. When the answer combines facts from several sources, cite each of those sources.
 
-Reply with exactly one JSON object and nothing else, with these four keys:
+Reply with exactly one JSON object and nothing else, with these five keys:
+- "answerable": "yes" if a source states the answer to this exact question, else "no". Write \
+it first.
 """
 
 _ANSWER_KEYS = f"""\

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -21,6 +22,8 @@ from evidence_first._text import utf16_units
 from evidence_first._transport.dialects import DIALECTS, Dialect
 
 __all__ = [
+    "Declared",
+    "checked_int",
     "checked_model",
     "checked_question",
     "checked_sources",
@@ -49,18 +52,41 @@ def checked_question(question: object, count_tokens: Callable[[str], int]) -> st
     return question
 
 
-def checked_model(model: object) -> Dialect | None:
-    """Refuse a model with neither ``generate`` nor ``agenerate``; return its dialect.
+@dataclass(frozen=True)
+class Declared:
+    """What a model declares about its transport, as attributes the engine reads.
 
-    A model may declare the JSON Schema dialect its provider is sent (a ``dialect`` attribute
-    naming one of :data:`~evidence_first.adapters.DIALECTS`); the request's schema is then
-    checked against it before the call. Any other value declares none.
+    Attributes:
+        dialect: The JSON Schema dialect its provider is sent (``dialect``, one of
+            :data:`~evidence_first.adapters.DIALECTS`; any other value declares none).
+        returns_logprobs: Whether it returns token log-probabilities when asked
+            (``returns_logprobs is True``).
+        confidence_floors: Its own floor for the reader's confidence, by citation mode
+            (``confidence_floors``), used when the caller leaves ``min_reader_confidence`` unset.
     """
+
+    dialect: Dialect | None = None
+    returns_logprobs: bool = False
+    confidence_floors: Mapping[str, float | None] = field(default_factory=dict)
+
+
+def checked_model(model: object) -> Declared:
+    """Refuse a model with neither ``generate`` nor ``agenerate``; return what it declares."""
     if not (has_sync(model) or has_async(model)):
         msg = "model must have a generate(request) method or an async agenerate(request)"
         raise InvalidRequestError(msg, field="model")
     name = getattr(model, "dialect", None)
-    return DIALECTS.get(name) if isinstance(name, str) else None  # type: ignore[call-overload]
+    floors = getattr(model, "confidence_floors", None) or {}
+    if not isinstance(floors, Mapping) or not all(
+        floor is None or (isinstance(floor, float) and 0 <= floor <= 1) for floor in floors.values()
+    ):
+        msg = "model.confidence_floors must map citation modes to None or a float from 0 to 1"
+        raise InvalidRequestError(msg, field="model")
+    return Declared(
+        dialect=DIALECTS.get(name) if isinstance(name, str) else None,  # type: ignore[call-overload]
+        returns_logprobs=getattr(model, "returns_logprobs", False) is True,
+        confidence_floors=floors,
+    )
 
 
 def first_sources(sources: object) -> list[object]:
@@ -150,3 +176,14 @@ def text_chars(sources: list[Any]) -> int:
             text = item.get("text")
         total += len(text) if isinstance(text, str) else 0
     return total
+
+
+def checked_int(name: str, value: object, low: int, high: int) -> int:
+    """``value`` if an int (not a bool) from ``low`` to ``high``; else InvalidRequestError."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        msg = f"{name} must be an int"
+        raise InvalidRequestError(msg, field=name)
+    if not low <= value <= high:
+        msg = f"{name} must be between {low} and {high}, got {value}"
+        raise InvalidRequestError(msg, field=name)
+    return value

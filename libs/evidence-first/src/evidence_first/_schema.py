@@ -16,7 +16,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from json.encoder import encode_basestring
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel
 
@@ -26,7 +26,7 @@ from evidence_first._limits import (
     MAX_ENUM_VALUES,
     MAX_FACTS,
 )
-from evidence_first._vocabulary import KnowledgePolicy
+from evidence_first._vocabulary import DECISION_KEY, KnowledgePolicy, ReaderDecision
 
 __all__ = [
     "NULL",
@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 NULL: dict[str, Any] = {"type": "null"}
+# The decision is always stated in a request: a string of the two values, never null.
+_DECISION: dict[str, Any] = {"type": "string", "enum": list(get_args(ReaderDecision))}
 
 # Output tokens per allowed fact and per allowed citation of a fact: the request schema's
 # bounds follow the output limit, so a model that fills every list still fits in it.
@@ -161,6 +163,7 @@ def ledger_schema(
         schema = narrowed(
             general,
             {
+                DECISION_KEY: _DECISION,
                 "facts": {
                     **props["facts"],
                     "items": narrowed(

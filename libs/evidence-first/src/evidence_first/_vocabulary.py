@@ -5,16 +5,33 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "DECISION_KEY",
     "FLAG_DESCRIPTIONS",
+    "AbstentionReason",
     "AnswerStatus",
     "CitationFlag",
     "CitationMode",
     "KnowledgePolicy",
     "OmissionReason",
+    "ReaderDecision",
     "ReasonCode",
 ]
 
 AnswerStatus = Literal["answered", "insufficient_evidence", "invalid_response"]
+
+AbstentionReason = Literal[
+    "reader", "confidence_floor", "non_current_evidence", "unsupported_facts", "no_model_call"
+]
+"""Why a result is ``insufficient_evidence``: the reader listed what is missing; its confidence
+was below the floor (or unreadable while a floor applied); the answer rested only on
+superseded or contradicted sources, or on facts whose words their cited text does not hold,
+under an option that makes those abstain; or too few sources could be sent to call it."""
+
+ReaderDecision = Literal["yes", "no"]
+"""The reader's decision, the first key of its ledger: do the sources state the answer?"""
+
+DECISION_KEY = "answerable"
+"""The ledger key that holds the reader's decision."""
 KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
 CitationMode = Literal["quote", "passage"]
 """How the model cites: by copying an exact quote, or by naming labeled passages."""

@@ -40,14 +40,9 @@ from evidence_first._evidence import Evidence
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._metadata import json_safe_metadata, metadata_fields
 from evidence_first._model import ReaderModel
-from evidence_first._options import (
-    AnswerOptionFields,
-    AnswerOptions,
-    OptionArgs,
-    checked_int,
-    option_error,
-)
+from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
 from evidence_first._plan import aplan_answer, plan_answer
+from evidence_first._request import checked_int
 from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName, openai_dialect_for
 from evidence_first._transport.providers import Provider, is_instance_of
 from evidence_first._transport.strict import (
@@ -55,6 +50,8 @@ from evidence_first._transport.strict import (
     SCHEMA_NAME,
     STRICT_KEYS,
     TOOL_KEYS,
+    TOP_LOGPROBS,
+    asks_logprobs,
     limits_in,
     normalized_finish_reason,
     openai_response_format,
@@ -67,6 +64,7 @@ from evidence_first._transport.strict import (
 )
 from evidence_first._transport.writing import schema_in
 from evidence_first._vocabulary import OmissionReason
+from evidence_first.chat_completions import token_logprobs
 
 __all__ = [
     "DIALECTS",
@@ -75,6 +73,7 @@ __all__ = [
     "SCHEMA_NAME",
     "STRICT_KEYS",
     "TOOL_KEYS",
+    "TOP_LOGPROBS",
     "AnswerOptionFields",
     "AnswerOptions",
     "Dialect",
@@ -85,6 +84,7 @@ __all__ = [
     "UnenforcedSettingsWarning",
     "aanswer_selection",
     "answer_selection",
+    "asks_logprobs",
     "checked_int",
     "is_instance_of",
     "json_safe_metadata",
@@ -98,6 +98,7 @@ __all__ = [
     "refuse_tools",
     "schema_in",
     "select_sources",
+    "token_logprobs",
     "tool_keys_in",
     "warn_once",
     "warn_unenforced_once",

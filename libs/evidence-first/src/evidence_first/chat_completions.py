@@ -1,8 +1,9 @@
 """A reader model for any OpenAI-compatible ``/chat/completions`` endpoint, using only the stdlib.
 
 It makes exactly one HTTP request per call (no retries), asks for the request's JSON schema as
-the response format, and maps the reply to a :class:`~evidence_first.ModelResponse`. Use it
-for llama.cpp, vLLM, Ollama's OpenAI endpoint, or a hosted API.
+the response format (and, where the server returns them, the output's token log-probabilities),
+and maps the reply to a :class:`~evidence_first.ModelResponse`. Use it for llama.cpp, vLLM,
+Ollama's OpenAI endpoint, or a hosted API.
 """
 
 from __future__ import annotations
@@ -17,12 +18,17 @@ from typing import Any
 
 from evidence_first._answer import TokenUsage
 from evidence_first._errors import InvalidRequestError, ModelCallError
-from evidence_first._model import ModelRequest, ModelResponse
+from evidence_first._model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
 from evidence_first._transport.dialects import DIALECTS, DialectName, openai_dialect_for
-from evidence_first._transport.strict import SCHEMA_NAME, openai_response_format
+from evidence_first._transport.strict import (
+    SCHEMA_NAME,
+    TOP_LOGPROBS,
+    asks_logprobs,
+    openai_response_format,
+)
 from evidence_first._transport.writing import schema_in
 
-__all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body"]
+__all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body", "token_logprobs"]
 
 
 def chat_completions_body(
@@ -48,6 +54,9 @@ def chat_completions_body(
     }
     if seed is not None:
         body["seed"] = seed
+    if request.logprobs:
+        body["logprobs"] = True
+        body["top_logprobs"] = TOP_LOGPROBS
     return body
 
 
@@ -67,6 +76,11 @@ class ChatCompletionsModel:
             starts with ``ft:``), else ``"json-schema"`` (standard JSON Schema with every
             bound, the root an object). The engine checks each request's schema against it
             before the call.
+        logprobs: Whether the server returns token log-probabilities (``logprobs`` and
+            ``top_logprobs``), from which the engine reads the reader's confidence. By
+            default, yes for the ``"full"`` dialect (llama.cpp) and OpenAI's hosts, except
+            their reasoning models, which refuse them; elsewhere pass ``True`` for a server that
+            returns them (vLLM does). A server that refuses the field would fail every call.
     """
 
     def __init__(
@@ -77,6 +91,7 @@ class ChatCompletionsModel:
         api_key: str | None = None,
         seed: int | None = None,
         dialect: DialectName | None = None,
+        logprobs: bool | None = None,
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
@@ -85,6 +100,8 @@ class ChatCompletionsModel:
             msg = f"dialect must be one of {', '.join(DIALECTS)}"
             raise InvalidRequestError(msg, field="dialect")
         self.dialect: DialectName = dialect or openai_dialect_for(self.base_url, model)
+        # Declared to the engine, which then asks for log-probabilities and reads them.
+        self.returns_logprobs = asks_logprobs(self.dialect, model, logprobs)
         self._api_key = api_key
 
     def __repr__(self) -> str:
@@ -172,6 +189,7 @@ def _parse_reply(payload: Any) -> ModelResponse:
     usage = payload.get("usage") or {}
     details = usage.get("prompt_tokens_details") or {}
     return ModelResponse(
+        logprobs=token_logprobs(choice.get("logprobs")),
         text=text or "",
         tool_calls=tool_calls,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
@@ -181,3 +199,33 @@ def _parse_reply(payload: Any) -> ModelResponse:
             cached_input_tokens=details.get("cached_tokens"),
         ),
     )
+
+
+def token_logprobs(logprobs: object) -> tuple[TokenLogprob, ...] | None:
+    """A chat completion choice's ``logprobs`` as the core's tokens, or ``None``.
+
+    OpenAI and llama.cpp give ``{"content": [{"token", "logprob", "top_logprobs": [...]}]}``,
+    as JSON or as the openai SDK's objects; anything else in that place is read as no
+    log-probabilities, never as an error.
+    """
+    content = _field(logprobs, "content")
+    if not isinstance(content, (list, tuple)) or not content:
+        return None
+    try:
+        return tuple(
+            TokenLogprob(
+                token=_field(item, "token"),
+                logprob=_field(item, "logprob"),
+                top=tuple(
+                    TokenChoice(_field(top, "token"), _field(top, "logprob"))
+                    for top in _field(item, "top_logprobs") or ()
+                ),
+            )
+            for item in content
+        )
+    except (TypeError, ValueError):  # pydantic's ValidationError is a ValueError
+        return None
+
+
+def _field(source: object, name: str) -> Any:
+    return source.get(name) if isinstance(source, dict) else getattr(source, name, None)

@@ -108,17 +108,30 @@ def _add_option_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> 
         field = AnswerOptionFields.model_fields[name]
         default = _CLI_DEFAULTS.get(name, field.default)
         kinds = [kind for kind in _alternatives(field.annotation) if kind is not type(None)]
-        flag: dict[str, Any] = {"dest": name, "default": default}
+        # A flag not given is no option given: left unset (the model's own confidence floor).
+        flag: dict[str, Any] = {
+            "dest": name,
+            "default": _CLI_DEFAULTS.get(name, argparse.SUPPRESS),
+        }
         if typing.get_origin(kinds[0]) is typing.Literal:
             flag["choices"] = typing.get_args(kinds[0])
         elif typing.get_origin(kinds[0]) is Collection:
             flag.update(action="append", metavar="TAG")
+        elif kinds == [float] and type(None) in _alternatives(field.annotation):
+            flag.update(type=_number_or_none, metavar="NUMBER|none")
         else:
             # An int or a datetime (question_time) is given as an int: Unix milliseconds.
             flag["type"] = int if int in kinds else kinds[0]
+        if name == "min_reader_confidence":
+            default = "the model's own floor"
         shown = "none" if default is None else default
         flag["help"] = f"{field.description} (default: {shown})".replace("%", "%%")
         parser.add_argument(f"--{name.replace('_', '-')}", **flag)
+
+
+def _number_or_none(text: str) -> float | None:
+    """A flag's number, or ``none`` for no value (no score floor, no confidence floor)."""
+    return None if text.strip().lower() == "none" else float(text)
 
 
 def _alternatives(annotation: Any) -> tuple[Any, ...]:
@@ -129,7 +142,7 @@ def _alternatives(annotation: Any) -> tuple[Any, ...]:
 
 def _ask(args: argparse.Namespace, out: TextIO) -> int:
     sources = _read_sources(args)
-    options = {name: getattr(args, name) for name in _ASK_OPTIONS}
+    options = {name: getattr(args, name) for name in _ASK_OPTIONS if hasattr(args, name)}
     if args.base_url:
         api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
         remote: ReaderModel = ChatCompletionsModel(

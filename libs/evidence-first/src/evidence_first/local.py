@@ -112,8 +112,12 @@ class LocalModel:
         self.seed = seed
         self._server = ServerProcess()
         self._reader: ChatCompletionsModel | None = None
-        # llama.cpp turns the schema into a grammar, the ledger's two branches included.
+        # Declared to the engine. llama.cpp turns the schema into a grammar, the ledger's two
+        # branches included, and returns token log-probabilities taken before the grammar; a
+        # known model's own confidence floors apply when the caller sets none.
         self.dialect: DialectName = "full"
+        self.returns_logprobs = True
+        self.confidence_floors = dict(self.known.confidence_floors) if self.known else {}
 
     @property
     def running(self) -> bool:

@@ -30,7 +30,9 @@ from typing import Any
 from evidence_first import InvalidRequestError, ModelRequest
 from evidence_first.adapters import (
     STRICT_KEYS,
+    TOP_LOGPROBS,
     DialectName,
+    asks_logprobs,
     is_instance_of,
     limits_in,
     openai_dialect_for,
@@ -39,7 +41,14 @@ from evidence_first.adapters import (
 )
 from llama_index.response_synthesizers.evidence_first._provider import Provider
 
-__all__ = ["PROVIDER", "dialect_for", "is_openai", "is_reasoning_model", "strict_openai_call"]
+__all__ = [
+    "PROVIDER",
+    "dialect_for",
+    "is_openai",
+    "is_reasoning_model",
+    "returns_logprobs",
+    "strict_openai_call",
+]
 
 
 def is_openai(llm: object) -> bool:
@@ -114,6 +123,8 @@ def strict_openai_call(
     }
     if not is_reasoning_model(llm.model):
         update["temperature"] = request.temperature
+    if request.logprobs:
+        update.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
     strict = llm.model_copy(update=update)
     # Without reuse_client, the copy builds and closes its own client per call from its
     # fields, where max_retries is now 0; with it, the call goes through a retry-free view of
@@ -126,6 +137,18 @@ def strict_openai_call(
         else:
             strict._client = retry_free
     return strict, {}
+
+
+def returns_logprobs(llm: Any) -> bool:
+    """Whether the call asks for log-probabilities, read back from the raw chat completion.
+
+    On OpenAI's hosts unless the model is a reasoning model (``O1_MODELS``); elsewhere when
+    the caller's own ``logprobs=True`` (``OpenAILike(logprobs=True)``) says the server returns
+    them.
+    """
+    if is_reasoning_model(llm.model):
+        return False
+    return asks_logprobs(dialect_for(llm), llm.model, llm.logprobs)
 
 
 def _refuse(llm: Any) -> None:
@@ -145,5 +168,6 @@ PROVIDER = Provider(
     prepare=strict_openai_call,
     limits=lambda llm: [llm.max_tokens, *limits_in(llm.additional_kwargs)],
     dialect=dialect_for,
+    logprobs=returns_logprobs,
     refuse=_refuse,
 )

@@ -25,6 +25,7 @@ from evidence_first.adapters import (
     normalized_finish_reason,
     refuse_retries,
     refuse_tools,
+    token_logprobs,
     warn_unenforced_once,
 )
 from llama_index.response_synthesizers.evidence_first._anthropic import PROVIDER as ANTHROPIC
@@ -59,6 +60,11 @@ class LLMReader:
         Declared to the engine, which checks each request's schema against it before the call.
         """
         return None if self._provider is None else self._provider.dialect(self.llm)
+
+    @property
+    def returns_logprobs(self) -> bool:
+        """Whether the call asks for token log-probabilities and reads them (declared)."""
+        return self._provider is not None and self._provider.logprobs(self.llm)
 
     @property
     def max_tokens(self) -> int | None:
@@ -132,11 +138,14 @@ def to_model_response(response: ChatResponse) -> ModelResponse:
         listed = message.additional_kwargs.get("tool_calls")
         if listed:
             tool_calls = tuple(listed) if isinstance(listed, (list, tuple)) else (listed,)
+    choices = _field(response.raw, "choices")
+    first = choices[0] if isinstance(choices, (list, tuple)) and choices else None
     return ModelResponse(
         text=message.content or "",
         tool_calls=tool_calls,
         finish_reason=_finish_reason(response.raw),
         usage=_usage(response),
+        logprobs=token_logprobs(_field(first, "logprobs")),
     )
 
 

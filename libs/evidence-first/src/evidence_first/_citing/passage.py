@@ -25,7 +25,7 @@ from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PASSAGE_PROMPT_VERSION", "PassageCitation", "PassageStyle", "resolve_passages"]
 
-PASSAGE_PROMPT_VERSION = "evidence-first/passage/5"
+PASSAGE_PROMPT_VERSION = "evidence-first/passage/6"
 """Passage mode, versioned separately from quote mode."""
 
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
 
 from evidence_first._errors import LocalModelError
+from evidence_first._vocabulary import CitationMode
 
 __all__ = [
     "DEFAULT_READER",
@@ -43,6 +45,9 @@ class KnownModel:
         size: The assembled file's size in bytes.
         sha256: The assembled file's SHA-256, checked before every start.
         extra: The ``evidence-first`` extra that installs the parts.
+        confidence_floors: The floor for the reader's confidence, by citation mode, that
+            :class:`~evidence_first.local.LocalModel` declares: calibrated on the tune half of
+            the quality set (``benchmarks/quality.py``), ``None`` where no floor helps.
     """
 
     name: str
@@ -52,6 +57,7 @@ class KnownModel:
     size: int
     sha256: str
     extra: str
+    confidence_floors: Mapping[CitationMode, float | None] = field(default_factory=dict)
 
     @property
     def install_hint(self) -> str:

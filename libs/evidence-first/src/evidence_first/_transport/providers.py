@@ -30,6 +30,10 @@ def _no_dialect(model: Any) -> DialectName | None:
     return None
 
 
+def _no_logprobs(model: Any) -> bool:
+    return False
+
+
 def is_instance_of(model: object, class_name: str, package: str | None = None) -> bool:
     """Whether ``model`` is an instance of the class ``class_name``, or of a subclass.
 
@@ -58,6 +62,8 @@ class Provider(Generic[PrepareT]):
         dialect: The JSON Schema dialect the model's provider is sent the schema in
             (``None``: no schema is sent); the engine checks each request's schema against it
             before the call.
+        logprobs: Whether the model's call asks for and reads token log-probabilities
+            (``asks_logprobs``), from which the engine reads the reader's confidence.
         package: The package that exports the class; ``None``: the name alone identifies it.
         refuse: Raises :class:`~evidence_first.InvalidRequestError` for settings of the
             model that cannot be called strictly; checked before each call.
@@ -72,6 +78,7 @@ class Provider(Generic[PrepareT]):
     prepare: PrepareT
     limits: Callable[[Any], Iterable[object]]
     dialect: Callable[[Any], DialectName | None] = _no_dialect
+    logprobs: Callable[[Any], bool] = _no_logprobs
     package: str | None = None
     refuse: Callable[[Any], None] = _nothing_to_refuse
     announce: Callable[[Any, int], None] = _nothing_to_announce

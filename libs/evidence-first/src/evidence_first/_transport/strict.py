@@ -8,6 +8,7 @@ finish reason that means the output ran out of tokens.
 
 from __future__ import annotations
 
+import re
 import threading
 import warnings
 from collections.abc import Hashable, Mapping
@@ -15,12 +16,16 @@ from typing import Any
 
 from evidence_first._errors import InvalidRequestError, UnenforcedSettingsWarning
 from evidence_first._model import ModelRequest
+from evidence_first._transport.dialects import DialectName
 
 __all__ = [
     "NESTED_SETTINGS",
+    "OPENAI_REASONING",
     "SCHEMA_NAME",
     "STRICT_KEYS",
     "TOOL_KEYS",
+    "TOP_LOGPROBS",
+    "asks_logprobs",
     "limits_in",
     "normalized_finish_reason",
     "openai_response_format",
@@ -51,6 +56,14 @@ STRICT_KEYS = TOOL_KEYS | {
 """Request settings the strict call sets itself: a caller's own values for them are dropped."""
 
 NESTED_SETTINGS = ("extra_body", "model_kwargs")
+
+OPENAI_REASONING = re.compile(r"^(ft:)?(o\d|gpt-5)")
+"""OpenAI's reasoning models (fine-tuned ones too): they refuse ``logprobs`` and any
+temperature but their default."""
+
+TOP_LOGPROBS = 10
+"""How many of the most likely tokens at each position a transport asks for: enough that both
+of the reader's decision values are among them whenever either is likely."""
 """Keys under which frameworks nest more request settings; searched below as well."""
 
 _LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
@@ -67,6 +80,26 @@ def openai_response_format(
         "type": "json_schema",
         "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
     }
+
+
+def asks_logprobs(dialect: DialectName | None, model: object, setting: object = None) -> bool:
+    """Whether an OpenAI-compatible transport asks for the output's token log-probabilities.
+
+    A request the server refuses would fail every question, so they are asked for only where
+    the server is known to return them: llama.cpp-family servers (``"full"``) and OpenAI's own
+    hosts, never from a reasoning model (:data:`OPENAI_REASONING`). The caller's own setting
+    on its model (``logprobs=True`` or ``False``) decides elsewhere, and overrides the default.
+
+    Args:
+        dialect: The dialect the server is sent (:func:`~._transport.dialects.openai_dialect_for`).
+        model: The model's name.
+        setting: The caller's own ``logprobs`` setting on its model, if any.
+    """
+    if OPENAI_REASONING.match(str(model or "")):
+        return False
+    if isinstance(setting, bool):
+        return setting
+    return dialect in ("full", "openai", "openai-fine-tuned")
 
 
 def limits_in(settings: object) -> list[int]:

@@ -20,6 +20,7 @@ from typing import Any
 from evidence_first._errors import InvalidRequestError
 from evidence_first._limits import MAX_ANSWER_CHARS
 from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
+from evidence_first._vocabulary import DECISION_KEY
 
 __all__ = ["branch_on_answer", "schema_in"]
 
@@ -148,7 +149,11 @@ def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dic
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "properties":
-            out[key] = {name: _written(sub, dialect, keep_enums) for name, sub in value.items()}
+            # The decision's two values are its shape, not a list of what was sent: kept.
+            out[key] = {
+                name: _written(sub, dialect, keep_enums or name == DECISION_KEY)
+                for name, sub in value.items()
+            }
             if dialect.property_ordering:
                 out["propertyOrdering"] = list(value)
         elif key == "anyOf":
@@ -174,30 +179,32 @@ def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dic
 def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
     """Make "an answer xor missing evidence" structural: a choice of two ledger shapes.
 
-    One branch answers (at least one fact, a non-empty answer, no missing evidence); the other
-    abstains (a null answer and inference, at least one missing-evidence item, facts allowed).
-    A grammar-constrained provider (llama.cpp) then cannot produce an ``inconsistent_output``
-    ledger. Verification is unchanged: it still checks every rule on whatever comes back.
+    One branch answers (the decision ``"yes"``, at least one fact, a non-empty answer, no
+    missing evidence); the other abstains (the decision ``"no"``, a null answer and inference,
+    at least one missing-evidence item, facts allowed). A grammar-constrained provider
+    (llama.cpp) then cannot produce an ``inconsistent_output`` ledger: the decision it writes
+    first chooses the branch. Verification is unchanged: it still checks every rule on
+    whatever comes back.
     """
     properties = schema["properties"]
     answer_chars = properties["answer"].get("maxLength", MAX_ANSWER_CHARS)
-    # Facts first, as in the single-branch schema: the model cites before it answers.
-    answered = {
-        **schema,
-        "properties": {
-            "facts": {**properties["facts"], "minItems": 1},
-            "answer": {"type": "string", "minLength": 1, "maxLength": answer_chars},
-            "inference": properties["inference"],
-            "missing_evidence": {**properties["missing_evidence"], "maxItems": 0},
-        },
-    }
-    abstained = {
-        **schema,
-        "properties": {
-            "facts": properties["facts"],
-            "answer": {"type": "null"},
-            "inference": {"type": "null"},
-            "missing_evidence": {**properties["missing_evidence"], "minItems": 1},
-        },
-    }
+    decision = properties.get(DECISION_KEY)
+
+    def branch(value: str, **changed: Any) -> dict[str, Any]:
+        chosen = {DECISION_KEY: {**decision, "enum": [value]}} if decision else {}
+        return {**schema, "properties": {**properties, **chosen, **changed}}
+
+    # Facts before the answer, as in the single-branch schema: the model cites, then answers.
+    answered = branch(
+        "yes",
+        facts={**properties["facts"], "minItems": 1},
+        answer={"type": "string", "minLength": 1, "maxLength": answer_chars},
+        missing_evidence={**properties["missing_evidence"], "maxItems": 0},
+    )
+    abstained = branch(
+        "no",
+        answer={"type": "null"},
+        inference={"type": "null"},
+        missing_evidence={**properties["missing_evidence"], "minItems": 1},
+    )
     return {"anyOf": [answered, abstained]}
