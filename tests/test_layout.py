@@ -43,6 +43,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "evidence_first._tokens",
         "evidence_first._passages",
         "evidence_first._spans",
+        "evidence_first._support",
         "evidence_first._injection",
     ),
     "local reader": ("evidence_first.local", "evidence_first._local"),

@@ -18,7 +18,7 @@ from evidence_first import (
 from evidence_first import _passages as passages_module
 from evidence_first._citing.passage import PassageStyle
 from evidence_first._injection import Defences
-from evidence_first._passages import MAX_PASSAGE_CHARS, split_passages
+from evidence_first._passages import MAX_PASSAGE_CHARS, passages_around, split_passages
 from evidence_first._prompt import serialize_source
 from evidence_first._tokens import estimate_tokens, passage_form_floor
 
@@ -408,3 +408,21 @@ async def test_async_planning_of_a_large_input_runs_off_the_event_loop():
     )
     assert threads
     assert threading.main_thread().name not in threads
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["word", " ", "  ", ".", "!", "?", "\n", "\n\n", "。", "”", ")", "x" * 120, "a b. "]
+        ),
+        max_size=120,
+    ),
+    st.data(),
+)
+def test_the_passages_around_a_span_are_those_the_whole_text_is_cut_into(parts, data):
+    text = "".join(parts) * data.draw(st.sampled_from([1, 3, 40]))
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    whole = [(a, b) for a, b in split_passages(text) if a < end and start < b]
+    assert passages_around(text, start, end) == whole

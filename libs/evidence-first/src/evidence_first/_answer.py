@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from evidence_first._evidence import Evidence
 from evidence_first._vocabulary import (
     AbstentionReason,
+    AnswerFlag,
     AnswerStatus,
     CitationFlag,
     CitationMode,
@@ -210,6 +211,10 @@ class EvidenceAnswer(_Frozen):
         abstention: Why an ``insufficient_evidence`` result abstained (``None`` otherwise):
             ``"reader"``, ``"confidence_floor"``, ``"non_current_evidence"``,
             ``"unsupported_facts"`` or ``"no_model_call"``.
+        flags: Why an ``answered`` result deserves a second look: ``"non_current_evidence"``
+            (it rests only on superseded or contradicted sources while a current one was
+            sent) or ``"unsupported_facts"`` (a fact's object is not in its cited text). The
+            options ``non_current_evidence`` and ``unsupported_facts`` make them abstentions.
     """
 
     status: AnswerStatus
@@ -236,6 +241,7 @@ class EvidenceAnswer(_Frozen):
     reader_confidence: float | None = None
     confidence_floor: float | None = None
     abstention: AbstentionReason | None = None
+    flags: tuple[AnswerFlag, ...] = ()
 
     # Every offered source by ID (sent or omitted), so framework objects stay reachable.
     _offered: dict[str, Evidence] = PrivateAttr(default_factory=dict)

@@ -25,11 +25,12 @@ to the verdict or the text.
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, fields
 
-from evidence_first._passages import split_passages
+from evidence_first._passages import passages_around
 from evidence_first._vocabulary import CitationFlag
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "escape_controls",
     "flags_of",
     "flags_of_spans",
+    "touching_of",
 ]
 
 
@@ -134,21 +136,34 @@ def flags_of(text: str) -> tuple[CitationFlag, ...]:
     return tuple(flags)
 
 
+Touching = Callable[[int, int], Iterable[tuple[int, int]]]
+"""Given a span, the bounds of the text's sentences (passages) it touches."""
+
+
 def flags_of_spans(
-    text: str,
-    spans: Iterable[tuple[int, int]],
-    sentences: Sequence[tuple[int, int]] | None = None,
+    text: str, spans: Iterable[tuple[int, int]], touching: Touching | None = None
 ) -> tuple[CitationFlag, ...]:
     """The flags of cited ``[start, end)`` spans of ``text``, judged on their sentences.
 
-    A sentence is a passage, as passage mode cuts it; pass ``sentences`` (the text's passage
-    bounds) when they are already cut. A quote of a few words from a planted instruction
-    ("Harbor is cancelled") reads like nothing on its own; its sentence does.
+    A sentence is a passage, as passage mode cuts it. ``touching`` finds the sentences a span
+    touches (a citation style's, from passages already cut); by default they are cut from the
+    span's neighbourhood alone (:func:`~evidence_first._passages.passages_around`). Either way
+    the cost grows with the cited text, not the whole text. A quote of a few words from a
+    planted instruction ("Harbor is cancelled") reads like nothing on its own; its sentence does.
     """
-    spans = list(spans)
-    touched = [
-        text[start:end]
-        for start, end in (split_passages(text) if sentences is None else sentences)
-        if any(s < end and start < e for s, e in spans)
-    ]
-    return flags_of("\n".join(touched))
+    find = touching or (lambda start, end: passages_around(text, start, end))
+    touched = sorted({sentence for start, end in spans for sentence in find(start, end)})
+    return flags_of("\n".join(text[start:end] for start, end in touched))
+
+
+def touching_of(sentences: Sequence[tuple[int, int]]) -> Touching:
+    """A :data:`Touching` over sentences already cut (in order): a binary search per span."""
+    ends = [end for _, end in sentences]
+
+    def touching(start: int, end: int) -> Iterable[tuple[int, int]]:
+        index = bisect.bisect_right(ends, start)
+        while index < len(sentences) and sentences[index][0] < end:
+            yield sentences[index]
+            index += 1
+
+    return touching

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from evidence_first._answer import EvidenceAnswer, ValidationIssue
+from evidence_first._answer import CitationCheck, EvidenceAnswer, ValidationIssue
 from evidence_first._confidence import decision_confidence
 from evidence_first._ledger import Ledger, parse_response
 from evidence_first._model import ModelResponse
@@ -19,11 +19,12 @@ from evidence_first._verify import verify_citations
 from evidence_first._vocabulary import (
     DECISION_KEY,
     AbstentionReason,
+    AnswerFlag,
     KnowledgePolicy,
     ReaderDecision,
 )
 
-__all__ = ["consistency_issues", "judge", "without_model_call"]
+__all__ = ["answer_flags", "consistency_issues", "judge", "without_model_call"]
 
 
 def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
@@ -46,7 +47,9 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
     if parsed.ledger is None:
         return _rejected(plan, parsed.issues, (), common)
     ledger = parsed.ledger
-    verdict = verify_citations(ledger, plan.sent, plan.style)
+    verdict = verify_citations(
+        ledger, plan.sent, plan.style, check_objects=plan.options.output_language is None
+    )
     issues = verdict.issues + tuple(consistency_issues(ledger, plan.options.knowledge))
     if issues:
         return _rejected(plan, issues, verdict.checks, common)
@@ -58,7 +61,8 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
         )
     if not has_text(ledger.answer):
         return _abstained(plan, verdict.facts, tuple(ledger.missing_evidence), "reader", common)
-    withheld = _withheld(plan, common.get("reader_confidence"))
+    flags = answer_flags(plan, verdict.checks)
+    withheld = _withheld(plan, common.get("reader_confidence"), flags)
     if withheld is not None:
         reason, missing = withheld
         return _abstained(plan, verdict.facts, (missing,), reason, common)
@@ -70,15 +74,35 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
         facts=verdict.facts,
         missing_evidence=(),
         validation_errors=(),
+        flags=flags,
         **common,
     )
 
 
-def _withheld(plan: AnswerPlan, confidence: float | None) -> tuple[AbstentionReason, str] | None:
+def answer_flags(plan: AnswerPlan, checks: tuple[CitationCheck, ...]) -> tuple[AnswerFlag, ...]:
+    """Why an answer whose citations all verified deserves a second look.
+
+    ``non_current_evidence``: every citation is of a superseded or contradicted source, while
+    a source marked current was sent. ``unsupported_facts``: a fact's object is not in its cited
+    text (its citations carry ``object_not_cited``).
+    """
+    flags: list[AnswerFlag] = []
+    stale = ("superseded_source", "contradicted_source")
+    current_sent = any(source.status == "current" for source in plan.sent.sources)
+    if current_sent and checks and all(set(stale) & set(c.flags) for c in checks):
+        flags.append("non_current_evidence")
+    if any("object_not_cited" in check.flags for check in checks):
+        flags.append("unsupported_facts")
+    return tuple(flags)
+
+
+def _withheld(
+    plan: AnswerPlan, confidence: float | None, flags: tuple[AnswerFlag, ...]
+) -> tuple[AbstentionReason, str] | None:
     """Why an answer that verified is still an abstention, and the missing evidence it states.
 
     Below the confidence floor, or with no confidence to hold to it, the reader's decision does
-    not carry the answer.
+    not carry the answer; a flagged answer abstains where the caller's option says so.
     """
     floor = plan.confidence_floor
     if floor is not None and (confidence is None or confidence < floor):
@@ -86,6 +110,17 @@ def _withheld(plan: AnswerPlan, confidence: float | None) -> tuple[AbstentionRea
         return "confidence_floor", (
             f"the reader's confidence that the sources state the answer {heard}, below "
             f"the floor of {floor:.2f}"
+        )
+    options = plan.options
+    if "non_current_evidence" in flags and options.non_current_evidence == "abstain":
+        return "non_current_evidence", (
+            "a current source that states the answer: the answer rests only on superseded or "
+            "contradicted sources"
+        )
+    if "unsupported_facts" in flags and options.unsupported_facts == "abstain":
+        return "unsupported_facts", (
+            "a cited passage that states the answer's facts: a fact's words are not in its "
+            "cited text"
         )
     return None
 

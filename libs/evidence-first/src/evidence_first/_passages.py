@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 
 from evidence_first._evidence import Evidence
 
-__all__ = ["MAX_PASSAGE_CHARS", "Passage", "SentSources", "passages_of", "split_passages"]
+__all__ = [
+    "MAX_PASSAGE_CHARS",
+    "Passage",
+    "SentSources",
+    "passages_around",
+    "passages_of",
+    "split_passages",
+]
 
 MAX_PASSAGE_CHARS = 400
 
@@ -63,13 +70,18 @@ def _bounded(text: str, start: int, end: int) -> Iterable[tuple[int, int]]:
         yield start, end
 
 
-def split_passages(text: str) -> list[tuple[int, int]]:
-    """Return the ``(char_start, char_end)`` of each passage of ``text``, in order."""
+def split_passages(text: str, begin: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
+    """Return the ``(char_start, char_end)`` of each passage of ``text``, in order.
+
+    ``begin`` and ``stop`` bound the part of ``text`` that is cut; it must begin where a
+    passage can (the start, or the end of a boundary) and stop where one ends, and then its
+    passages are exactly those of the whole text there (:func:`passages_around`).
+    """
     spans: list[tuple[int, int]] = []
-    position = 0
-    for match in [*_BOUNDARY.finditer(text), None]:
+    position, stop = begin, len(text) if stop is None else stop
+    for match in [*_BOUNDARY.finditer(text, begin, stop), None]:
         if match is None:
-            end = len(text)
+            end = stop
         else:
             end = (
                 match.end("end")
@@ -86,6 +98,39 @@ def split_passages(text: str) -> list[tuple[int, int]]:
         if match is not None:
             position = match.end()
     return spans
+
+
+# A character no boundary can hold: a scan of boundaries that starts at one finds exactly the
+# boundaries a scan of the whole text finds from there on.
+_ORDINARY = re.compile(r"""[^\s.!?…"'”’)\]。！？；」』）】]""")
+
+
+def passages_around(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The passages of ``text`` that ``[start, end)`` touches, cut from around it alone.
+
+    The same as :func:`split_passages`'s passages that overlap the span, at a cost that grows
+    with the span and its neighbourhood, not the text: the cut runs from the last boundary
+    before the span (scanned for from an ordinary character, in a window that widens until one
+    is found) to the first boundary after it.
+    """
+    window = 1024
+    while True:
+        scan = 0
+        if start - window > 0:
+            ordinary = _ORDINARY.search(text, start - window, start)
+            scan = start if ordinary is None else ordinary.start()
+        begin, stop = None, len(text)
+        for match in _BOUNDARY.finditer(text, scan):
+            if match.end() <= start:
+                begin = match.end()
+            elif match.start() >= end:
+                stop = match.end()
+                break
+        if begin is not None or scan == 0:
+            break
+        window *= 4
+    cut = split_passages(text, begin or 0, stop)
+    return [(a, b) for a, b in cut if a < end and start < b]
 
 
 def passages_of(source: Evidence) -> tuple[Passage, ...]:

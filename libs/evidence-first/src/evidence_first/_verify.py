@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evidence_first._answer import Citation, CitationCheck, Fact, ValidationIssue
-from evidence_first._injection import flags_of_spans
+from evidence_first._injection import Touching, flags_of_spans
 from evidence_first._ledger import Ledger
 from evidence_first._passages import SentSources
 from evidence_first._spans import Rejection
+from evidence_first._support import object_is_cited, status_flags
 from evidence_first._vocabulary import CitationFlag
 
 if TYPE_CHECKING:
@@ -39,23 +40,31 @@ class Verdict:
     issues: tuple[ValidationIssue, ...]
 
 
-def verify_citations(ledger: Ledger[Any], sent: SentSources, style: CitationStyle) -> Verdict:
-    """Verify every citation of ``ledger`` against what was ``sent``, by the ``style`` of it."""
+def verify_citations(
+    ledger: Ledger[Any], sent: SentSources, style: CitationStyle, *, check_objects: bool = True
+) -> Verdict:
+    """Verify every citation of ``ledger`` against what was ``sent``, by the ``style`` of it.
+
+    A verified citation is flagged (:mod:`~evidence_first._support`, :mod:`~._injection`) by the
+    sentences it lies in, the status of its source and, unless ``check_objects`` is off (an
+    answer language was asked for), whether its fact's object is in the fact's cited text.
+    """
     facts: list[Fact] = []
     checks: list[CitationCheck] = []
     issues: list[ValidationIssue] = []
-    # Each cited source's sentences, cut once per ledger.
-    sentences: dict[str, list[tuple[int, int]]] = {}
+    # Each cited source's way to its sentences, made once per ledger.
+    touching: dict[str, Touching | None] = {}
 
     def flags(citation: Citation) -> tuple[CitationFlag, ...]:
         source = sent.by_id[citation.source_id]
-        if source.id not in sentences:
-            sentences[source.id] = style.sentences(source, sent)
+        if source.id not in touching:
+            touching[source.id] = style.touching(source, sent)
         spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
-        return flags_of_spans(source.text, spans, sentences[source.id])
+        return flags_of_spans(source.text, spans, touching[source.id]) + status_flags(source)
 
     for fact_index, fact in enumerate(ledger.facts):
         citations: list[Citation] = []
+        fact_checks: list[CitationCheck] = []
         for citation_index, cited in enumerate(fact.citations):
             path = f"$.facts[{fact_index}].citations[{citation_index}]"
             source = sent.by_id.get(cited.source_id)
@@ -64,34 +73,35 @@ def verify_citations(ledger: Ledger[Any], sent: SentSources, style: CitationStyl
                 if source is None
                 else style.resolve(cited, source, sent)
             )
-            quote = getattr(cited, "quote", None) or ""
+            check = CitationCheck(
+                path=path,
+                source_id=cited.source_id,
+                quote=getattr(cited, "quote", None) or "",
+                verdict="rejected",
+            )
             if isinstance(outcome, Rejection):
                 issues.append(
                     ValidationIssue(
                         code=outcome.code, path=path + outcome.subpath, detail=outcome.detail
                     )
                 )
-                checks.append(
-                    CitationCheck(
-                        path=path,
-                        source_id=cited.source_id,
-                        quote=quote,
-                        verdict="rejected",
-                        code=outcome.code,
-                    )
-                )
+                fact_checks.append(check.model_copy(update={"code": outcome.code}))
             else:
                 citations.append(outcome)
-                checks.append(
-                    CitationCheck(
-                        path=path,
-                        source_id=cited.source_id,
-                        quote=quote,
-                        verdict="verified",
-                        citation=outcome,
-                        flags=flags(outcome),
+                fact_checks.append(
+                    check.model_copy(
+                        update={"verdict": "verified", "citation": outcome, "flags": flags(outcome)}
                     )
                 )
+        texts = [span.text for citation in citations for span in citation.evidence_spans]
+        if check_objects and citations and object_is_cited(fact.object, texts) is False:
+            fact_checks = [
+                c.model_copy(update={"flags": (*c.flags, "object_not_cited")})
+                if c.verdict == "verified"
+                else c
+                for c in fact_checks
+            ]
+        checks.extend(fact_checks)
         facts.append(
             Fact(
                 subject=fact.subject,

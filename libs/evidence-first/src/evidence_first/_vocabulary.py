@@ -8,6 +8,7 @@ __all__ = [
     "DECISION_KEY",
     "FLAG_DESCRIPTIONS",
     "AbstentionReason",
+    "AnswerFlag",
     "AnswerStatus",
     "CitationFlag",
     "CitationMode",
@@ -26,6 +27,11 @@ AbstentionReason = Literal[
 was below the floor (or unreadable while a floor applied); the answer rested only on
 superseded or contradicted sources, or on facts whose words their cited text does not hold,
 under an option that makes those abstain; or too few sources could be sent to call it."""
+
+AnswerFlag = Literal["non_current_evidence", "unsupported_facts"]
+"""Why an answer deserves a second look (``EvidenceAnswer.flags``): it rests only on superseded
+or contradicted sources while a current one was sent, or on a fact whose object its cited text
+does not hold (``object_not_cited``). An option makes either an abstention instead."""
 
 ReaderDecision = Literal["yes", "no"]
 """The reader's decision, the first key of its ledger: do the sources state the answer?"""
@@ -72,11 +78,20 @@ OmissionReason = Literal[
 ]
 """Why an offered source was not sent to the model."""
 
-CitationFlag = Literal["control_string", "instruction_like"]
+CitationFlag = Literal[
+    "control_string",
+    "instruction_like",
+    "superseded_source",
+    "contradicted_source",
+    "object_not_cited",
+]
 """Why a verified citation deserves a second look (``CitationCheck.flags``)."""
 
 FLAG_DESCRIPTIONS: dict[CitationFlag, str] = {
     "control_string": "lies in text holding a chat-template control string",
     "instruction_like": "lies in text that reads like an instruction to the model",
+    "superseded_source": "cites a source marked superseded",
+    "contradicted_source": "cites a source marked contradicted",
+    "object_not_cited": "its fact's object is not in the cited text",
 }
 """How the renderers and the CLI word each flag."""

@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 from evidence_first._answer import Citation
 from evidence_first._evidence import Evidence
-from evidence_first._injection import Defences
+from evidence_first._injection import Defences, Touching
 from evidence_first._ledger import LedgerCitationBase
-from evidence_first._passages import Passage, SentSources, split_passages
+from evidence_first._passages import Passage, SentSources
 from evidence_first._schema import CitationShape
 from evidence_first._spans import Rejection
 from evidence_first._vocabulary import CitationMode
@@ -83,6 +83,9 @@ class CitationStyle(ABC):
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
         """Verify one citation of ``source`` (known to be in ``sent``) and resolve its spans."""
 
-    def sentences(self, source: Evidence, sent: SentSources) -> list[tuple[int, int]]:
-        """The sentences of a sent source, as citation flags judge them."""
-        return split_passages(source.text)
+    def touching(self, source: Evidence, sent: SentSources) -> Touching | None:
+        """How citation flags find the sentences a span of a sent source touches.
+
+        ``None``: cut around each span (``_passages.passages_around``).
+        """
+        return None

@@ -10,7 +10,7 @@ from pydantic import Field
 from evidence_first._answer import Citation
 from evidence_first._citing.base import CitationStyle
 from evidence_first._evidence import Evidence
-from evidence_first._injection import DATAMARK, Defences, datamark
+from evidence_first._injection import DATAMARK, Defences, Touching, datamark, touching_of
 from evidence_first._ledger import LedgerCitationBase
 from evidence_first._limits import (
     MAX_CITATIONS_PER_FACT,
@@ -187,6 +187,6 @@ turned into exact positions for you).
             )
         return citation
 
-    def sentences(self, source: Evidence, sent: SentSources) -> list[tuple[int, int]]:
+    def touching(self, source: Evidence, sent: SentSources) -> Touching | None:
         """Passage mode has each sent source's sentences already: its passages."""
-        return [(p.char_start, p.char_end) for p in sent.passages[source.id]]
+        return touching_of([(p.char_start, p.char_end) for p in sent.passages[source.id]])

@@ -1,0 +1,92 @@
+"""Whether a verified citation supports its fact, as far as plain text can tell: two checks.
+
+Both only read the ledger and the cited spans (no model, no second call), and neither changes
+a verdict: they flag (``CitationCheck.flags``), and an option decides whether an answer that
+rests on flagged citations abstains.
+
+- **Evidence status.** A citation of a source the caller marked ``superseded`` or
+  ``contradicted`` is flagged so. A source with no status is never flagged.
+- **The fact's own words.** A fact's ``object`` must be in one of its cited spans, compared
+  after Unicode NFKC normalization, case folding and collapsing whitespace (and with straight
+  and curly quotes alike). If it is not, each of its numbers (a run of digits, with ``.``,
+  ``,`` or ``:`` between digits) and month names (English, full or three-letter) must be
+  there, as whole words; an object with neither fails. The check is skipped for a fact whose
+  object is written in another script than its cited text (a translated answer cannot match),
+  and when the caller asked for an answer language (``output_language``).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from evidence_first._evidence import Evidence
+from evidence_first._vocabulary import CitationFlag
+
+__all__ = ["object_is_cited", "status_flags"]
+
+_SPACE = re.compile(r"\s+")
+_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
+_MONTHS = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_NUMBER_OR_MONTH = re.compile(
+    r"\d+(?:[.,:]\d+)*|\b(?:" + "|".join(m[:3] + f"(?:{m[3:]})?" for m in _MONTHS) + r")\b",
+    re.IGNORECASE,
+)
+
+
+def status_flags(source: Evidence) -> tuple[CitationFlag, ...]:
+    """The flag a citation of ``source`` earns from the status the caller gave it, if any."""
+    if source.status == "superseded":
+        return ("superseded_source",)
+    if source.status == "contradicted":
+        return ("contradicted_source",)
+    return ()
+
+
+def object_is_cited(obj: str, spans: Iterable[str]) -> bool | None:
+    """Whether a fact's object, or each of its numbers and dates, is in one of its spans.
+
+    ``None`` when the check does not apply: the object is in another script than the spans.
+    """
+    texts = [_normal(span) for span in spans]
+    wanted = _normal(obj)
+    if not wanted or any(wanted in text for text in texts):
+        return True
+    if _script(obj) != _script("".join(spans)):
+        return None
+    words = [_normal(word) for word in _NUMBER_OR_MONTH.findall(obj)]
+    return bool(words) and any(all(_has_word(text, word) for word in words) for text in texts)
+
+
+def _normal(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
+    return _SPACE.sub(" ", folded).strip()
+
+
+def _has_word(text: str, word: str) -> bool:
+    # A number or a month as a whole word: "15" is not in "150", nor "may" in "mayor".
+    return re.search(r"(?<![\w])" + re.escape(word) + r"(?![\w])", text) is not None
+
+
+def _script(text: str) -> str | None:
+    """The script most of ``text``'s letters are written in (Latin, Cyrillic, CJK...)."""
+    counts: dict[str, int] = {}
+    for char in text:
+        if char.isalpha():
+            script = unicodedata.name(char, "?").split(" ")[0]
+            counts[script] = counts.get(script, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else None
