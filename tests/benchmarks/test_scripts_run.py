@@ -78,12 +78,18 @@ def test_scale_prints_the_pack_and_verify_scenarios(capsys, load_benchmark):
         ("a: the same, passage mode", "mixed-script text"),
         ("b: verify the ledger", "ASCII prose"),
         ("b: verify the ledger", "mixed-script text"),
+        ("c: verify, maximum-size sources", "ASCII prose"),
+        ("c: verify, maximum-size sources", "mixed-script text"),
     ]
     assert all(len(row) == 14 for row in rows)
-    # (a) offers sources larger than the budget: all omitted. (b) sends all and verifies all.
-    assert [row[2:6] for row in rows] == [["4", "0", "4", "0"]] * 4 + [["8", "8", "0", "32"]] * 2
-    assert all(float(row[11]) >= 0 for row in rows[:4])  # the event-loop stall was measured
-    assert [row[11] for row in rows[4:]] == ["-", "-"]
+    # (a) offers sources larger than the budget: all omitted. (b) and (c) send all and verify
+    # all: (c) at the size limit, one fact per source.
+    assert [row[2:6] for row in rows] == (
+        [["4", "0", "4", "0"]] * 4 + [["8", "8", "0", "32"]] * 2 + [["4", "4", "0", "32"]] * 2
+    )
+    # The event-loop stall is measured where an async entry is timed: (a) and (c).
+    assert all(float(row[11]) >= 0 for row in [*rows[:4], *rows[6:]])
+    assert [row[11] for row in rows[4:6]] == ["-", "-"]
     assert all(row[-1] in {"yes", "NO"} for row in rows)
 
 

@@ -243,11 +243,11 @@ def test_no_hostile_ledger_gets_a_false_citation_accepted(mode, hostile_cases, t
 def test_the_oracle_catches_a_lenient_verifier(monkeypatch, tally):
     real = quote_module.locate_quote
 
-    def case_insensitive(source: Evidence, quote: str) -> Citation | None:
+    def case_insensitive(source: Evidence, quote: str, offsets: Any = None) -> Citation | None:
         found = source.text.casefold().find(quote.casefold())
         if found < 0 or len(source.text.casefold()) != len(source.text):
-            return real(source, quote)
-        lenient = real(source, source.text[found : found + len(quote)])
+            return real(source, quote, offsets)
+        lenient = real(source, source.text[found : found + len(quote)], offsets)
         return None if lenient is None else lenient.model_copy(update={"quote": quote})
 
     monkeypatch.setattr(quote_module, "locate_quote", case_insensitive)

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from evidence_first._evidence import Evidence
+from evidence_first._text import UnitOffsets
 
 __all__ = [
     "MAX_PASSAGE_CHARS",
@@ -113,7 +114,7 @@ def passages_around(text: str, start: int, end: int) -> list[tuple[int, int]]:
     before the span (scanned for from an ordinary character, in a window that widens until one
     is found) to the first boundary after it.
     """
-    window = 1024
+    window = 256
     while True:
         scan = 0
         if start - window > 0:
@@ -153,15 +154,25 @@ class SentSources:
         passages: Each sent source's passages, by source ID; a source sent whole has none.
         by_id: The sources sent, by ID.
         by_label: Every passage sent, by label.
+        offsets: Each sent source's UTF-16 and UTF-8 offsets as far as spans have needed them,
+            by ID: a cache for this request, so many spans of a source cost one pass over it.
     """
 
     sources: tuple[Evidence, ...]
     passages: Mapping[str, tuple[Passage, ...]] = field(default_factory=dict)
     by_id: Mapping[str, Evidence] = field(init=False, repr=False)
     by_label: Mapping[str, Passage] = field(init=False, repr=False)
+    offsets: dict[str, UnitOffsets] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Derived once; the dataclass is frozen, so they are set past its __setattr__.
         by_label = {p.label: p for cut in self.passages.values() for p in cut}
         object.__setattr__(self, "by_id", {source.id: source for source in self.sources})
         object.__setattr__(self, "by_label", by_label)
+        object.__setattr__(self, "offsets", {})
+
+    def offsets_of(self, source: Evidence) -> UnitOffsets:
+        """The offsets cache of a sent source."""
+        if source.id not in self.offsets:
+            self.offsets[source.id] = UnitOffsets(source.text)
+        return self.offsets[source.id]

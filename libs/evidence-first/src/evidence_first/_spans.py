@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from evidence_first._answer import Citation, DocumentSpan, EvidenceSpan
 from evidence_first._evidence import Evidence
+from evidence_first._text import UnitOffsets
 from evidence_first._vocabulary import ReasonCode
 
 __all__ = ["Rejection", "citation_of", "span_of"]
@@ -21,17 +22,18 @@ class Rejection:
     subpath: str = ""
 
 
-def span_of(source: Evidence, start: int, end: int) -> EvidenceSpan:
-    """The verified span ``source.text[start:end]``, with UTF-16, UTF-8 and document offsets."""
+def span_of(
+    source: Evidence, start: int, end: int, offsets: UnitOffsets | None = None
+) -> EvidenceSpan:
+    """The verified span ``source.text[start:end]``, with UTF-16, UTF-8 and document offsets.
+
+    ``offsets`` is the source's offsets cache for this request (``SentSources.offsets_of``).
+    """
     text = source.text
-    if text.isascii():
-        utf16_start, utf16_end, utf8_start, utf8_end = start, end, start, end
-    else:
-        prefix, part = text[:start], text[start:end]
-        utf16_start = len(prefix.encode("utf-16-le")) // 2
-        utf16_end = utf16_start + len(part.encode("utf-16-le")) // 2
-        utf8_start = len(prefix.encode("utf-8"))
-        utf8_end = utf8_start + len(part.encode("utf-8"))
+    utf16_start, utf8_start = (offsets or UnitOffsets(text)).at(start)
+    part = text[start:end]
+    utf16_end = utf16_start + len(part.encode("utf-16-le")) // 2
+    utf8_end = utf8_start + len(part.encode("utf-8"))
     document = None
     if source.document is not None:
         doc_id, offset = source.document
@@ -49,10 +51,14 @@ def span_of(source: Evidence, start: int, end: int) -> EvidenceSpan:
 
 
 def citation_of(
-    source: Evidence, bounds: Sequence[tuple[int, int]], passages: tuple[str, ...] = ()
+    source: Evidence,
+    bounds: Sequence[tuple[int, int]],
+    passages: tuple[str, ...] = (),
+    offsets: UnitOffsets | None = None,
 ) -> Citation:
     """The citation of ``source`` at ``bounds`` (half-open), the first being its origin span."""
-    spans = [span_of(source, start, end) for start, end in bounds]
+    offsets = offsets or UnitOffsets(source.text)
+    spans = [span_of(source, start, end, offsets) for start, end in bounds]
     origin = spans[0]
     return Citation(
         source_id=source.id,

@@ -17,6 +17,7 @@ rests on flagged citations abstains.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -83,10 +84,9 @@ def _has_word(text: str, word: str) -> bool:
 
 
 def _script(text: str) -> str | None:
-    """The script most of ``text``'s letters are written in (Latin, Cyrillic, CJK...)."""
+    """The script most of ``text``'s first 200 letters are written in (Latin, CJK...)."""
     counts: dict[str, int] = {}
-    for char in text:
-        if char.isalpha():
-            script = unicodedata.name(char, "?").split(" ")[0]
-            counts[script] = counts.get(script, 0) + 1
+    for char in itertools.islice(filter(str.isalpha, text), 200):
+        script = "LATIN" if char < "\u0250" else unicodedata.name(char, "?").split(" ")[0]
+        counts[script] = counts.get(script, 0) + 1
     return max(counts, key=counts.__getitem__) if counts else None

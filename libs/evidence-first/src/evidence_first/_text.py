@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import unicodedata
 
-__all__ = ["has_text", "is_unicode_text", "utf16_units"]
+__all__ = ["UnitOffsets", "has_text", "is_unicode_text", "utf16_units"]
+
+_BLOCK = 16_384
 
 # No visible character: control, format (zero-width space, joiners, BOM) and separator
 # categories, besides whatever str.isspace() counts.
@@ -42,3 +45,38 @@ def has_text(value: str | None) -> bool:
         not (char.isspace() or unicodedata.category(char) in _INVISIBLE_CATEGORIES)
         for char in value
     )
+
+
+class UnitOffsets:
+    """A text's UTF-16 and UTF-8 offsets at any code-point position, computed as far as asked.
+
+    The offsets at every 16,384th position are kept once computed, so the positions of many
+    spans cost one pass over the text up to the last of them, not one pass per span.
+    """
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._ascii = text.isascii()
+        self._marks: list[tuple[int, int]] = [(0, 0)]
+        self._lock = threading.Lock()
+
+    def at(self, position: int) -> tuple[int, int]:
+        """``(utf16, utf8)``: the offsets of code-point ``position``, in units and bytes."""
+        if self._ascii:
+            return position, position
+        text, block = self._text, position // _BLOCK
+        with self._lock:
+            while len(self._marks) <= block:
+                index = len(self._marks) - 1
+                utf16, utf8 = self._marks[-1]
+                self._marks.append(
+                    _advanced(utf16, utf8, text[index * _BLOCK : (index + 1) * _BLOCK])
+                )
+            utf16, utf8 = self._marks[block]
+        return _advanced(utf16, utf8, text[block * _BLOCK : position])
+
+
+def _advanced(utf16: int, utf8: int, part: str) -> tuple[int, int]:
+    if part.isascii():
+        return utf16 + len(part), utf8 + len(part)
+    return utf16 + len(part.encode("utf-16-le")) // 2, utf8 + len(part.encode("utf-8"))

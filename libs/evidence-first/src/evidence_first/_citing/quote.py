@@ -15,6 +15,7 @@ from evidence_first._limits import MAX_CITATIONS_PER_FACT, MAX_QUOTE_CHARS
 from evidence_first._passages import Passage, SentSources
 from evidence_first._schema import enum_or_string, flat_schema, narrowed
 from evidence_first._spans import Rejection, citation_of
+from evidence_first._text import UnitOffsets
 from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote"]
@@ -29,12 +30,14 @@ class LedgerCitation(LedgerCitationBase):
     quote: str = Field(json_schema_extra={"maxLength": MAX_QUOTE_CHARS})
 
 
-def locate_quote(source: Evidence, quote: str) -> Citation | None:
+def locate_quote(
+    source: Evidence, quote: str, offsets: UnitOffsets | None = None
+) -> Citation | None:
     """Return the citation of the first exact occurrence of ``quote`` in ``source``, or None."""
     start = source.text.find(quote)
     if start < 0:
         return None
-    return citation_of(source, [(start, start + len(quote))])
+    return citation_of(source, [(start, start + len(quote))], offsets=offsets)
 
 
 class QuoteStyle(CitationStyle):
@@ -66,7 +69,7 @@ or a clause, with nothing changed, added or left out.
         """The first exact occurrence of the quote; no normalization, no fuzzy matching."""
         if not cited.quote.strip():
             return Rejection("empty_quote", "the quote is empty", ".quote")
-        citation = locate_quote(source, cited.quote)
+        citation = locate_quote(source, cited.quote, sent.offsets_of(source))
         if citation is None:
             return Rejection(
                 "quote_not_in_source", "the quote is not an exact excerpt of the source", ".quote"
