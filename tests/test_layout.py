@@ -57,6 +57,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "evidence_first._answer",
         "evidence_first._model",
         "evidence_first._metadata",
+        "evidence_first._rendering",
         "evidence_first.render",
     ),
 }

@@ -260,3 +260,52 @@ def test_markdown_stays_inert_under_commonmark_with_raw_html(scripted, payload):
         tags = _commonmark_tags(render_markdown(answer))
         assert {tag for tag, _ in tags} <= INERT_TAGS, tags
         assert all(attrs == [] for _, attrs in tags), tags
+
+
+def test_every_renderer_shows_the_readers_confidence_its_floor_and_the_answer_flags(scripted):
+    answer = _answered(scripted).model_copy(
+        update={
+            "reader_confidence": 0.42,
+            "confidence_floor": 0.55,
+            "flags": ("unsupported_facts",),
+        }
+    )
+    confidence = (
+        "Reader's confidence that the sources state the answer: 0.42, below the floor 0.55."
+    )
+    flag = "Flagged: a fact's object is not in its cited text."
+    for rendered in (
+        render_text(answer),
+        render_markdown(answer),
+        html.unescape(render_html(answer)),
+    ):
+        plain = rendered.replace("\\", "")  # Markdown escapes its punctuation
+        assert confidence in plain
+        assert flag in plain
+    unread = answer.model_copy(update={"reader_confidence": None})
+    assert "not read (no log-probabilities), below the floor 0.55" in render_text(unread)
+    quiet = answer.model_copy(
+        update={"reader_confidence": None, "confidence_floor": None, "flags": ()}
+    )
+    assert "confidence" not in render_text(quiet)
+    assert "Flagged" not in render_text(quiet)
+
+
+def test_a_citation_of_a_superseded_source_is_flagged_in_the_report(scripted):
+    sources = [Evidence(id="old", text="The launch is on June 8.", status="superseded")]
+    ledger = {
+        "facts": [
+            {
+                "subject": "launch",
+                "relation": "is on",
+                "object": "June 8",
+                "citations": [{"source_id": "old", "quote": "The launch is on June 8."}],
+            }
+        ],
+        "answer": "June 8",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    answer = answer_from_evidence("When?", sources, scripted(json.dumps(ledger)))
+    assert answer.citation_checks[0].flags == ("superseded_source",)
+    assert "flagged: the span is in a source marked superseded" in render_text(answer)

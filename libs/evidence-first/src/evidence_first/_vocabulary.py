@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "ANSWER_FLAG_DESCRIPTIONS",
     "DECISION_KEY",
     "FLAG_DESCRIPTIONS",
     "AbstentionReason",
@@ -32,6 +33,13 @@ AnswerFlag = Literal["non_current_evidence", "unsupported_facts"]
 """Why an answer deserves a second look (``EvidenceAnswer.flags``): it rests only on superseded
 or contradicted sources while a current one was sent, or on a fact whose object its cited text
 does not hold (``object_not_cited``). An option makes either an abstention instead."""
+
+ANSWER_FLAG_DESCRIPTIONS: dict[AnswerFlag, str] = {
+    "non_current_evidence": "it rests only on superseded or contradicted sources, while a "
+    "current one was sent",
+    "unsupported_facts": "a fact's object is not in its cited text",
+}
+"""How the renderers and the CLI word each answer flag."""
 
 ReaderDecision = Literal["yes", "no"]
 """The reader's decision, the first key of its ledger: do the sources state the answer?"""
@@ -90,8 +98,8 @@ CitationFlag = Literal[
 FLAG_DESCRIPTIONS: dict[CitationFlag, str] = {
     "control_string": "lies in text holding a chat-template control string",
     "instruction_like": "lies in text that reads like an instruction to the model",
-    "superseded_source": "cites a source marked superseded",
-    "contradicted_source": "cites a source marked contradicted",
-    "object_not_cited": "its fact's object is not in the cited text",
+    "superseded_source": "is in a source marked superseded",
+    "contradicted_source": "is in a source marked contradicted",
+    "object_not_cited": "does not hold its fact's object (nor its numbers and dates)",
 }
 """How the renderers and the CLI word each flag."""

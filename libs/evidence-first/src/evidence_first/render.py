@@ -13,11 +13,11 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evidence_first._evidence import Evidence, format_timestamp
-from evidence_first._vocabulary import FLAG_DESCRIPTIONS, CitationFlag
+from evidence_first._evidence import Evidence
+from evidence_first._rendering import around, excerpts, notes, source_label
+from evidence_first._vocabulary import FLAG_DESCRIPTIONS
 
 if TYPE_CHECKING:  # types only: the answer renders itself in notebooks with this module
     from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer
@@ -30,73 +30,6 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&])")
 _LINE_ENDING = re.compile(r"\r\n|\r|\n")
 
 
-def _around(text: str, start: int, end: int, context_chars: int) -> tuple[str, str]:
-    """Up to ``context_chars`` each side of ``text[start:end]``, with "…" where a side is cut."""
-    before = max(0, start - context_chars)
-    after = min(len(text), end + context_chars)
-    return (
-        ("…" if before > 0 else "") + text[before:start],
-        text[end:after] + ("…" if after < len(text) else ""),
-    )
-
-
-@dataclass(frozen=True)
-class _Excerpt:
-    number: int
-    citation: Citation
-    source: Evidence
-    before: str
-    after: str
-    flags: tuple[CitationFlag, ...]
-
-    def warnings(self) -> list[str]:
-        return [f"flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in self.flags]
-
-
-def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[_Excerpt], dict[int, int]]:
-    """Number each distinct cited span once, in order of first appearance."""
-    numbers: dict[tuple[str, int, int], int] = {}
-    flags: dict[tuple[str, int, int], tuple[CitationFlag, ...]] = {}
-    for check in answer.citation_checks:
-        if check.citation is not None and check.flags:
-            c = check.citation
-            flags[(c.source_id, c.char_start, c.char_end)] = check.flags
-    excerpts: list[_Excerpt] = []
-    by_citation: dict[int, int] = {}
-    for fact in answer.facts:
-        for citation in fact.citations:
-            key = (citation.source_id, citation.char_start, citation.char_end)
-            if key not in numbers:
-                source = answer.source(citation.source_id)
-                before, after = _around(
-                    source.text, citation.char_start, citation.char_end, context_chars
-                )
-                numbers[key] = len(excerpts) + 1
-                excerpts.append(
-                    _Excerpt(
-                        number=numbers[key],
-                        citation=citation,
-                        source=source,
-                        before=before,
-                        after=after,
-                        flags=flags.get(key, ()),
-                    )
-                )
-            by_citation[id(citation)] = numbers[key]
-    return excerpts, by_citation
-
-
-def _source_label(source: Evidence) -> list[str]:
-    parts = []
-    if source.speaker:
-        parts.append(source.speaker)
-    if source.observed_at is not None:
-        parts.append(format_timestamp(source.observed_at))
-    if source.status:
-        parts.append(source.status)
-    return parts
-
-
 def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) -> str:
     """Render ``answer`` as a self-contained HTML fragment.
 
@@ -105,7 +38,7 @@ def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) 
         context_chars: Characters of source text shown on each side of a cited span.
     """
     e = html.escape
-    excerpts, numbers = _excerpts(answer, context_chars)
+    cited, numbers = excerpts(answer, context_chars)
 
     def refs(citations: tuple[Citation, ...]) -> str:
         unique = dict.fromkeys(numbers[id(c)] for c in citations)
@@ -114,6 +47,7 @@ def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) 
     all_citations = tuple(c for fact in answer.facts for c in fact.citations)
     parts = [f'<div class="evidence-answer status-{e(answer.status)}">']
     parts.append(f'<p class="status"><strong>{e(answer.status)}</strong></p>')
+    parts.extend(f'<p class="note">{e(note)}</p>' for note in notes(answer))
     if answer.answer is not None:
         parts.append(f'<p class="answer">{e(answer.answer)}{refs(all_citations)}</p>')
     if answer.inference is not None:
@@ -139,11 +73,11 @@ def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) 
         parts.append("</ul>")
     if answer.diagnostic:
         parts.append(f'<p class="diagnostic">{e(answer.diagnostic)}</p>')
-    if excerpts:
+    if cited:
         parts.append('<ol class="citations">')
-        for item in excerpts:
+        for item in cited:
             c = item.citation
-            label = " · ".join(e(part) for part in _source_label(item.source))
+            label = " · ".join(e(part) for part in source_label(item.source))
             parts.append(
                 f'<li id="evidence-{item.number}"><code>{e(c.source_id)}</code>'
                 f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
@@ -178,13 +112,14 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
         answer: The answer to render.
         context_chars: Characters of source text shown on each side of a cited span.
     """
-    excerpts, numbers = _excerpts(answer, context_chars)
+    cited, numbers = excerpts(answer, context_chars)
 
     def refs(citations: tuple[Citation, ...]) -> str:
         return "".join(f"[{n}]" for n in dict.fromkeys(numbers[id(c)] for c in citations))
 
     all_citations = tuple(c for fact in answer.facts for c in fact.citations)
     lines = [f"**Status:** `{answer.status}`", ""]
+    lines += [item for note in notes(answer) for item in (f"_{_md(note)}_", "")]
     if answer.answer is not None:
         lines += [f"**Answer:** {_md(answer.answer)} {refs(all_citations)}".rstrip(), ""]
     if answer.inference is not None:
@@ -209,9 +144,9 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
         lines.append("")
     if answer.diagnostic:
         lines += [f"_{_md(answer.diagnostic)}_", ""]
-    for item in excerpts:
+    for item in cited:
         c = item.citation
-        label = " · ".join(_md(part) for part in _source_label(item.source))
+        label = " · ".join(_md(part) for part in source_label(item.source))
         lines.append(
             f"[{item.number}] {_code(c.source_id)}"
             f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
@@ -236,7 +171,7 @@ def _printable(text: str) -> str:
 
 def _in_context(source: Evidence, start: int, end: int, context_chars: int) -> str:
     text = source.text
-    before, after = _around(text, start, end, context_chars)
+    before, after = around(text, start, end, context_chars)
     return _printable(f"{before}⟦{text[start:end]}⟧{after}".replace("\n", " "))
 
 
@@ -313,6 +248,7 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
             + ", ".join(f"{p(i)} ({reason})" for i, reason in answer.omissions.items())
         )
     lines.append(f"Status: {answer.status}")
+    lines.extend(notes(answer))
     if answer.answer is not None:
         lines.append(f"Answer: {p(answer.answer)}")
     if answer.inference is not None:
