@@ -8,6 +8,7 @@ stub that answers with provider errors). They replay with ``record_mode="none"``
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from collections import Counter
@@ -369,6 +370,29 @@ def error_base_url(
         return json_endpoint(status, error)
 
     return start
+
+
+def decision_logprobs(text: str, yes: float) -> dict[str, Any]:
+    """An OpenAI chat completion's ``choices[0].logprobs`` for the ledger ``text``: its tokens,
+    the decision's first one offering "yes" with probability ``yes`` and "no" with the rest."""
+    at = text.index('"answerable":') + len('"answerable": "')
+    top = [
+        {"token": ' "y', "logprob": math.log(yes)},
+        {"token": ' "n', "logprob": math.log(1 - yes)},
+    ]
+    parts = [(text[: at - 2], []), (text[at - 2 : at + 1], top), (text[at + 1 :], [])]
+    return {
+        "content": [
+            {"token": token, "logprob": -0.1, "bytes": list(token.encode()), "top_logprobs": alts}
+            for token, alts in parts
+        ]
+    }
+
+
+@pytest.fixture
+def logprobs_of() -> Callable[[str, float], dict[str, Any]]:
+    """Return :func:`decision_logprobs`: the log-probabilities a provider gives a ledger."""
+    return decision_logprobs
 
 
 def check_invariants(answer: EvidenceAnswer) -> None:

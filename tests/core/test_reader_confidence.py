@@ -234,3 +234,54 @@ def test_a_stored_answer_of_todays_shape_still_validates():
         del stored[key]
     again = type(answer).model_validate(stored)
     assert (again.reader_confidence, again.abstention) == (None, None)
+
+
+# The OpenAI-compatible transport: what it sends, and what it reads back.
+
+
+def completion(text: str, logprobs: Any) -> dict[str, Any]:
+    choice = {"message": {"content": text}, "finish_reason": "stop", "logprobs": logprobs}
+    return {"choices": [choice]}
+
+
+@pytest.mark.parametrize(
+    ("dialect", "logprobs", "asked"),
+    [
+        ("full", None, True),  # llama.cpp returns them
+        ("openai", None, True),  # OpenAI's hosts do
+        ("json-schema", None, False),  # an unknown server may refuse the field
+        ("json-schema", True, True),  # unless the caller says it returns them
+        ("full", False, False),
+    ],
+)
+def test_the_openai_compatible_transport_asks_for_log_probabilities_where_it_reads_them(
+    dialect, logprobs, asked, loopback_server, logprobs_of
+):
+    from evidence_first.chat_completions import ChatCompletionsModel
+
+    text = json.dumps(ANSWERED)
+    # Like a real server, the stub returns log-probabilities only when asked.
+    endpoint = loopback_server(
+        reply=lambda path, body: completion(text, body.get("logprobs") and logprobs_of(text, 0.8))
+    )
+    model = ChatCompletionsModel(f"{endpoint.url}/v1", dialect=dialect, logprobs=logprobs)
+    answer = answer_from_evidence("When?", [SOURCE], model)
+    body = endpoint.body
+    if asked:
+        assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
+        assert answer.reader_confidence == pytest.approx(0.8)
+    else:
+        assert "logprobs" not in body
+        assert "top_logprobs" not in body
+        assert answer.reader_confidence is None
+
+
+@pytest.mark.parametrize("name", ["o3-mini", "o4-mini", "gpt-5", "ft:o4-mini-2025-04-16:acme::x"])
+def test_a_reasoning_model_is_never_sent_logprobs(name, loopback_server):
+    from evidence_first.chat_completions import ChatCompletionsModel
+
+    endpoint = loopback_server(reply=completion(json.dumps(ANSWERED), None))
+    model = ChatCompletionsModel(f"{endpoint.url}/v1", model=name, dialect="openai", logprobs=True)
+    assert not model.returns_logprobs
+    answer_from_evidence("When?", [SOURCE], model)
+    assert "logprobs" not in endpoint.body

@@ -107,8 +107,13 @@ def test_the_message_metadata_holds_the_evidence_answer_itself(quoting_model):
     message = EvidenceAnswerer(llm=quoting_model, output="message").invoke(
         {"question": QUESTION, "sources": DOCUMENTS}
     )
-    assert set(message.response_metadata) == {"evidence_answer", "evidence_status"}
+    assert set(message.response_metadata) == {
+        "evidence_answer",
+        "evidence_status",
+        "reader_confidence",
+    }
     answer = _verified(message)
+    assert message.response_metadata["reader_confidence"] == answer.reader_confidence
     assert answer.question == QUESTION
     assert answer.answer == LAUNCH
     assert answer.used_source_ids == ("standup-04-28", "email-budget")

@@ -408,3 +408,69 @@ def test_a_schema_past_the_dialects_limits_is_refused_before_any_request(monkeyp
     with pytest.raises(InvalidRequestError, match="max_depth"):
         EvidenceAnswerer(llm=llm).invoke(QUESTION)
     assert recorded == []
+
+
+# The reader's confidence: ChatOpenAI is asked for log-probabilities where they are read.
+
+DECIDED = json.dumps({"answerable": "yes", **json.loads(LEDGER)})
+
+
+def _openai_with_logprobs(logprobs_of: Any, recorded: list[Any], **kwargs: Any) -> Any:
+    """ChatOpenAI on OpenAI's host; the reply carries log-probabilities when asked for them."""
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        recorded.append(body)
+        choice = OPENAI_REPLY["choices"][0] | {"message": {"role": "assistant", "content": DECIDED}}
+        if body.get("logprobs"):
+            choice = choice | {"logprobs": logprobs_of(DECIDED, 0.75)}
+        return httpx.Response(200, json=OPENAI_REPLY | {"choices": [choice]})
+
+    transport = httpx.MockTransport(reply)
+    return ChatOpenAI(
+        api_key="sk-test",
+        http_client=httpx.Client(transport=transport),
+        http_async_client=httpx.AsyncClient(transport=transport),
+        **kwargs,
+    )
+
+
+@MODES
+async def test_chat_openai_is_asked_for_logprobs_and_gives_the_readers_confidence(
+    mode, logprobs_of
+):
+    recorded: list[Any] = []
+    llm = _openai_with_logprobs(logprobs_of, recorded, model="gpt-4.1-mini")
+    answer = await _answer(llm, mode)
+    (body,) = recorded
+    assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
+    assert answer.status == "answered"
+    assert answer.reader_confidence == pytest.approx(0.75)
+    floored = EvidenceAnswerer(llm=llm, min_reader_confidence=0.8).invoke(QUESTION)
+    assert (floored.status, floored.abstention) == ("insufficient_evidence", "confidence_floor")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"model": "o4-mini"}, {"model": "gpt-4.1-mini", "logprobs": False}],
+    ids=["reasoning-model", "caller-said-no"],
+)
+def test_chat_openai_is_not_asked_for_logprobs_where_it_refuses_them(kwargs, logprobs_of):
+    recorded: list[Any] = []
+    answer = EvidenceAnswerer(llm=_openai_with_logprobs(logprobs_of, recorded, **kwargs)).invoke(
+        QUESTION
+    )
+    assert not recorded[0].get("logprobs")
+    assert "top_logprobs" not in recorded[0]
+    assert answer.reader_confidence is None
+    with pytest.raises(InvalidRequestError, match="log-probabilities"):
+        EvidenceAnswerer(
+            llm=_openai_with_logprobs(logprobs_of, [], **kwargs), min_reader_confidence=0.5
+        ).invoke(QUESTION)
+
+
+def test_other_providers_are_never_asked_for_logprobs(loopback):
+    endpoint = loopback(200, ANTHROPIC_REPLY)
+    EvidenceAnswerer(llm=_on("anthropic", endpoint.url)).invoke(QUESTION)
+    assert "logprobs" not in endpoint.body
+    assert "top_logprobs" not in endpoint.body

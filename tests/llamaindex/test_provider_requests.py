@@ -636,3 +636,71 @@ def test_a_schema_past_the_dialects_limits_is_refused_before_any_request(
     with pytest.raises(InvalidRequestError, match="max_properties"):
         synthesizer.synthesize(QUESTION, launch_nodes)
     assert fake_openai.attempts == 0
+
+
+# The reader's confidence: OpenAI and OpenAILike are asked for log-probabilities where read.
+
+
+def _decided_reply(logprobs_of: Any, make_ledger: Any) -> Any:
+    """Answer the launch question with a decision, and log-probabilities when asked."""
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        content = json.dumps({"answerable": "yes", **json.loads(make_ledger(user))})
+        choice: dict[str, Any] = {"message": {"role": "assistant", "content": content}}
+        if body.get("logprobs"):
+            choice["logprobs"] = logprobs_of(content, 0.75)
+        return choice
+
+    return reply
+
+
+@pytest.mark.parametrize(
+    ("cls", "settings", "asked"),
+    [
+        (OpenAI, {}, True),
+        (OpenAI, {"model": "o3-mini"}, False),  # a reasoning model refuses them
+        (OpenAILike, {"api_base": "http://vllm.internal:8000/v1", "is_chat_model": True}, False),
+        (
+            OpenAILike,
+            {"api_base": "http://vllm.internal:8000/v1", "is_chat_model": True, "logprobs": True},
+            True,
+        ),
+    ],
+    ids=["openai", "reasoning-model", "openai-like", "openai-like-said-yes"],
+)
+@MODES
+async def test_openai_llms_are_asked_for_logprobs_where_they_are_read(
+    cls, settings, asked, mode, fake_openai, launch_nodes, logprobs_of, make_ledger, monkeypatch
+):
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    fake_openai.reply = _decided_reply(logprobs_of, make_ledger)
+    llm = openai_llm(fake_openai, cls).model_copy(update=settings)
+    response = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
+    (body,) = fake_openai.bodies
+    answer = response.metadata["evidence_answer"]
+    assert answer.status == "answered"
+    if asked:
+        assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
+        assert answer.reader_confidence == pytest.approx(0.75)
+    else:
+        assert not body.get("logprobs")
+        assert answer.reader_confidence is None
+    assert response.metadata["reader_confidence"] == answer.reader_confidence
+
+
+def test_the_floor_holds_for_an_openai_llm(
+    fake_openai, launch_nodes, logprobs_of, make_ledger, monkeypatch
+):
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    fake_openai.reply = _decided_reply(logprobs_of, make_ledger)
+    llm = openai_llm(fake_openai, OpenAI)
+    response = EvidenceSynthesizer(llm=llm, min_reader_confidence=0.8).synthesize(
+        QUESTION, launch_nodes
+    )
+    assert response.response is None
+    answer = response.metadata["evidence_answer"]
+    assert (answer.status, answer.abstention) == ("insufficient_evidence", "confidence_floor")
+    assert answer.facts  # the verified facts are kept

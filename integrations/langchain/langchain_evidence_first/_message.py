@@ -44,5 +44,9 @@ def answer_message(answer: EvidenceAnswer) -> AIMessage:
         blocks = [create_text_block(outcome_text(answer))]
     return AIMessage(
         content_blocks=blocks,
-        response_metadata={"evidence_answer": answer, "evidence_status": answer.status},
+        response_metadata={
+            "evidence_answer": answer,
+            "evidence_status": answer.status,
+            "reader_confidence": answer.reader_confidence,
+        },
     )

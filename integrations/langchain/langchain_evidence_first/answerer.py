@@ -105,7 +105,8 @@ class EvidenceAnswerer(
     or ``"message"``, an ``AIMessage`` for a chain that continues (``| StrOutputParser()``).
 
     The message's ``response_metadata`` is ``{"evidence_answer": <the EvidenceAnswer>,
-    "evidence_status": <its status>}``. Its content is a list of standard content blocks:
+    "evidence_status": <its status>, "reader_confidence": <the reader's confidence, or
+    None>}``. Its content is a list of standard content blocks:
 
     - ``answered``: the blocks of :func:`~langchain_evidence_first.to_content_blocks`, one
       text block holding the answer with a ``Citation`` annotation per verified citation (an

@@ -53,6 +53,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         response.response                       # the answer, or None unless answered
         response.source_nodes                   # the nodes sent to the model, in order
         response.metadata["evidence_answer"]    # the EvidenceAnswer: status, facts, citations
+        response.metadata["reader_confidence"]  # the reader's own confidence, or None
 
     With ``streaming=True`` it returns LlamaIndex's ``StreamingResponse`` (from
     ``asynthesize``, ``AsyncStreamingResponse``), so ``response.print_response_stream()`` and
@@ -300,7 +301,10 @@ def _response(
     *,
     is_async: bool,
 ) -> RESPONSE_TYPE:
-    metadata: dict[str, Any] = {_EVIDENCE_ANSWER_KEY: answer}
+    metadata: dict[str, Any] = {
+        _EVIDENCE_ANSWER_KEY: answer,
+        "reader_confidence": answer.reader_confidence,
+    }
     if additional_source_nodes:
         metadata["additional_source_nodes"] = list(additional_source_nodes)
     return response_of(
