@@ -46,7 +46,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,7 +66,7 @@ from evidence_first import (
 from evidence_first._engine import run_plan
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._plan import AnswerPlan, plan_answer
-from evidence_first.adapters import AnswerOptions
+from evidence_first.adapters import AnswerOptionFields, AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 
@@ -180,6 +180,25 @@ class Outcome:
     output_tokens: int | None
     latency_s: float
     detail: dict[str, Any]  # answer, citations, raw response: for reading, not counting
+    reader_confidence: float | None = None
+    answer_flags: tuple[str, ...] = ()
+
+    def decided(self, floor: float | None, abstain_on: Collection[str] = ()) -> Outcome:
+        """The outcome as the engine returns it with this floor and these flags abstaining.
+
+        The run asks with no floor and every flag only flagging, so that any floor and policy
+        can be applied afterwards by the engine's own rule: an answer whose reader confidence is
+        below the floor (or unreadable, under a floor), or that carries a flag that abstains,
+        becomes ``insufficient_evidence``.
+        """
+        if self.status != "answered":
+            return self
+        below = floor is not None and (
+            self.reader_confidence is None or self.reader_confidence < floor
+        )
+        if below or set(self.answer_flags) & set(abstain_on):
+            return dataclasses.replace(self, status="insufficient_evidence", correct=False)
+        return self
 
     @classmethod
     def of(
@@ -218,6 +237,8 @@ class Outcome:
             cached_input_tokens=None if usage is None else usage.cached_input_tokens,
             output_tokens=None if usage is None else usage.output_tokens,
             latency_s=round(latency_s, 2),
+            reader_confidence=None if answer is None else answer.reader_confidence,
+            answer_flags=() if answer is None else answer.flags,
             detail={
                 "question": question.question,
                 "error": error,
@@ -231,14 +252,16 @@ class Outcome:
     def as_json(self) -> dict[str, Any]:
         record = dataclasses.asdict(self)
         record["reason_codes"] = list(self.reason_codes)
+        record["answer_flags"] = list(self.answer_flags)
         return record
 
     @classmethod
     def from_json(cls, record: dict[str, Any], question: Question) -> Outcome:
         """A stored result, judged again by ``question``'s gold answers as they are now."""
         fields = {field.name for field in dataclasses.fields(cls)}
-        values = {name: record[name] for name in fields}
+        values = {name: record[name] for name in fields if name in record}
         values["reason_codes"] = tuple(values["reason_codes"])
+        values["answer_flags"] = tuple(values.get("answer_flags", ()))
         values["correct"] = (
             question.answerable
             and values["status"] == "answered"
@@ -284,6 +307,10 @@ def plan_one(
         timeout=TIMEOUT_SECONDS,
         min_score=min_score,
         defences=defences,
+        # No floor, and flags only flag: any floor or policy is applied to the stored results.
+        min_reader_confidence=None,
+        non_current_evidence="flag",
+        unsupported_facts="flag",
     )
     plan = plan_answer(options, question.question, sources, model)
     if min_score is None and len(plan.packed.sent) != len(sources):
@@ -501,23 +528,76 @@ def kind_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
     )
 
 
+FLOORS = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+# The flags whose option makes an answer abstain by default.
+ABSTAINING_FLAGS = frozenset(
+    name
+    for name in ("non_current_evidence", "unsupported_facts")
+    if AnswerOptionFields.model_fields[name].default == "abstain"
+)
+
+
+def floors_of(model: ReaderModel) -> dict[str, float | None]:
+    """The model's own confidence floors by mode (an embedded reader's), else none."""
+    return dict(getattr(model, "confidence_floors", None) or {})
+
+
+def decided(
+    outcomes: dict[CitationMode, list[Outcome]], floors: dict[str, float | None]
+) -> dict[CitationMode, list[Outcome]]:
+    """The outcomes as the engine's defaults decide them: each mode's floor, each flag's policy."""
+    return {
+        mode: [o.decided(floors.get(mode), ABSTAINING_FLAGS) for o in runs]
+        for mode, runs in outcomes.items()
+    }
+
+
+def risk_coverage_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
+    """Precision and coverage at each floor, from the same stored run (flags at their defaults)."""
+    rows = []
+    for floor in FLOORS:
+        cells = []
+        for runs in outcomes.values():
+            at = [o.decided(floor, ABSTAINING_FLAGS) for o in runs]
+            cells.append(f"{precision(at)}; {answered_accuracy(at)}; {abstained(at)}")
+        rows.append(["none" if floor is None else f"{floor:.1f}", *cells])
+    return markdown_table(
+        "floor: precision of answered; correct / answerable; unanswerable abstained",
+        list(outcomes),
+        rows,
+    )
+
+
 def render(
-    outcomes: dict[CitationMode, list[Outcome]], model_line: str, documents: int, split: str
+    outcomes: dict[CitationMode, list[Outcome]],
+    model_line: str,
+    documents: int,
+    split: str,
+    floors: dict[str, float | None] | None = None,
 ) -> str:
+    floors = floors or {}
     questions = next(iter(outcomes.values()))
     answerable = sum(o.answerable for o in questions)
+    applied = ", ".join(
+        f"{mode} {'none' if floors.get(mode) is None else floors[mode]}" for mode in outcomes
+    )
+    abstaining = ", ".join(sorted(ABSTAINING_FLAGS)) or "none"
     lines = [
         machine_line(),
         model_line,
         f"Eval set: {len(questions)} questions of the {split} split ({answerable} answerable, "
         f"{len(questions) - answerable} unanswerable) over {documents} documents; "
         f"max_output_tokens {MAX_OUTPUT_TOKENS}, timeout {TIMEOUT_SECONDS:g} s, temperature 0.",
+        f"Reader's confidence floor (the model's own): {applied}; flags that abstain: "
+        f"{abstaining}.",
         "",
-        *metrics_table(outcomes),
+        *metrics_table(decided(outcomes, floors)),
         "",
         *reason_code_table(outcomes),
         "",
-        *kind_table(outcomes),
+        *kind_table(decided(outcomes, floors)),
+        "",
+        *risk_coverage_table(outcomes),
     ]
     return "\n".join(lines)
 
@@ -623,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
         outcomes = run(
             questions, args.modes, documents, model, model_line=identity, store=args.json
         )
-    print(render(outcomes, model_line, len(documents), args.split))
+        floors = floors_of(model)
+    print(render(outcomes, model_line, len(documents), args.split, floors))
     return 0
 
 

@@ -53,7 +53,7 @@ def test_quality_quick_run_prints_both_modes_side_by_side(
     assert output.startswith("Python ")
     assert f"Model: {tiny_model.model_name} at {tiny_model.base_url}" in output
     assert "questions of the report split" in output
-    metrics, codes, kinds = _tables(output)
+    metrics, codes, kinds, risk = _tables(output)
 
     assert metrics[0] == ["metric", *MODES]
     rows = {row[0]: row[1:] for row in metrics[1:]}
@@ -72,6 +72,12 @@ def test_quality_quick_run_prints_both_modes_side_by_side(
         "contradicted",
         "unanswerable",
     ]
+
+    assert risk[0] == [
+        "floor: precision of answered; correct / answerable; unanswerable abstained",
+        *MODES,
+    ]
+    assert [row[0] for row in risk[1:]] == ["none", "0.3", "0.4", "0.5", "0.6", "0.7", "0.8", "0.9"]
 
     records = [json.loads(line) for line in results.read_text(encoding="utf-8").splitlines()]
     first_report = ["q46", "q47", "q48", "q49"]
