@@ -122,7 +122,9 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
 
     Hop 0 retrieves for the question and answers it. While the answer is
     ``insufficient_evidence`` and follow-ups remain, the first ``max_followups`` non-blank
-    ``missing_evidence`` items become queries, as written (no model call makes them); what
+    ``missing_evidence`` items become queries, as written (no model call makes them), or,
+    after an abstention the engine decided (``abstention`` other than ``"reader"``, such as
+    the reader's confidence below its floor), each partial fact's subject and object; what
     they retrieve joins the sources, deduplicated by source ID (``Document.id``, then
     ``metadata[answerer.id_key]``; by text for items without one), earlier sources first and
     at most 64 in all; and the original question is answered again from all of them. It
@@ -292,12 +294,22 @@ class FollowUpAnswerer(Runnable[str, HopsResult]):
 
 
 def _follow_up_queries(answer: EvidenceAnswer, limit: int) -> tuple[str, ...]:
-    # Verbatim: rewording them into better queries would take another model call. An exact
-    # repeat would only retrieve the same documents again.
+    """What a follow-up retrieves for: the model's missing evidence, or the facts it found.
+
+    The model's own missing-evidence items, verbatim (rewording them would take another model
+    call). An abstention the engine decided (the reader's confidence below its floor, an
+    answer resting on superseded sources or on unsupported facts) states no missing evidence
+    worth a query, and the question was already asked: it searches for each partial fact's
+    subject and object, which lead to what the question also needs. An exact repeat would only
+    retrieve the same documents again.
+    """
     if answer.status != "insufficient_evidence":
         return ()
-    items = [item for item in dict.fromkeys(answer.missing_evidence) if item.strip()]
-    return tuple(items[:limit])
+    if answer.abstention == "reader":
+        items = list(answer.missing_evidence)
+    else:
+        items = [f"{fact.subject} {fact.object}" for fact in answer.facts]
+    return tuple([item for item in dict.fromkeys(items) if item.strip()][:limit])
 
 
 def _evidence_answer(output: object) -> EvidenceAnswer:
