@@ -61,10 +61,12 @@ from evidence_first import (
     Evidence,
     EvidenceAnswer,
     ModelCallError,
+    ModelResponse,
     ReaderModel,
 )
-from evidence_first._engine import run_plan
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
+from evidence_first._invoke import call_model
+from evidence_first._judge import judge
 from evidence_first._plan import AnswerPlan, plan_answer
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
@@ -209,6 +211,7 @@ class Outcome:
         gold: Sequence[Span],
         latency_s: float,
         error: str | None = None,
+        finish_reason: str | None = None,
     ) -> Outcome:
         checks = () if answer is None else answer.citation_checks
         verified = [check for check in checks if check.verdict == "verified"]
@@ -246,6 +249,7 @@ class Outcome:
                 "missing_evidence": [] if answer is None else list(answer.missing_evidence),
                 "citations": [_check_json(check, gold) for check in checks],
                 "raw_response": None if answer is None else answer.raw_response,
+                "finish_reason": finish_reason,
             },
         )
 
@@ -254,6 +258,31 @@ class Outcome:
         record["reason_codes"] = list(self.reason_codes)
         record["answer_flags"] = list(self.answer_flags)
         return record
+
+    @classmethod
+    def judged_again(
+        cls, record: dict[str, Any], question: Question, plan: AnswerPlan, gold: Sequence[Span]
+    ) -> Outcome:
+        """A stored result, its model output judged again by today's engine.
+
+        The stored request is byte-identical (its run key), so only what the engine makes of the
+        reply can have changed: flags, checks, gold answers. The reader's confidence was read
+        from log-probabilities that are not stored, and is kept as it was.
+        """
+        detail = record["detail"]
+        if detail.get("raw_response") is None:
+            return cls.from_json(record, question)
+        response = ModelResponse(
+            text=detail["raw_response"], finish_reason=detail.get("finish_reason")
+        )
+        answer = judge(plan, response).model_copy(
+            update={"reader_confidence": record.get("reader_confidence")}
+        )
+        again = cls.of(question, plan.options.citation_mode, answer, gold, record["latency_s"])
+        usage = {
+            name: record[name] for name in ("input_tokens", "cached_input_tokens", "output_tokens")
+        }
+        return dataclasses.replace(again, **usage)
 
     @classmethod
     def from_json(cls, record: dict[str, Any], question: Question) -> Outcome:
@@ -327,11 +356,14 @@ def answer_one(
     mode = plan.options.citation_mode
     start = time.perf_counter()
     try:
-        answer = run_plan(plan, model, cancel=None)
+        assert plan.request is not None
+        response = call_model(model, plan.request, cancel=None)
     except (AnswerTimeoutError, ModelCallError) as exc:
         latency = time.perf_counter() - start
         return Outcome.of(question, mode, None, gold, latency, type(exc).__name__)
-    return Outcome.of(question, mode, answer, gold, time.perf_counter() - start)
+    answer = judge(plan, response)
+    latency = time.perf_counter() - start
+    return Outcome.of(question, mode, answer, gold, latency, finish_reason=response.finish_reason)
 
 
 def run_key(identity: str, plan: AnswerPlan) -> str:
@@ -393,7 +425,8 @@ def run(
                     with store.open("a", encoding="utf-8") as handle:
                         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
             else:
-                outcome = Outcome.from_json(stored, question)
+                gold = tuple(gold_spans(question, documents))
+                outcome = Outcome.judged_again(stored, question, plan, gold)
             outcomes[mode].append(outcome)
             count = sum(len(runs) for runs in outcomes.values())
             verdict = " (correct)" if outcome.correct else ""
