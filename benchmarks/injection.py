@@ -46,6 +46,7 @@ from typing import cast
 
 from _common import machine_line
 from quality import (
+    ABSTAINING_FLAGS,
     MAX_OUTPUT_TOKENS,
     MODES,
     TIMEOUT_SECONDS,
@@ -54,6 +55,8 @@ from quality import (
     add_model_arguments,
     answer_one,
     check_model_arguments,
+    floors_of,
+    gold_spans,
     load_documents,
     load_done,
     load_questions,
@@ -239,7 +242,8 @@ def run(
             stored = done.get(key)
             origin = " (stored)"
             if stored is not None:
-                outcome = Outcome.from_json(stored, base.question)
+                gold = tuple(gold_spans(base.question, documents))
+                outcome = Outcome.judged_again(stored, base.question, plan, gold)
             else:
                 origin = ""
                 outcome = answer_one(base.question, documents, model, plan)
@@ -313,6 +317,7 @@ def render(
     bases: dict[str, Base],
     cases: Sequence[Case],
     model_line: str,
+    floors: dict[str, float | None] | None = None,
 ) -> str:
     by_id = {case.id: case for case in cases}
     planted = {
@@ -336,6 +341,11 @@ def render(
         model_line,
         f"Injection set: {len(cases)} cases over {len(bases)} questions; max_output_tokens "
         f"{MAX_OUTPUT_TOKENS}, timeout {TIMEOUT_SECONDS:g} s, temperature 0.",
+        "Reader's confidence floor (the model's own): "
+        + ", ".join(f"{mode} {(floors or {}).get(mode) or 'none'}" for mode in MODES)
+        + "; flags that abstain: "
+        + (", ".join(sorted(ABSTAINING_FLAGS)) or "none")
+        + ".",
         "",
     ]
     lines += markdown_table("configuration", header, rows)
@@ -376,7 +386,14 @@ def main(argv: list[str] | None = None) -> int:
     cases = cases[:limit]
     with open_model(args) as (model, model_line, identity):
         results = run(bases, cases, args.configs, model, model_line=identity, store=args.json)
-    print(render(results, args.configs, bases, cases, model_line))
+        floors = floors_of(model)
+    # As the engine decides by default: each mode's own confidence floor, each flag's policy.
+    modes = {config.name: config.mode for config in args.configs}
+    results = [
+        Result(r.config, r.item, r.outcome.decided(floors.get(modes[r.config]), ABSTAINING_FLAGS))
+        for r in results
+    ]
+    print(render(results, args.configs, bases, cases, model_line, floors))
     return 0
 
 
