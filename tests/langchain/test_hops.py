@@ -479,3 +479,50 @@ def test_without_langgraph_importing_hops_names_the_extra():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert 'pip install "langchain-evidence-first[graph]"' in result.stdout
+
+
+class GuessingChatModel(LookupChatModel):
+    """Answers "Room 4B" at once, citing the review, which does not say 4B; with the room
+    document sent, cites it too."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        sources = {source["id"]: source for source in _sources(messages)}
+        self.calls.append({"messages": messages, "ids": list(sources)})
+        quotes = {"review": "The launch review is run", "room": "meets in room 4B"}
+        citations = [{"source_id": i, "quote": q} for i, q in quotes.items() if i in sources]
+        fact = {"subject": "platform team", "relation": "meets in", "object": "4B"}
+        ledger = {
+            "facts": [{**fact, "citations": citations}],
+            "answer": "Room 4B.",
+            "inference": None,
+            "missing_evidence": [],
+        }
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content=json.dumps(ledger)))]
+        )
+
+
+def test_after_an_abstention_the_engine_decided_it_retrieves_for_the_partial_facts():
+    # "4B" is not in the cited review: with unsupported facts abstaining, hop 0 holds its
+    # answer back, and the follow-up asks for the fact's subject and object instead of a
+    # missing-evidence item the model never wrote.
+    by_query = {QUESTION: [REVIEW], "platform team 4B": [ROOM]}
+    retriever = Recording(lambda query: by_query.get(query, []))
+    model = GuessingChatModel()
+
+    result = _follow_up(retriever.runnable, model, unsupported_facts="abstain").invoke(QUESTION)
+
+    first, second = result.hops
+    assert first.status == "insufficient_evidence"
+    (missing,) = first.missing_evidence
+    assert "a fact's words are not in its cited text" in missing
+    assert retriever.queries == [QUESTION, "platform team 4B"]
+    assert second.queries == ("platform team 4B",)
+    assert result.answer.status == "answered"
+    assert result.answer.used_source_ids == ("review", "room")

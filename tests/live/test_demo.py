@@ -72,6 +72,10 @@ def test_demo_shows_an_answer_an_abstention_after_a_call_and_a_rejection(demo, n
     ]
     assert abstained, "no honest abstention after a model call"
     assert all("Missing evidence:" in block for block in abstained)
+    # The reader's confidence is printed with every answer of its, against its floor.
+    confidence = "Reader's confidence that the sources state the answer: "
+    assert all(confidence in block for block in answered + abstained)
+    assert all("below the floor" in b for b in abstained if "below the floor of" in b)
     not_called = [b for b in blocks.values() if "(no model call)" in b]
     assert not_called
     assert all("below_min_score" in block for block in not_called)

@@ -75,8 +75,26 @@ def test_the_default_reader_answers_the_easy_demo_questions(local_model, invaria
     assert answer.status == "answered", answer.reason_codes
     assert answer.citations_verified
     assert EASY[question] in (answer.answer or "")
+    assert answer.reader_confidence is not None
+    assert answer.reader_confidence >= local_model.confidence_floors[RECOMMENDED_MODE]
     cited = {c.source_id for fact in answer.facts for c in fact.citations}
     assert cited <= set(answer.used_source_ids)
+
+
+def test_the_default_reader_abstains_on_the_demos_unanswerable_question_by_its_decision(
+    local_model, invariants
+):
+    (item,) = [q for q in CORPUS["questions"] if q["question"] == CORPUS["unanswerable"]]
+    answer, calls = _ask_once(local_model, item, RECOMMENDED_MODE, 512)
+    invariants(answer)
+    assert calls == 1
+    assert answer.status == "insufficient_evidence", answer.answer
+    # Its own decision: it said "no" itself, or its confidence in "yes" fell below its floor.
+    assert answer.abstention in ("reader", "confidence_floor")
+    assert answer.reader_confidence is not None
+    floor = local_model.confidence_floors[RECOMMENDED_MODE]
+    assert answer.confidence_floor == floor
+    assert answer.abstention == "reader" or answer.reader_confidence < floor
 
 
 def test_the_default_reader_does_not_follow_the_har_318_injection(local_model, invariants):
