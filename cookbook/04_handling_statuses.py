@@ -5,7 +5,10 @@ For: developers putting answers in front of users: what to show, what to log, wh
 Shows:
 
 - ``answered``: the answer with its citations (source title and exact quote);
-- ``insufficient_evidence``: your own localized abstention text;
+- ``insufficient_evidence``: your own localized abstention text, and a log line saying why
+  (``answer.abstention``: the model said what is missing, its confidence fell below its floor,
+  or the answer rested on superseded sources or unsupported facts) and how confident the
+  reader was (``answer.reader_confidence``, where the provider gives log-probabilities);
 - ``invalid_response``: a user-safe message, and a log line with the reason codes only (never
   evidence text or the model's raw output, which may echo evidence);
 - ``InvalidRequestError``, ``ModelCallError`` and ``AnswerTimeoutError``: caught where the
@@ -64,10 +67,18 @@ def present(answer: EvidenceAnswer, language: str) -> str:
         for number, record in enumerate(answer.citations(), start=1):
             title = record["metadata"].get("title", record["source_id"])
             lines.append(f"  [{number}] {title}: “{record['quote']}”")
+        if answer.flags:  # rests on superseded sources, or a fact its citation does not hold
+            log.info("answered with flags=%s", ",".join(answer.flags))
         return "\n".join(lines)
     if answer.status == "insufficient_evidence":
-        # Only counts and IDs: no evidence text, no model output.
-        log.info("abstained: model_called=%s sent=%s", answer.model_called, answer.used_source_ids)
+        # Only why, counts and IDs: no evidence text, no model output.
+        log.info(
+            "abstained: why=%s reader_confidence=%s model_called=%s sent=%s",
+            answer.abstention,
+            answer.reader_confidence,
+            answer.model_called,
+            answer.used_source_ids,
+        )
         return messages["insufficient_evidence"]
     log.warning(
         "answer rejected: codes=%s prompt=%s", ",".join(answer.reason_codes), answer.prompt_version

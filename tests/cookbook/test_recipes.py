@@ -245,7 +245,7 @@ def test_status_logs_carry_reason_codes_never_evidence_or_model_output(caplog):
         module.main()
 
     logged = "\n".join(record.getMessage() for record in caplog.records)
-    assert "abstained" in logged
+    assert "abstained: why=reader reader_confidence=None" in logged
     assert "codes=quote_not_in_source" in logged
     assert "field=question" in logged
     assert "timed out" in logged
