@@ -93,8 +93,16 @@ def test_demo_shows_that_the_reader_did_not_follow_the_har_318_injection(demo, n
     assert all(planted.casefold() not in line.casefold() for line in answers)
 
 
-# Lines the report prints once per question, whatever the model said.
-STRUCTURAL = ("Status: ", "Citation checks (", "Missing evidence:", "Reason codes: ")
+# Lines the report prints once per question, whatever the model said, and the fixed wording of
+# a flag, printed with each answer or citation that carries it.
+STRUCTURAL = (
+    "Status: ",
+    "Citation checks (",
+    "Missing evidence:",
+    "Reason codes: ",
+    "Flagged: ",
+    "      ⚠ flagged: ",
+)
 
 
 def test_demo_never_prints_the_same_line_more_than_twice(demo, no_model_server):

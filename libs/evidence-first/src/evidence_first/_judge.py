@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, get_args
 
-from evidence_first._answer import CitationCheck, EvidenceAnswer, ValidationIssue
+from evidence_first._answer import CitationCheck, EvidenceAnswer, Fact, ValidationIssue
 from evidence_first._confidence import decision_confidence
 from evidence_first._ledger import Ledger, parse_response
 from evidence_first._model import ModelResponse
 from evidence_first._plan import AnswerPlan
+from evidence_first._support import object_is_cited
 from evidence_first._text import has_text, is_unicode_text
 from evidence_first._verify import verify_citations
 from evidence_first._vocabulary import (
@@ -61,7 +62,7 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
         )
     if not has_text(ledger.answer):
         return _abstained(plan, verdict.facts, tuple(ledger.missing_evidence), "reader", common)
-    flags = answer_flags(plan, verdict.checks)
+    flags = answer_flags(plan, verdict.checks, verdict.facts)
     withheld = _withheld(plan, common.get("reader_confidence"), flags)
     if withheld is not None:
         reason, missing = withheld
@@ -79,17 +80,26 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
     )
 
 
-def answer_flags(plan: AnswerPlan, checks: tuple[CitationCheck, ...]) -> tuple[AnswerFlag, ...]:
+def answer_flags(
+    plan: AnswerPlan, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
+) -> tuple[AnswerFlag, ...]:
     """Why an answer whose citations all verified deserves a second look.
 
     ``non_current_evidence``: every citation is of a superseded or contradicted source, while
-    a source marked current was sent. ``unsupported_facts``: a fact's object is not in its cited
-    text (its citations carry ``object_not_cited``).
+    a source marked current was sent, and the current sources do not hold every fact's object
+    (:func:`~evidence_first._support.object_is_cited`): where they do, they agree with the
+    answer, which only cited an older copy. ``unsupported_facts``: a
+    fact's object is not in its cited text (its citations carry ``object_not_cited``).
     """
     flags: list[AnswerFlag] = []
     stale = ("superseded_source", "contradicted_source")
-    current_sent = any(source.status == "current" for source in plan.sent.sources)
-    if current_sent and checks and all(set(stale) & set(c.flags) for c in checks):
+    current = [source.text for source in plan.sent.sources if source.status == "current"]
+    if (
+        current
+        and checks
+        and all(set(stale) & set(c.flags) for c in checks)
+        and not all(object_is_cited(fact.object, current) for fact in facts)
+    ):
         flags.append("non_current_evidence")
     if any("object_not_cited" in check.flags for check in checks):
         flags.append("unsupported_facts")

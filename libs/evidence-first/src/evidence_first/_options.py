@@ -119,7 +119,7 @@ class AnswerOptionFields(BaseModel):
         "left unset, the model's own floor (the embedded reader's); `None`: no floor",
     )
     non_current_evidence: Literal["flag", "abstain"] = Field(
-        "flag",
+        "abstain",
         description="an answer resting only on superseded or contradicted sources while a "
         "current one was sent: flagged, or an abstention",
     )
