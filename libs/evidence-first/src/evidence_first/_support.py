@@ -58,17 +58,25 @@ def status_flags(source: Evidence) -> tuple[CitationFlag, ...]:
     return ()
 
 
+_VERDICTS = frozenset({"yes", "no"})
+
+
 def object_is_cited(obj: str, spans: Iterable[str]) -> bool | None:
     """Whether a fact's object, or each of its numbers and dates, is in one of its spans.
 
-    ``None`` when the check does not apply: the object is in another script than the spans.
+    ``None`` when the check does not apply: the object is only "yes" or "no", or its letters
+    are in another script than the spans' (an object without letters, such as "75%", is
+    always checked).
     """
     texts = [_normal(span) for span in spans]
-    wanted = _normal(obj)
-    if not wanted or any(wanted in text for text in texts):
+    wanted = _normal(obj).rstrip(".!")
+    if wanted in _VERDICTS:
+        return None  # a yes or no is the fact's verdict, not words a source would hold
+    if not wanted or any(_contains(text, wanted) for text in texts):
         return True
-    if _script(obj) != _script("".join(spans)):
-        return None
+    script = _script(obj)
+    if script is not None and script != _script("".join(spans)):
+        return None  # a translated object cannot match; one without letters (75%) can
     words = [_normal(word) for word in _NUMBER_OR_MONTH.findall(obj)]
     return bool(words) and any(all(_has_word(text, word) for word in words) for text in texts)
 
@@ -81,6 +89,13 @@ def _normal(text: str) -> str:
 def _has_word(text: str, word: str) -> bool:
     # A number or a month as a whole word: "15" is not in "150", nor "may" in "mayor".
     return re.search(r"(?<![\w])" + re.escape(word) + r"(?![\w])", text) is not None
+
+
+def _contains(text: str, wanted: str) -> bool:
+    """``wanted`` in ``text``, its numbers whole: "June 1" is not in "June 15"."""
+    before = r"(?<!\d)" if wanted[0].isdigit() else ""
+    after = r"(?!\d)" if wanted[-1].isdigit() else ""
+    return re.search(before + re.escape(wanted) + after, text) is not None
 
 
 def _script(text: str) -> str | None:

@@ -1,0 +1,361 @@
+"""Two plain-text checks of verified citations: the status of a cited source, and a fact's words.
+
+Neither changes a verdict. A citation of a source marked ``superseded`` or ``contradicted`` is
+flagged so, and an answer resting only on such sources while a current one was sent is flagged
+``non_current_evidence``. A fact whose object (or, failing that, each of its numbers and dates)
+is not in its cited text has its citations flagged ``object_not_cited`` and the answer
+``unsupported_facts``. By default a non-current answer abstains and an unsupported one is only
+flagged; an option turns either way.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from evidence_first import Evidence, answer_from_evidence
+
+STANDUP = Evidence(
+    id="standup",
+    text="Standup, June 11. The Harbor launch moved to June 15. Ana owns the checklist.",
+    status="current",
+)
+EMAIL = Evidence(
+    id="email",
+    text="Subject: Harbor budget. Hi all, the budget review is on Friday, May 8, at 10:00. "
+    "So far we have spent 62% of the Harbor budget. Please send your forecasts by Wednesday.",
+)
+LAUNCH = "The Harbor launch moved to June 15."
+REVIEW = "the budget review is on Friday, May 8, at 10:00"
+SPENT = "So far we have spent 62% of the Harbor budget."
+
+
+def fact(obj: str, *citations: tuple[str, str], subject: str = "launch") -> dict[str, Any]:
+    return {
+        "subject": subject,
+        "relation": "is",
+        "object": obj,
+        "citations": [{"source_id": sid, "quote": quote} for sid, quote in citations],
+    }
+
+
+def ask(scripted: Any, sources: list[Evidence], facts: list[dict[str, Any]], **options: Any) -> Any:
+    ledger = {
+        "answerable": "yes",
+        "facts": facts,
+        "answer": "The answer.",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    model = scripted(json.dumps(ledger, ensure_ascii=False))
+    return answer_from_evidence("When is the Harbor launch?", sources, model, **options)
+
+
+def stale(status: str, text: str = "The Harbor launch is on June 8.") -> Evidence:
+    return Evidence(id=f"old-{status}", text=text, status=status)
+
+
+# Evidence status.
+
+
+@pytest.mark.parametrize(
+    ("status", "flag"),
+    [("superseded", "superseded_source"), ("contradicted", "contradicted_source")],
+)
+def test_a_verified_citation_of_a_stale_source_carries_its_status_flag(scripted, status, flag):
+    old = stale(status)
+    answer = ask(
+        scripted, [STANDUP, old], [fact("June 8", (old.id, old.text))], non_current_evidence="flag"
+    )
+    (check,) = answer.citation_checks
+    assert check.verdict == "verified"
+    assert check.flags == (flag,)
+    assert answer.status == "answered"
+    assert answer.citations_verified is True
+    assert answer.flags == ("non_current_evidence",)
+
+
+def test_a_citation_of_a_current_source_or_one_with_no_status_is_not_flagged(scripted):
+    answer = ask(
+        scripted,
+        [STANDUP, EMAIL],
+        [fact("June 15", ("standup", LAUNCH)), fact("62%", ("email", SPENT), subject="budget")],
+    )
+    assert answer.status == "answered"
+    assert [check.flags for check in answer.citation_checks] == [(), ()]
+    assert answer.flags == ()
+
+
+def test_an_answer_citing_only_superseded_and_contradicted_sources_is_non_current(scripted):
+    old, disputed = stale("superseded"), stale("contradicted", "The launch is on June 9.")
+    answer = ask(
+        scripted,
+        [STANDUP, old, disputed],
+        [fact("June 8", (old.id, old.text)), fact("June 9", (disputed.id, disputed.text))],
+        non_current_evidence="flag",
+    )
+    assert [check.flags for check in answer.citation_checks] == [
+        ("superseded_source",),
+        ("contradicted_source",),
+    ]
+    assert answer.status == "answered"
+    assert answer.flags == ("non_current_evidence",)
+
+
+def test_an_answer_that_also_cites_a_current_source_is_not_non_current(scripted):
+    old = stale("superseded")
+    answer = ask(
+        scripted,
+        [STANDUP, old],
+        [fact("June 8", (old.id, old.text)), fact("June 15", ("standup", LAUNCH))],
+        non_current_evidence="abstain",
+    )
+    assert answer.status == "answered"
+    assert [check.flags for check in answer.citation_checks] == [("superseded_source",), ()]
+    assert answer.flags == ()
+
+
+def test_an_answer_citing_a_stale_source_is_not_non_current_when_no_current_one_was_sent(
+    scripted,
+):
+    old = stale("superseded")
+    undated = Evidence(id="undated", text="The Harbor launch is in June.")
+    answer = ask(
+        scripted,
+        [undated, old],
+        [fact("June 8", (old.id, old.text))],
+        non_current_evidence="abstain",
+    )
+    assert answer.citation_checks[0].flags == ("superseded_source",)
+    assert answer.status == "answered"
+    assert answer.flags == ()
+
+
+def test_under_the_abstain_option_a_non_current_answer_abstains_and_keeps_its_facts(scripted):
+    old = stale("superseded")
+    answer = ask(
+        scripted,
+        [STANDUP, old],
+        [fact("June 8", (old.id, old.text))],
+        non_current_evidence="abstain",
+    )
+    assert answer.status == "insufficient_evidence"
+    assert answer.abstention == "non_current_evidence"
+    assert answer.answer is None
+    assert [(f.object, f.citations[0].source_id) for f in answer.facts] == [("June 8", old.id)]
+    assert len(answer.missing_evidence) == 1
+    assert answer.missing_evidence[0].strip()
+    assert [check.verdict for check in answer.citation_checks] == ["verified"]
+    assert answer.citation_checks[0].flags == ("superseded_source",)
+    assert answer.citations_verified is True
+
+
+def test_by_default_a_non_current_answer_abstains(scripted):
+    old = stale("contradicted")
+    answer = ask(scripted, [STANDUP, old], [fact("June 8", (old.id, old.text))])
+    assert answer.status == "insufficient_evidence"
+    assert answer.abstention == "non_current_evidence"
+    assert answer.flags == ()
+
+
+def test_under_the_flag_option_a_non_current_answer_stays_answered_and_flagged(scripted):
+    old = stale("contradicted")
+    answer = ask(
+        scripted, [STANDUP, old], [fact("June 8", (old.id, old.text))], non_current_evidence="flag"
+    )
+    assert answer.status == "answered"
+    assert answer.abstention is None
+    assert answer.answer == "The answer."
+    assert answer.missing_evidence == ()
+    assert answer.flags == ("non_current_evidence",)
+
+
+def test_a_stale_citation_whose_fact_a_current_source_also_holds_is_not_non_current(scripted):
+    # The current source states the same object: the answer agrees with the current evidence
+    # and only cited an older copy. The citation keeps its status flag.
+    old = stale("contradicted", "Ana owns the checklist, and the launch is on June 8.")
+    answer = ask(scripted, [STANDUP, old], [fact("Ana", (old.id, "Ana owns the checklist"))])
+    assert answer.status == "answered"
+    assert answer.citation_checks[0].flags == ("contradicted_source",)
+    assert answer.flags == ()
+
+
+def test_a_stale_answer_is_non_current_unless_the_current_sources_hold_every_fact(scripted):
+    old = stale("superseded", "Ana owns the checklist, and the launch is on June 8.")
+    facts = [
+        fact("Ana", (old.id, "Ana owns the checklist")),
+        fact("June 8", (old.id, "the launch is on June 8")),
+    ]
+    answer = ask(scripted, [STANDUP, old], facts)
+    assert answer.status == "insufficient_evidence"
+    assert answer.abstention == "non_current_evidence"
+
+
+# The fact's own words.
+
+
+def test_an_object_found_in_its_cited_text_is_not_flagged(scripted):
+    answer = ask(scripted, [STANDUP], [fact("June 15", ("standup", LAUNCH))])
+    assert answer.status == "answered"
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+@pytest.mark.parametrize(
+    ("obj", "text"),
+    [
+        ("JUNE  15", "The launch moved to June 15."),
+        ("the  HARBOR\tchecklist", "Ana owns the Harbor checklist."),
+        ("Gate １５B", "Boarding is at gate 15B."),
+        ("June １５", "The launch moved to June 15."),
+        ("Ana\u2019s checklist", "This is Ana's checklist."),
+    ],
+)
+def test_an_object_differing_only_by_case_whitespace_nfkc_or_quotes_is_not_flagged(
+    scripted, obj, text
+):
+    source = Evidence(id="notes", text=text)
+    answer = ask(scripted, [source], [fact(obj, ("notes", text))])
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+def test_an_object_whose_numbers_and_month_are_cited_in_another_order_is_not_flagged(scripted):
+    source = Evidence(id="notes", text="The launch is on 15 June.")
+    answer = ask(scripted, [source], [fact("June 15", ("notes", source.text))])
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+def test_an_object_citing_text_about_another_date_is_flagged_and_stays_verified(scripted):
+    answer = ask(scripted, [EMAIL], [fact("June 15", ("email", REVIEW))])
+    (check,) = answer.citation_checks
+    assert check.verdict == "verified"
+    assert check.code is None
+    assert check.flags == ("object_not_cited",)
+    assert answer.status == "answered"
+    assert answer.citations_verified is True
+    assert answer.facts[0].citations[0].evidence_spans[0].text == REVIEW
+    assert answer.flags == ("unsupported_facts",)
+
+
+def test_an_object_without_letters_whose_number_is_absent_is_flagged(scripted):
+    answer = ask(scripted, [EMAIL], [fact("75%", ("email", SPENT), subject="budget")])
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+    assert answer.flags == ("unsupported_facts",)
+    cited = ask(scripted, [EMAIL], [fact("62%", ("email", SPENT), subject="budget")])
+    assert cited.citation_checks[0].flags == ()
+
+
+@pytest.mark.parametrize(
+    ("obj", "text"),
+    [
+        ("15 guests", "We expect 150 guests."),
+        ("May 8", "The mayor arrives at 8."),
+        ("3 June", "The launch is on June 30 at 13:00."),
+        ("May 1", "The review is on May 15."),
+        ("June 1", "Launch: June 15"),
+        ("15", "We expect 150 guests."),
+        ("75%", "They spent 175% of it."),
+    ],
+)
+def test_numbers_and_months_count_only_as_whole_words(scripted, obj, text):
+    source = Evidence(id="notes", text=text)
+    answer = ask(scripted, [source], [fact(obj, ("notes", text))])
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+    assert answer.flags == ("unsupported_facts",)
+
+
+def test_each_number_and_month_must_be_in_the_same_span(scripted):
+    source = Evidence(id="notes", text="Launch month: June. Launch day: 15.")
+    split = fact("June 15", ("notes", "Launch month: June."), ("notes", "Launch day: 15."))
+    answer = ask(scripted, [source], [split])
+    assert [check.flags for check in answer.citation_checks] == [
+        ("object_not_cited",),
+        ("object_not_cited",),
+    ]
+    assert answer.flags == ("unsupported_facts",)
+
+
+def test_an_object_in_one_of_its_spans_is_cited_and_only_the_unsupported_fact_is_flagged(
+    scripted,
+):
+    held = fact("June 15", ("standup", "Standup, June 11."), ("standup", LAUNCH))
+    missing = fact("June 22", ("standup", LAUNCH), subject="review")
+    answer = ask(scripted, [STANDUP], [held, missing])
+    assert [check.flags for check in answer.citation_checks] == [(), (), ("object_not_cited",)]
+    assert answer.flags == ("unsupported_facts",)
+
+
+def test_an_object_in_another_script_than_its_source_is_not_checked(scripted):
+    answer = ask(scripted, [STANDUP], [fact("6月15日", ("standup", LAUNCH))])
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+    assert answer.status == "answered"
+
+
+@pytest.mark.parametrize("verdict", ["No", "yes", "No."])
+def test_an_object_that_is_only_a_yes_or_no_is_not_checked(scripted, verdict):
+    answer = ask(scripted, [EMAIL], [fact(verdict, ("email", REVIEW))])
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+    flagged = ask(scripted, [EMAIL], [fact("No, in June", ("email", REVIEW))])
+    assert flagged.flags == ("unsupported_facts",)
+
+
+def test_the_check_is_skipped_when_an_answer_language_is_asked_for(scripted):
+    answer = ask(scripted, [EMAIL], [fact("June 15", ("email", REVIEW))], output_language="fr")
+    assert answer.status == "answered"
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+def test_under_the_abstain_option_an_unsupported_answer_abstains_and_keeps_its_facts(scripted):
+    answer = ask(
+        scripted, [EMAIL], [fact("June 15", ("email", REVIEW))], unsupported_facts="abstain"
+    )
+    assert answer.status == "insufficient_evidence"
+    assert answer.abstention == "unsupported_facts"
+    assert answer.answer is None
+    assert [f.object for f in answer.facts] == ["June 15"]
+    assert len(answer.missing_evidence) == 1
+    assert [check.verdict for check in answer.citation_checks] == ["verified"]
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+
+
+def test_under_the_abstain_option_a_supported_answer_is_answered(scripted):
+    answer = ask(
+        scripted, [STANDUP], [fact("June 15", ("standup", LAUNCH))], unsupported_facts="abstain"
+    )
+    assert answer.status == "answered"
+    assert answer.flags == ()
+
+
+def test_a_rejected_citation_is_not_flagged_and_a_verified_one_of_its_fact_is(scripted):
+    answer = ask(
+        scripted,
+        [EMAIL],
+        [fact("June 15", ("email", REVIEW), ("email", "the launch is on June 15"))],
+    )
+    assert answer.status == "invalid_response"
+    assert answer.reason_codes[0] == "quote_not_in_source"
+    verified, rejected = answer.citation_checks
+    assert (verified.verdict, verified.flags) == ("verified", ("object_not_cited",))
+    assert (rejected.verdict, rejected.code, rejected.flags) == (
+        "rejected",
+        "quote_not_in_source",
+        (),
+    )
+
+
+def test_both_checks_flag_one_citation_and_the_answer_together(scripted):
+    old = stale("superseded")
+    answer = ask(
+        scripted, [STANDUP, old], [fact("June 22", (old.id, old.text))], non_current_evidence="flag"
+    )
+    assert answer.status == "answered"
+    assert answer.citation_checks[0].verdict == "verified"
+    assert answer.citation_checks[0].flags == ("superseded_source", "object_not_cited")
+    assert answer.flags == ("non_current_evidence", "unsupported_facts")
