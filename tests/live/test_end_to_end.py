@@ -49,10 +49,11 @@ class CountingModel:
         return self.model.generate(request)
 
 
-# The demo's easy questions, with the answer each must contain.
+# The demo's questions the reader answers above its own floor, with the answer each must
+# contain: one stated in a single email, and the launch date a current standup moved.
 EASY = {
-    "Who owns the payment provider security review?": "Dana Whitfield",
     "When is the Harbor budget review?": "May 8",
+    "When does Harbor launch?": "June 15",
 }
 
 
