@@ -88,8 +88,8 @@ def answer_flags(
     ``non_current_evidence``: every citation is of a superseded or contradicted source, while
     a source marked current was sent, and the current sources do not hold every fact's object
     (:func:`~evidence_first._support.object_is_cited`): where they do, they agree with the
-    answer, which only cited an older copy. ``unsupported_facts``: a
-    fact's object is not in its cited text (its citations carry ``object_not_cited``).
+    answer, which only cited an older copy. ``unsupported_facts``: a fact's object is not in
+    its cited text (its citations carry ``object_not_cited``).
     """
     flags: list[AnswerFlag] = []
     stale = ("superseded_source", "contradicted_source")
