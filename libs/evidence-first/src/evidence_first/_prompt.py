@@ -153,8 +153,15 @@ class UserMessage:
         return cls(head=_SOURCES_HEADER + "\n[\n", tail="\n]\n" + "\n".join(lines))
 
     def with_sources(self, serialized_sources: Sequence[str]) -> str:
-        """The whole message, with the sources as a JSON array, one per line."""
-        return self.head + ",\n".join(serialized_sources) + self.tail
+        """The whole message, with the sources as a JSON array, one per line.
+
+        Built one source at a time: joining megabytes of sources in one call would hold the
+        interpreter lock, and so an event loop waiting on the planning thread, for as long.
+        """
+        message = self.head
+        for index, source in enumerate(serialized_sources):
+            message += ",\n" + source if index else source
+        return message + self.tail
 
     @property
     def frame(self) -> str:
