@@ -67,7 +67,9 @@ def present(answer: EvidenceAnswer, language: str) -> str:
         for number, record in enumerate(answer.citations(), start=1):
             title = record["metadata"].get("title", record["source_id"])
             lines.append(f"  [{number}] {title}: “{record['quote']}”")
-        if answer.flags:  # rests on superseded sources, or a fact its citation does not hold
+        # A fact its citation does not hold (by default only flagged), or superseded sources
+        # when non_current_evidence="flag" (by default those abstain).
+        if answer.flags:
             log.info("answered with flags=%s", ",".join(answer.flags))
         return "\n".join(lines)
     if answer.status == "insufficient_evidence":
