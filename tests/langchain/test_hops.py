@@ -59,28 +59,31 @@ class LookupChatModel(BaseChatModel):
     ) -> ChatResult:
         sources = {source["id"]: source for source in _sources(messages)}
         self.calls.append({"messages": messages, "ids": list(sources)})
+        ledger = self._ledger(sources)
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content=json.dumps(ledger)))]
+        )
+
+    def _ledger(self, sources: dict[str, Any]) -> dict[str, Any]:
+        """The ledger this model writes for the sources sent, by ID."""
         if self.needs and all(needed in sources for needed in self.needs):
             citations = [
                 {"source_id": needed, "quote": sources[needed]["text"].split(" on ")[0]}
                 for needed in self.needs
             ]
             fact = {"subject": "review", "relation": "is in", "object": "4B"}
-            ledger = {
+            return {
                 "facts": [{**fact, "citations": citations}],
                 "answer": "Room 4B.",
                 "inference": None,
                 "missing_evidence": [],
             }
-        else:
-            ledger = {
-                "facts": [],
-                "answer": None,
-                "inference": None,
-                "missing_evidence": list(self.missing),
-            }
-        return ChatResult(
-            generations=[ChatGeneration(message=AIMessage(content=json.dumps(ledger)))]
-        )
+        return {
+            "facts": [],
+            "answer": None,
+            "inference": None,
+            "missing_evidence": list(self.missing),
+        }
 
 
 class Recording:
@@ -485,27 +488,16 @@ class GuessingChatModel(LookupChatModel):
     """Answers "Room 4B" at once, citing the review, which does not say 4B; with the room
     document sent, cites it too."""
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        sources = {source["id"]: source for source in _sources(messages)}
-        self.calls.append({"messages": messages, "ids": list(sources)})
+    def _ledger(self, sources: dict[str, Any]) -> dict[str, Any]:
         quotes = {"review": "The launch review is run", "room": "meets in room 4B"}
         citations = [{"source_id": i, "quote": q} for i, q in quotes.items() if i in sources]
         fact = {"subject": "platform team", "relation": "meets in", "object": "4B"}
-        ledger = {
+        return {
             "facts": [{**fact, "citations": citations}],
             "answer": "Room 4B.",
             "inference": None,
             "missing_evidence": [],
         }
-        return ChatResult(
-            generations=[ChatGeneration(message=AIMessage(content=json.dumps(ledger)))]
-        )
 
 
 def test_after_an_abstention_the_engine_decided_it_retrieves_for_the_partial_facts():
