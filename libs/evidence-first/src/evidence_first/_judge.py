@@ -14,7 +14,7 @@ from evidence_first._confidence import decision_confidence
 from evidence_first._ledger import Ledger, parse_response
 from evidence_first._model import ModelResponse
 from evidence_first._plan import AnswerPlan
-from evidence_first._support import object_is_cited
+from evidence_first._support import objects_are_held
 from evidence_first._text import has_text, is_unicode_text
 from evidence_first._verify import verify_citations
 from evidence_first._vocabulary import (
@@ -87,7 +87,7 @@ def answer_flags(
 
     ``non_current_evidence``: every citation is of a superseded or contradicted source, while
     a source marked current was sent, and the current sources do not hold every fact's object
-    (:func:`~evidence_first._support.object_is_cited`): where they do, they agree with the
+    (:func:`~evidence_first._support.objects_are_held`): where they do, they agree with the
     answer, which only cited an older copy. ``unsupported_facts``: a fact's object is not in
     its cited text (its citations carry ``object_not_cited``).
     """
@@ -98,7 +98,7 @@ def answer_flags(
         current
         and checks
         and all(set(stale) & set(c.flags) for c in checks)
-        and not all(object_is_cited(fact.object, current) for fact in facts)
+        and not objects_are_held((fact.object for fact in facts), current)
     ):
         flags.append("non_current_evidence")
     if any("object_not_cited" in check.flags for check in checks):

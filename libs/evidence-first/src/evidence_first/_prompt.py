@@ -160,7 +160,9 @@ class UserMessage:
         """
         message = self.head
         for index, source in enumerate(serialized_sources):
-            message += ",\n" + source if index else source
+            if index:
+                message += ",\n"
+            message += source
         return message + self.tail
 
     @property

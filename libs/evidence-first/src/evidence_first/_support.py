@@ -17,15 +17,16 @@ rests on flagged citations abstains.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from evidence_first._evidence import Evidence
 from evidence_first._vocabulary import CitationFlag
 
-__all__ = ["object_is_cited", "status_flags"]
+__all__ = ["object_is_cited", "objects_are_held", "status_flags"]
 
 _SPACE = re.compile(r"\s+")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
@@ -68,17 +69,43 @@ def object_is_cited(obj: str, spans: Iterable[str]) -> bool | None:
     are in another script than the spans' (an object without letters, such as "75%", is
     always checked).
     """
-    texts = [_normal(span) for span in spans]
-    wanted = _normal(obj).rstrip(".!")
-    if wanted in _VERDICTS:
-        return None  # a yes or no is the fact's verdict, not words a source would hold
-    if not wanted or any(_contains(text, wanted) for text in texts):
-        return True
-    script = _script(obj)
-    if script is not None and script != _script("".join(spans)):
-        return None  # a translated object cannot match; one without letters (75%) can
-    words = [_normal(word) for word in _NUMBER_OR_MONTH.findall(obj)]
-    return bool(words) and any(all(_has_word(text, word) for word in words) for text in texts)
+    return _Texts(list(spans)).hold(obj)
+
+
+def objects_are_held(objects: Iterable[str], texts: Sequence[str]) -> bool:
+    """Whether every object is in one of ``texts``, as :func:`object_is_cited` matches it.
+
+    The texts are normalized once, however many objects are looked for.
+    """
+    held = _Texts(texts)
+    return all(held.hold(obj) for obj in objects)
+
+
+class _Texts:
+    """Texts normalized once, and the script they are written in."""
+
+    def __init__(self, texts: Sequence[str]) -> None:
+        self.texts = texts
+        self.normal = [_normal(text) for text in texts]
+
+    @functools.cached_property
+    def script(self) -> str | None:
+        return _script(itertools.chain.from_iterable(self.texts))
+
+    def hold(self, obj: str) -> bool | None:
+        """:func:`object_is_cited` of ``obj`` over these texts."""
+        wanted = _normal(obj).rstrip(".!")
+        if wanted in _VERDICTS:
+            return None  # a yes or no is the fact's verdict, not words a source would hold
+        if not wanted or any(_contains(text, wanted) for text in self.normal):
+            return True
+        script = _script(obj)
+        if script is not None and script != self.script:
+            return None  # a translated object cannot match; one without letters (75%) can
+        words = [_normal(word) for word in _NUMBER_OR_MONTH.findall(obj)]
+        return bool(words) and any(
+            all(_has_word(text, word) for word in words) for text in self.normal
+        )
 
 
 def _normal(text: str) -> str:
@@ -98,7 +125,7 @@ def _contains(text: str, wanted: str) -> bool:
     return re.search(before + re.escape(wanted) + after, text) is not None
 
 
-def _script(text: str) -> str | None:
+def _script(text: Iterable[str]) -> str | None:
     """The script most of ``text``'s first 200 letters are written in (Latin, CJK...)."""
     counts: dict[str, int] = {}
     for char in itertools.islice(filter(str.isalpha, text), 200):
