@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta, timezone
 
 import jsonschema
@@ -231,7 +232,7 @@ FACT = {
 }
 
 
-ANSWERED = {"facts": [FACT], "answer": "June 15", "inference": None, "missing_evidence": []}
+ANSWERED = {"facts": [FACT], "answer": "June 15 [F1].", "inference": None, "missing_evidence": []}
 ABSTAINED = {"facts": [], "answer": None, "inference": None, "missing_evidence": ["the date"]}
 
 
@@ -271,6 +272,9 @@ def test_the_branched_schema_accepts_each_consistent_ledger_in_exactly_one_branc
         {"answerable": "yes", **ANSWERED, "inference": "maybe"},
         {"answerable": "no", **ANSWERED},
         {"answerable": "yes", **ABSTAINED},
+        {"answerable": "yes", **ANSWERED, "answer": "June 15"},
+        {"answerable": "yes", **ANSWERED, "answer": "June 15 [F2]."},
+        {"answerable": "yes", **ANSWERED, "answer": "June 15 [F1]. It moved"},
     ],
     ids=[
         "both",
@@ -280,6 +284,9 @@ def test_the_branched_schema_accepts_each_consistent_ledger_in_exactly_one_branc
         "inference",
         "answer-after-no",
         "abstention-after-yes",
+        "answer-without-marker",
+        "marker-naming-a-fact-not-written",
+        "claim-without-marker",
     ],
 )
 def test_the_branched_schema_rules_out_inconsistent_ledgers(ledger):
@@ -292,12 +299,37 @@ def test_the_branched_schema_keeps_every_bound_and_cites_before_it_answers():
         knowledge="evidence-only",
         max_output_tokens=512,
     )
+    counts = []
     for branch in _branched()["anyOf"]:
         assert list(branch["properties"]) == list(plain["properties"])
         assert branch["required"] == plain["required"]
         assert branch["additionalProperties"] is False
-        assert branch["properties"]["facts"]["items"] == plain["properties"]["facts"]["items"]
-        assert branch["properties"]["facts"]["maxItems"] == plain["properties"]["facts"]["maxItems"]
+        facts = branch["properties"]["facts"]
+        assert facts["items"] == plain["properties"]["facts"]["items"]
+        if branch["properties"]["answerable"]["enum"] == ["yes"]:
+            counts.extend(range(facts["minItems"], facts["maxItems"] + 1))
+        else:
+            assert facts["maxItems"] == plain["properties"]["facts"]["maxItems"]
+    # One answered shape per fact count, from one fact to as many as the plain schema allows.
+    assert counts == list(range(1, plain["properties"]["facts"]["maxItems"] + 1))
+
+
+@pytest.mark.parametrize("facts", [1, 2, 4, 5, 16, 32])
+def test_each_answered_shape_bounds_its_answer_and_names_only_its_facts(facts):
+    schema = branch_on_answer(
+        ledger_schema(
+            QuoteStyle().shape(SentSources((Evidence(id="a", text="t"),))),
+            max_output_tokens=facts * 128,
+        )
+    )
+    for branch in schema["anyOf"][:-1]:
+        answer = branch["properties"]["answer"]
+        most = branch["properties"]["facts"]["maxItems"]
+        pattern = re.compile(answer["pattern"])
+        assert pattern.fullmatch(f"June 15 [F{most}].")
+        assert not pattern.fullmatch(f"June 15 [F{most + 1}].")
+        assert not pattern.fullmatch("June 15")
+        assert not pattern.fullmatch("x" * answer["maxLength"] + " [F1].")
 
 
 def test_only_a_branched_chat_completions_model_sends_the_branches():

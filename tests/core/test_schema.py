@@ -8,6 +8,7 @@ compactly without escapes) fits the request's ``max_response_chars``.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import jsonschema
@@ -78,6 +79,8 @@ def from_schema(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     for kind in kinds:
         if kind == "null":
             options.append(st.none())
+        elif kind == "string" and "pattern" in schema:
+            options.append(st.from_regex(schema["pattern"], fullmatch=True))
         elif kind == "string":
             low = schema.get("minLength", 0)
             high = max(low, min(schema.get("maxLength", 40), 40))
@@ -110,6 +113,8 @@ def _longest(schema: dict[str, Any]) -> Any:
     for kind in kinds:
         if kind == "null":
             candidates.append(None)
+        elif kind == "string" and "pattern" in schema:
+            candidates.append(_longest_marked(schema["pattern"]))
         elif kind == "string":
             candidates.append("x" * schema["maxLength"])
         elif kind == "array":
@@ -119,6 +124,20 @@ def _longest(schema: dict[str, Any]) -> Any:
         else:
             raise AssertionError(f"unexpected type {kind}")
     return max(candidates, key=lambda v: len(_compact(v)))
+
+
+def _longest_marked(pattern: str) -> str:
+    """The longest answer an answered shape's marker pattern allows, read off the pattern."""
+    claim_chars = int(re.search(r"\{1,(\d+)\}", pattern).group(1))
+    more = re.search(r"\)\{0,(\d+)\}\$$", pattern)
+    claims = 1 + int(more.group(1)) if more else 1
+    two_digits = "([1-9]|" in pattern
+    named = re.search(r", F.*?\)\{0,(\d+)\}", pattern)
+    numbers = 1 + (int(named.group(1)) if named else 0)
+    marker = "[" + ", ".join(["F10" if two_digits else "F1"] * numbers) + "]."
+    answer = " ".join(["x" * claim_chars + " " + marker] * claims)
+    assert re.fullmatch(pattern, answer)
+    return answer
 
 
 def _parses(instance: object, options: AnswerOptions) -> bool:

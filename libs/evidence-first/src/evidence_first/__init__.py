@@ -6,12 +6,14 @@ when the model's output is malformed or unsupported it fails closed.
 """
 
 from evidence_first._answer import (
+    AnswerSegment,
     Citation,
     CitationCheck,
     DocumentSpan,
     EvidenceAnswer,
     EvidenceSpan,
     Fact,
+    FactMarker,
     PromptBudget,
     TokenUsage,
     ValidationIssue,
@@ -54,6 +56,7 @@ __all__ = [
     "PROMPT_VERSION",
     "AbstentionReason",
     "AnswerCancelledError",
+    "AnswerSegment",
     "AnswerStatus",
     "AnswerTimeoutError",
     "AsyncEvidenceReaderModel",
@@ -68,6 +71,7 @@ __all__ = [
     "EvidenceSpan",
     "EvidenceStatus",
     "Fact",
+    "FactMarker",
     "InvalidRequestError",
     "KnowledgePolicy",
     "ModelCallError",

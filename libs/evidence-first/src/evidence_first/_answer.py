@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evidence_first._evidence import Evidence
+from evidence_first._markers import AnswerSegment, FactMarker
 from evidence_first._vocabulary import (
     AbstentionReason,
     AnswerFlag,
@@ -16,15 +17,18 @@ from evidence_first._vocabulary import (
     CitationMode,
     OmissionReason,
     ReasonCode,
+    UnmarkedSegments,
 )
 
 __all__ = [
+    "AnswerSegment",
     "Citation",
     "CitationCheck",
     "DocumentSpan",
     "EvidenceAnswer",
     "EvidenceSpan",
     "Fact",
+    "FactMarker",
     "PromptBudget",
     "TokenUsage",
     "ValidationIssue",
@@ -177,7 +181,7 @@ class EvidenceAnswer(_Frozen):
     Attributes:
         status: ``answered``, ``insufficient_evidence`` or ``invalid_response``.
         question: The question asked.
-        answer: The answer; ``None`` unless ``answered``.
+        answer: The answer, without the model's fact markers; ``None`` unless ``answered``.
         inference: General inference kept apart from the facts (``allow-general-inference``
             only); ``None`` unless ``answered``.
         facts: Facts whose every citation verified. Empty for ``invalid_response``.
@@ -215,6 +219,10 @@ class EvidenceAnswer(_Frozen):
             (it rests only on superseded or contradicted sources while a current one was
             sent) or ``"unsupported_facts"`` (a fact's object is not in its cited text). The
             options ``non_current_evidence`` and ``unsupported_facts`` make them abstentions.
+        segments: The answer's parts, each with the facts it rests on (``answered`` only; an
+            abstention or a rejection has none). Together they cover the answer's visible text.
+        unmarked_segments: The policy the answer was held to: ``"list"`` keeps an answer with
+            unmarked segments, ``"reject"`` fails it closed (``unmarked_segment``).
     """
 
     status: AnswerStatus
@@ -242,6 +250,8 @@ class EvidenceAnswer(_Frozen):
     confidence_floor: float | None = None
     abstention: AbstentionReason | None = None
     flags: tuple[AnswerFlag, ...] = ()
+    segments: tuple[AnswerSegment, ...] = ()
+    unmarked_segments: UnmarkedSegments = "list"
 
     # Every offered source by ID (sent or omitted), so framework objects stay reachable.
     _offered: dict[str, Evidence] = PrivateAttr(default_factory=dict)

@@ -7,11 +7,13 @@ model call, says why). Anything else is ``invalid_response``, with every failed 
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, get_args
 
 from evidence_first._answer import CitationCheck, EvidenceAnswer, Fact, ValidationIssue
 from evidence_first._confidence import decision_confidence
 from evidence_first._ledger import Ledger, parse_response
+from evidence_first._markers import MarkedAnswer, marked_answer
 from evidence_first._model import ModelResponse
 from evidence_first._plan import AnswerPlan
 from evidence_first._support import objects_are_held
@@ -25,7 +27,10 @@ from evidence_first._vocabulary import (
     ReaderDecision,
 )
 
-__all__ = ["answer_flags", "consistency_issues", "judge", "without_model_call"]
+if TYPE_CHECKING:
+    from evidence_first._options import AnswerOptions
+
+__all__ = ["answer_flags", "consistency_issues", "judge", "marker_issues", "without_model_call"]
 
 
 def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
@@ -47,11 +52,19 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
     }
     if parsed.ledger is None:
         return _rejected(plan, parsed.issues, (), common)
-    ledger = parsed.ledger
     verdict = verify_citations(
-        ledger, plan.sent, plan.style, check_objects=plan.options.output_language is None
+        parsed.ledger, plan.sent, plan.style, check_objects=plan.options.output_language is None
     )
-    issues = verdict.issues + tuple(consistency_issues(ledger, plan.options.knowledge))
+    marked = None
+    ledger = parsed.ledger
+    if ledger.answer is not None:
+        marked = marked_answer(ledger.answer, len(ledger.facts), verdict.unsupported)
+        ledger = ledger.model_copy(update={"answer": marked.text})
+    issues = (
+        verdict.issues
+        + tuple(consistency_issues(ledger, plan.options.knowledge))
+        + marker_issues(marked, len(ledger.facts), verdict.unverified, plan.options)
+    )
     if issues:
         return _rejected(plan, issues, verdict.checks, common)
     common["citation_checks"] = verdict.checks
@@ -76,8 +89,50 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
         missing_evidence=(),
         validation_errors=(),
         flags=flags,
+        segments=() if marked is None else marked.segments,
         **common,
     )
+
+
+def marker_issues(
+    marked: MarkedAnswer | None,
+    fact_count: int,
+    unverified: Collection[int],
+    options: AnswerOptions,
+) -> tuple[ValidationIssue, ...]:
+    """Stage 5 for the answer's fact markers (:mod:`~evidence_first._markers`).
+
+    Every marker must name a fact of the ledger whose citations all verified
+    (``invalid_fact_marker``); under ``unmarked_segments="reject"`` every segment of a visible
+    answer must be marked (``unmarked_segment``). Details count, never quote the answer.
+    """
+    if marked is None:
+        return ()
+    issues: list[ValidationIssue] = []
+    unknown = sum(not 1 <= number <= fact_count for number in marked.numbers)
+    failed = sum(number - 1 in unverified for number in marked.numbers)
+    for count, what in (
+        (unknown, "a fact the ledger does not have"),
+        (failed, "a fact with a failed citation"),
+    ):
+        if count:
+            issues.append(
+                ValidationIssue(
+                    code="invalid_fact_marker",
+                    path="$.answer",
+                    detail=f"{count} marker(s) name {what} (the ledger has {fact_count} facts)",
+                )
+            )
+    if options.unmarked_segments == "reject" and marked.segments:
+        unmarked = sum(segment.support != "marked" for segment in marked.segments)
+        if unmarked:
+            detail = (
+                "the answer carries no fact marker"
+                if not marked.numbers
+                else f"{unmarked} segment(s) of the answer carry no fact marker"
+            )
+            issues.append(ValidationIssue(code="unmarked_segment", path="$.answer", detail=detail))
+    return tuple(issues)
 
 
 def answer_flags(
@@ -250,5 +305,6 @@ def _answer(plan: AnswerPlan, **fields: Any) -> EvidenceAnswer:
         budget=plan.budget,
         prompt_version=plan.prompt_version,
         citation_mode=plan.style.mode,
+        unmarked_segments=plan.options.unmarked_segments,
         **fields,
     )

@@ -16,6 +16,7 @@ __all__ = [
     "MAX_SOURCES",
     "MAX_SOURCE_UTF16_UNITS",
     "MAX_TERM_CHARS",
+    "OUTPUT_TOKENS_PER_FACT",
 ]
 
 # The request.
@@ -41,6 +42,9 @@ MAX_ANSWER_CHARS = 8000
 MAX_MISSING_ITEMS = 16
 # A fact rarely rests on more than a few passages, and adjacent ones merge into one span.
 MAX_PASSAGES_PER_CITATION = 4
+# Output tokens per allowed fact: the request schema's bounds follow the output limit, so a
+# model that fills every list still fits in it (a citation costs twice this).
+OUTPUT_TOKENS_PER_FACT = 128
 # Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
 # labels are plain strings and verification alone catches an unknown one.
 MAX_ENUM_VALUES = 256

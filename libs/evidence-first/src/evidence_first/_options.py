@@ -26,7 +26,7 @@ from evidence_first._limits import MAX_SOURCES
 from evidence_first._request import checked_int
 from evidence_first._text import is_unicode_text
 from evidence_first._tokens import estimate_tokens
-from evidence_first._vocabulary import CitationMode, KnowledgePolicy
+from evidence_first._vocabulary import CitationMode, KnowledgePolicy, UnmarkedSegments
 
 __all__ = [
     "AnswerOptionFields",
@@ -52,12 +52,10 @@ class AnswerOptionFields(BaseModel):
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
 
     knowledge: KnowledgePolicy = Field(
-        "evidence-only",
-        description="the opt-in keeps an `inference` apart from the facts",
+        "evidence-only", description="the opt-in keeps an `inference` apart from the facts"
     )
     citation_mode: CitationMode = Field(
-        "quote",
-        description="how the model cites: exact quotes, or labeled passages",
+        "quote", description="how the model cites: exact quotes, or labeled passages"
     )
     output_language: str | None = Field(
         None,
@@ -127,6 +125,9 @@ class AnswerOptionFields(BaseModel):
         "flag",
         description="an answer resting on a fact whose words its cited text does not hold: "
         "flagged, or an abstention",
+    )
+    unmarked_segments: UnmarkedSegments = Field(
+        "list", description="answer text that no marker ties to a fact: listed, or rejected"
     )
 
     @field_validator("*", mode="before")
@@ -263,6 +264,7 @@ class OptionArgs(TypedDict, total=False):
     min_reader_confidence: float | None
     non_current_evidence: Literal["flag", "abstain"]
     unsupported_facts: Literal["flag", "abstain"]
+    unmarked_segments: UnmarkedSegments
 
 
 class AnswerOptions(AnswerOptionFields):
@@ -335,10 +337,7 @@ def option_error(exc: ValidationError) -> Exception:
 
 
 def option_bounds(field: FieldInfo) -> tuple[Any, Any]:
-    """A declared option's range: its lowest (``ge`` or ``gt``) and highest (``le``) value.
-
-    An option with no bound below or above has ``-inf`` or ``inf`` there.
-    """
+    """A declared option's range, lowest (``ge``/``gt``) to highest (``le``); ``±inf`` if none."""
     low: Any = -math.inf
     high: Any = math.inf
     for bound in field.metadata:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences, escape_controls
 from evidence_first._limits import MAX_FACTS
+from evidence_first._markers import MARKER_RULE
 from evidence_first._vocabulary import KnowledgePolicy
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ it first.
 """
 
 _ANSWER_KEYS = f"""\
-- "answer": a short answer to the question, or null if the sources do not answer it.
+- "answer": a short answer to the question, or null if the sources do not answer it. \
+{MARKER_RULE}
 - "inference": null, unless the knowledge policy allows general inference and you add a \
 recommendation or conclusion that goes beyond the facts.
 - "missing_evidence": a list of what is missing; an empty list when you answer.

@@ -25,6 +25,7 @@ from evidence_first._limits import (
     MAX_CITATIONS_PER_FACT,
     MAX_ENUM_VALUES,
     MAX_FACTS,
+    OUTPUT_TOKENS_PER_FACT,
 )
 from evidence_first._vocabulary import DECISION_KEY, KnowledgePolicy, ReaderDecision
 
@@ -42,10 +43,7 @@ NULL: dict[str, Any] = {"type": "null"}
 # The decision is always stated in a request: a string of the two values, never null.
 _DECISION: dict[str, Any] = {"type": "string", "enum": list(get_args(ReaderDecision))}
 
-# Output tokens per allowed fact and per allowed citation of a fact: the request schema's
-# bounds follow the output limit, so a model that fills every list still fits in it.
-_OUTPUT_TOKENS_PER_FACT = 128
-_OUTPUT_TOKENS_PER_CITATION = 256
+_OUTPUT_TOKENS_PER_CITATION = 2 * OUTPUT_TOKENS_PER_FACT
 _DROPPED = frozenset({"title", "description", "default", "$defs"})
 _KEY_ORDER = (
     "type",
@@ -156,7 +154,7 @@ def ledger_schema(
     missing: int = props["missing_evidence"]["maxItems"]
     if max_output_tokens is not None:
         tokens = max_output_tokens // citation.output_cost
-        facts = max(1, min(MAX_FACTS, tokens // _OUTPUT_TOKENS_PER_FACT))
+        facts = max(1, min(MAX_FACTS, tokens // OUTPUT_TOKENS_PER_FACT))
         citations = max(1, min(MAX_CITATIONS_PER_FACT, tokens // _OUTPUT_TOKENS_PER_CITATION))
     fact = props["facts"]["items"]
     while True:

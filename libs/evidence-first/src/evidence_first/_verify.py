@@ -33,11 +33,16 @@ class Verdict:
         facts: The facts with resolved citations (only meaningful when ``issues`` is empty).
         checks: One verdict per citation the model produced, in order.
         issues: Every failed citation; empty when every citation verified.
+        unverified: The indices of the facts with a failed citation.
+        unsupported: The indices of the facts whose object is not in their cited text
+            (their verified citations carry ``object_not_cited``).
     """
 
     facts: tuple[Fact, ...]
     checks: tuple[CitationCheck, ...]
     issues: tuple[ValidationIssue, ...]
+    unverified: frozenset[int] = frozenset()
+    unsupported: frozenset[int] = frozenset()
 
 
 def verify_citations(
@@ -52,6 +57,8 @@ def verify_citations(
     facts: list[Fact] = []
     checks: list[CitationCheck] = []
     issues: list[ValidationIssue] = []
+    unverified: set[int] = set()
+    unsupported: set[int] = set()
     # Each cited source's way to its sentences, made once per ledger.
     touching: dict[str, Touching | None] = {}
 
@@ -94,7 +101,10 @@ def verify_citations(
                     )
                 )
         texts = [span.text for citation in citations for span in citation.evidence_spans]
+        if len(citations) < len(fact.citations):
+            unverified.add(fact_index)
         if check_objects and citations and object_is_cited(fact.object, texts) is False:
+            unsupported.add(fact_index)
             fact_checks = [
                 c.model_copy(update={"flags": (*c.flags, "object_not_cited")})
                 if c.verdict == "verified"
@@ -110,4 +120,6 @@ def verify_citations(
                 citations=tuple(citations),
             )
         )
-    return Verdict(tuple(facts), tuple(checks), tuple(issues))
+    return Verdict(
+        tuple(facts), tuple(checks), tuple(issues), frozenset(unverified), frozenset(unsupported)
+    )

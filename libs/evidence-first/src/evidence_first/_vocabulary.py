@@ -17,6 +17,8 @@ __all__ = [
     "OmissionReason",
     "ReaderDecision",
     "ReasonCode",
+    "SegmentSupport",
+    "UnmarkedSegments",
 ]
 
 AnswerStatus = Literal["answered", "insufficient_evidence", "invalid_response"]
@@ -47,6 +49,11 @@ ReaderDecision = Literal["yes", "no"]
 DECISION_KEY = "answerable"
 """The ledger key that holds the reader's decision."""
 KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
+SegmentSupport = Literal["marked", "assigned", "unmarked"]
+"""How an answer segment came by its facts: its own markers, the whole answer's facts (the
+answer had no marker), or none."""
+UnmarkedSegments = Literal["list", "reject"]
+"""What an answer with a segment no marker ties to a fact gets: listed, or rejected."""
 CitationMode = Literal["quote", "passage"]
 """How the model cites: by copying an exact quote, or by naming labeled passages."""
 
@@ -73,6 +80,8 @@ ReasonCode = Literal[
     # Stage 5: consistency and policy.
     "inconsistent_output",
     "inference_not_allowed",
+    "invalid_fact_marker",
+    "unmarked_segment",
 ]
 """Why a response was rejected. A closed set: an `invalid_response` carries one or more."""
 

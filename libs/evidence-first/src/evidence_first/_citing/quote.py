@@ -20,7 +20,7 @@ from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote"]
 
-PROMPT_VERSION = "evidence-first/quote/4"
+PROMPT_VERSION = "evidence-first/quote/5"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
 
 

@@ -74,7 +74,8 @@ DIALECTS: dict[DialectName, Dialect] = {
     "full": Dialect(
         name="full",
         source="llama.cpp grammars/README.md; vLLM structured outputs (xgrammar); Ollama format",
-        keywords=_STRUCTURE | {"enum", "anyOf", "minItems", "maxItems", "minLength", "maxLength"},
+        keywords=_STRUCTURE
+        | {"enum", "anyOf", "minItems", "maxItems", "minLength", "maxLength", "pattern"},
         root_any_of=True,
     ),
     # An OpenAI-compatible server whose subset is unknown: standard JSON Schema with every

@@ -18,11 +18,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from evidence_first._errors import InvalidRequestError
-from evidence_first._limits import MAX_ANSWER_CHARS
+from evidence_first._limits import MAX_ANSWER_CHARS, MAX_FACTS, OUTPUT_TOKENS_PER_FACT
+from evidence_first._markers import answer_pattern, pattern_chars
 from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
 from evidence_first._vocabulary import DECISION_KEY
 
 __all__ = ["branch_on_answer", "schema_in"]
+
+# The answered shapes: one per fact count up to this many, then one for more.
+_SPLIT_FACTS = 4
+# At most this many claims in an answer, and at least this many characters allowed in each.
+_MAX_CLAIMS = 3
+_MIN_CLAIM_CHARS = 24
 
 
 def schema_in(schema: Mapping[str, Any], dialect: Dialect | DialectName) -> dict[str, Any]:
@@ -177,34 +184,64 @@ def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dic
 
 
 def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
-    """Make "an answer xor missing evidence" structural: a choice of two ledger shapes.
+    """Make "an answer xor missing evidence" structural: a choice of ledger shapes.
 
-    One branch answers (the decision ``"yes"``, at least one fact, a non-empty answer, no
-    missing evidence); the other abstains (the decision ``"no"``, a null answer and inference,
-    at least one missing-evidence item, facts allowed). A grammar-constrained provider
-    (llama.cpp) then cannot produce an ``inconsistent_output`` ledger: the decision it writes
-    first chooses the branch. Verification is unchanged: it still checks every rule on
+    The answered shapes (the decision ``"yes"``, a non-empty answer, no missing evidence) come
+    one per fact count, 1 to 4 facts and one for more, each with an answer whose claims end with
+    fact markers naming only its facts (:func:`~evidence_first._markers.answer_pattern`). The
+    abstained shape has the decision ``"no"``, a null answer and inference, at least one
+    missing-evidence item, facts allowed. A grammar-constrained provider (llama.cpp) then
+    cannot produce an ``inconsistent_output`` ledger or a marker naming no fact: the decision it
+    writes first chooses the shape. Verification is unchanged: it still checks every rule on
     whatever comes back.
+
+    The pattern bounds the answer's length (llama.cpp ignores ``maxLength`` beside a pattern):
+    each fact a shape does not write leaves its share of the output limit
+    (:data:`~evidence_first._limits.OUTPUT_TOKENS_PER_FACT` tokens, read as two characters
+    each, since digits are a token apiece) to the answer, at most ``maxLength`` characters in
+    all, in at most three claims.
     """
     properties = schema["properties"]
     answer_chars = properties["answer"].get("maxLength", MAX_ANSWER_CHARS)
+    facts = properties["facts"]
+    most = facts.get("maxItems", MAX_FACTS)
     decision = properties.get(DECISION_KEY)
 
     def branch(value: str, **changed: Any) -> dict[str, Any]:
         chosen = {DECISION_KEY: {**decision, "enum": [value]}} if decision else {}
         return {**schema, "properties": {**properties, **chosen, **changed}}
 
-    # Facts before the answer, as in the single-branch schema: the model cites, then answers.
-    answered = branch(
-        "yes",
-        facts={**properties["facts"], "minItems": 1},
-        answer={"type": "string", "minLength": 1, "maxLength": answer_chars},
-        missing_evidence={**properties["missing_evidence"], "maxItems": 0},
-    )
+    def answered(fewest: int, most_facts: int) -> dict[str, Any]:
+        left = OUTPUT_TOKENS_PER_FACT * (most - fewest) + OUTPUT_TOKENS_PER_FACT // 2
+        room = min(answer_chars, 2 * left)
+        marker = pattern_chars(most_facts, claims=1, claim_chars=0)
+        # As many claims as fit, up to one per fact, each of at least _MIN_CLAIM_CHARS.
+        claims = min(fewest, _MAX_CLAIMS)
+        while claims > 1 and (room - claims + 1) // claims - marker < _MIN_CLAIM_CHARS:
+            claims -= 1
+        answer: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": answer_chars}
+        claim_chars = (room - claims + 1) // claims - marker
+        if claim_chars >= _MIN_CLAIM_CHARS:
+            # The pattern's longest answer is its maxLength: both bounds say the same.
+            bounds = {"facts": most_facts, "claims": claims, "claim_chars": claim_chars}
+            answer["maxLength"] = pattern_chars(**bounds)
+            answer["pattern"] = answer_pattern(**bounds)
+        # Facts before the answer, as in the single-branch schema: the model cites, then
+        # answers, and its answer's markers can name only the facts it wrote.
+        return branch(
+            "yes",
+            facts={**facts, "minItems": fewest, "maxItems": most_facts},
+            answer=answer,
+            missing_evidence={**properties["missing_evidence"], "maxItems": 0},
+        )
+
+    shapes = [answered(count, count) for count in range(1, min(most, _SPLIT_FACTS) + 1)]
+    if most > _SPLIT_FACTS:
+        shapes.append(answered(_SPLIT_FACTS + 1, most))
     abstained = branch(
         "no",
         answer={"type": "null"},
         inference={"type": "null"},
         missing_evidence={**properties["missing_evidence"], "minItems": 1},
     )
-    return {"anyOf": [answered, abstained]}
+    return {"anyOf": [*shapes, abstained]}

@@ -1,0 +1,287 @@
+"""Fact markers: how the claims of an answer name the facts they rest on, in one place.
+
+The model ends each claim of its answer with a marker naming 1-based fact numbers, ``[F1]`` or
+``[F1, F2]``: ``F1`` is the ledger's first fact. The ``F`` reserves the form, so "[2019]" or
+"[1]" stays ordinary text. This module holds the marker's grammar, the prompt sentence that
+asks for it (:data:`MARKER_RULE`), the request-schema pattern that makes a grammar-constrained
+reader write it (:func:`answer_pattern`) and the parse of an answer into segments
+(:func:`marked_answer`).
+
+What is matched, exactly:
+
+- A marker is ``[``, ``F`` and digits, then any further ``,`` ``F`` and digits (spaces allowed
+  around the commas), then ``]``. Markers separated only by whitespace are one marker. The
+  whitespace before a marker is part of its spelling: it goes when the marker goes.
+- Quoted text is not searched: between ``"`` and the next ``"``, and between ``“`` and ``”``, a
+  marker-like string is text.
+- The punctuation right after a marker (``. , ; : ! ? …``, their full-width forms, and closing
+  brackets) belongs to the segment before it: "June 8 [F1]." is the segment "June 8.".
+- A segment is the text since the previous marker, without its leading whitespace, and rests
+  on the facts its marker names. Text with no letter or digit joins the segment before it; a
+  marker with no text before it (at the very start) joins the next segment.
+- Text after the last marker that holds a letter or digit is an unmarked segment: nothing ties
+  it to a fact. An answer with no marker at all is one segment resting on every fact, assigned
+  rather than marked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict
+
+from evidence_first._text import UnitOffsets
+from evidence_first._vocabulary import AnswerFlag, SegmentSupport
+
+__all__ = [
+    "MARKER_RULE",
+    "AnswerSegment",
+    "FactMarker",
+    "MarkedAnswer",
+    "answer_pattern",
+    "marked_answer",
+    "pattern_chars",
+]
+
+MARKER_RULE = (
+    'End each claim of "answer" with the numbers of the facts it rests on, as [F1] or [F1, F2] '
+    "(F1 is the first fact)."
+)
+
+_MARKER = re.compile(r"(?:\s*\[F[0-9]+(?:\s*,\s*F[0-9]+)*\])+")
+_NUMBER = re.compile(r"F([0-9]+)")
+_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+_ATTACHED = re.compile(r"[.,;:!?…。、)\]}\uff0c\uff1b\uff1a\uff01\uff1f]*")
+# A fact number past this many digits names no fact of any ledger (at most 32 facts).
+_MAX_DIGITS = 6
+# The pattern lets one marker name at most this many facts.
+_MAX_NAMED = 9
+
+
+class FactMarker(BaseModel):
+    """A fact marker as the model wrote it, removed from the answer.
+
+    Inserting ``spelling`` back at its offset (of the answer without markers, in any unit)
+    gives back the model's answer; ``spelling`` keeps the spaces before the marker.
+
+    Attributes:
+        spelling: Exactly the text removed, such as ``" [F1, F2]"``.
+        char_offset: Where it stood, as a Python ``str`` index into ``EvidenceAnswer.answer``.
+        utf16_offset: The same position in UTF-16 code units.
+        utf8_offset: The same position in UTF-8 bytes.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    spelling: str
+    char_offset: int
+    utf16_offset: int
+    utf8_offset: int
+
+
+class AnswerSegment(BaseModel):
+    """One part of the answer and the verified facts it rests on: ``answer[char_start:char_end]``.
+
+    Offsets are half-open into ``EvidenceAnswer.answer`` (the text without markers), like a
+    citation's: ``char_*`` Python ``str`` indices, ``utf16_*`` JavaScript string indices,
+    ``utf8_*`` byte offsets.
+
+    Attributes:
+        text: The segment's text.
+        fact_indices: The facts it rests on, as indices into ``EvidenceAnswer.facts`` (marker
+            ``[F1]`` names ``facts[0]``). Empty for an unmarked segment.
+        support: ``"marked"`` (its markers name its facts), ``"assigned"`` (the answer had no
+            marker at all: the one segment rests on every fact) or ``"unmarked"`` (no marker
+            follows it: nothing ties it to a fact).
+        markers: The markers that ended it, as written.
+        flags: ``("unsupported_facts",)`` when every fact it rests on has a citation whose
+            text does not hold the fact's object (``object_not_cited``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str
+    char_start: int
+    char_end: int
+    utf16_start: int
+    utf16_end: int
+    utf8_start: int
+    utf8_end: int
+    fact_indices: tuple[int, ...]
+    support: SegmentSupport
+    markers: tuple[FactMarker, ...] = ()
+    flags: tuple[AnswerFlag, ...] = ()
+
+
+@dataclass(frozen=True)
+class MarkedAnswer:
+    """An answer read for markers.
+
+    Attributes:
+        text: The answer without its markers.
+        segments: Its parts with the facts they rest on; empty when ``text`` has no letter or
+            digit.
+        numbers: Every fact number the markers name, in order, as written (1-based; 0 for a
+            number too long to name any fact).
+    """
+
+    text: str
+    segments: tuple[AnswerSegment, ...]
+    numbers: tuple[int, ...]
+
+
+@dataclass
+class _Open:
+    """A segment being built: code-point bounds, fact numbers and markers."""
+
+    start: int
+    end: int
+    numbers: list[int]
+    markers: list[tuple[str, int]]
+
+
+def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -> MarkedAnswer:
+    """Remove the markers of ``answer`` and cut it into segments.
+
+    ``flagged`` are the 0-based indices of facts whose citations carry ``object_not_cited``: a
+    segment resting only on those is flagged ``unsupported_facts``.
+    """
+    quoted = [match.span() for match in _QUOTED.finditer(answer)]
+    kept: list[str] = []
+    removed: list[tuple[str, int, list[int]]] = []  # spelling, offset without markers, numbers
+    last = length = 0
+    for match in _MARKER.finditer(answer):
+        bracket = answer.index("[", match.start())
+        if any(start < bracket < end for start, end in quoted):
+            continue
+        kept.append(answer[last : match.start()])
+        length += match.start() - last
+        numbers = [
+            int(digits) if len(digits) <= _MAX_DIGITS else 0
+            for digits in _NUMBER.findall(match.group())
+        ]
+        removed.append((match.group(), length, numbers))
+        last = match.end()
+    kept.append(answer[last:])
+    text = "".join(kept)
+    all_numbers = tuple(number for _, _, numbers in removed for number in numbers)
+    offsets = UnitOffsets(text)
+
+    def segment(part: _Open, support: SegmentSupport) -> AnswerSegment:
+        facts = tuple(dict.fromkeys(number - 1 for number in part.numbers))
+        if support == "assigned":
+            facts = tuple(range(fact_count))
+        (utf16_start, utf8_start), (utf16_end, utf8_end) = (
+            offsets.at(part.start),
+            offsets.at(part.end),
+        )
+        markers = tuple(
+            FactMarker(
+                spelling=spelling,
+                char_offset=at,
+                utf16_offset=offsets.at(at)[0],
+                utf8_offset=offsets.at(at)[1],
+            )
+            for spelling, at in part.markers
+        )
+        return AnswerSegment(
+            text=text[part.start : part.end],
+            char_start=part.start,
+            char_end=part.end,
+            utf16_start=utf16_start,
+            utf16_end=utf16_end,
+            utf8_start=utf8_start,
+            utf8_end=utf8_end,
+            fact_indices=facts,
+            support=support,
+            markers=markers,
+            flags=("unsupported_facts",) if facts and set(facts) <= set(flagged) else (),
+        )
+
+    if not removed:
+        whole = _visible(text, 0, len(text))
+        assigned = () if whole is None else (segment(_Open(*whole, [], []), "assigned"),)
+        return MarkedAnswer(text, assigned, ())
+
+    parts: list[_Open] = []
+    pending: list[tuple[str, int, list[int]]] = []
+    cursor = 0
+    for spelling, at, numbers in removed:
+        end = at + len(_ATTACHED.match(text, at).group())  # type: ignore[union-attr]
+        bounds = _visible(text, cursor, at)
+        if bounds is None and parts:
+            parts[-1].end = end
+            parts[-1].numbers += numbers
+            parts[-1].markers.append((spelling, at))
+        elif bounds is None:
+            pending.append((spelling, at, numbers))
+        else:
+            parts.append(
+                _Open(
+                    bounds[0],
+                    end,
+                    [n for _, _, ns in pending for n in ns] + numbers,
+                    [(s, a) for s, a, _ in pending] + [(spelling, at)],
+                )
+            )
+            pending = []
+        cursor = end
+    segments = [segment(part, "marked") for part in parts]
+    rest = _visible(text, cursor, len(text))
+    if rest is not None and pending:
+        tail = _Open(
+            *rest, [n for _, _, ns in pending for n in ns], [(s, a) for s, a, _ in pending]
+        )
+        segments.append(segment(tail, "marked"))
+    elif rest is not None:
+        segments.append(segment(_Open(*rest, [], []), "unmarked"))
+    elif segments and text[cursor:].strip():
+        # Trailing text with no letter or digit (a closing quote, an emoji) ends the last segment.
+        parts[-1].end = cursor + len(text[cursor:].rstrip())
+        segments[-1] = segment(parts[-1], "marked")
+    return MarkedAnswer(text, tuple(segments), all_numbers)
+
+
+def _visible(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """``text[start:end]`` without surrounding whitespace, or ``None`` with no letter or digit."""
+    part = text[start:end]
+    if not any(char.isalnum() for char in part):
+        return None
+    lead = len(part) - len(part.lstrip())
+    return start + lead, start + len(part.rstrip())
+
+
+def pattern_chars(facts: int, *, claims: int, claim_chars: int) -> int:
+    """The length of the longest answer :func:`answer_pattern` allows with these bounds."""
+    digits = len(str(facts))
+    named = min(facts, _MAX_NAMED)
+    marker = len(" [F]") + digits + (named - 1) * (len(", F") + digits) + len(".")
+    return claims * (claim_chars + marker) + claims - 1
+
+
+def answer_pattern(facts: int, *, claims: int, claim_chars: int) -> str:
+    """A pattern for an answer whose claims each end with a marker naming facts 1 to ``facts``.
+
+    At most ``claims`` claims of at most ``claim_chars`` characters each (a bound a
+    grammar-constrained provider keeps: llama.cpp ignores ``maxLength`` beside a ``pattern``),
+    each marker naming at most nine facts. The claim's text holds no bracket, quote, backslash
+    or control character, so the marker is the only bracketed text. Written in the subset
+    llama.cpp's converter reads: no ``(?:``, no lookaround, ``^`` and ``$`` only at the ends.
+    """
+    number = _numbers(facts)
+    named = min(facts, _MAX_NAMED)
+    more = "" if named == 1 else f"(, F{number}){{0,{named - 1}}}"
+    claim = rf'[^\[\]"\\\x00-\x1f]{{1,{claim_chars}}} \[F{number}{more}\][.!?]?'
+    repeat = "" if claims == 1 else f"( {claim}){{0,{claims - 1}}}"
+    return f"^{claim}{repeat}$"
+
+
+def _numbers(most: int) -> str:
+    """A pattern for the numbers 1 to ``most`` (at most 99), exactly."""
+    if most <= 9:
+        return "1" if most == 1 else f"[1-{most}]"
+    tens, units = divmod(most, 10)
+    middle = "" if tens == 1 else ("1" if tens == 2 else f"[1-{tens - 1}]") + "[0-9]|"
+    return f"([1-9]|{middle}{tens}[0-{units}])"
