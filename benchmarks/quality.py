@@ -67,6 +67,7 @@ from evidence_first import (
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._invoke import call_model
 from evidence_first._judge import judge
+from evidence_first._markers import marked_answer
 from evidence_first._plan import AnswerPlan, plan_answer
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
@@ -184,6 +185,10 @@ class Outcome:
     detail: dict[str, Any]  # answer, citations, raw response: for reading, not counting
     reader_confidence: float | None = None
     answer_flags: tuple[str, ...] = ()
+    marked: bool = False  # an answered result whose answer carried a fact marker
+    segments: int = 0  # an answered result's segments
+    supported_segments: int = 0  # those resting on facts (marked or assigned)
+    invalid_markers: int = 0  # markers in the reply naming no fact of its ledger
 
     def decided(self, floor: float | None, abstain_on: Collection[str] = ()) -> Outcome:
         """The outcome as the engine returns it with this floor and these flags abstaining.
@@ -219,6 +224,7 @@ class Outcome:
         usage = None if answer is None else answer.usage
         status = MODEL_ERROR if answer is None else answer.status
         text = "" if answer is None else (answer.answer or "")
+        segments = () if answer is None else answer.segments
         correct = (
             question.answerable
             and status == "answered"
@@ -242,6 +248,10 @@ class Outcome:
             latency_s=round(latency_s, 2),
             reader_confidence=None if answer is None else answer.reader_confidence,
             answer_flags=() if answer is None else answer.flags,
+            marked=any(segment.support == "marked" for segment in segments),
+            segments=len(segments),
+            supported_segments=sum(segment.support != "unmarked" for segment in segments),
+            invalid_markers=0 if answer is None else invalid_markers(answer.raw_response),
             detail={
                 "question": question.question,
                 "error": error,
@@ -298,6 +308,20 @@ class Outcome:
             and values["supporting"] > 0
         )
         return cls(**values)
+
+
+def invalid_markers(raw: str | None) -> int:
+    """How many fact markers of a reply's answer name no fact of its ledger (0 if unreadable)."""
+    try:
+        ledger = json.loads(raw or "")
+    except ValueError:
+        return 0
+    if not isinstance(ledger, dict) or not isinstance(ledger.get("answer"), str):
+        return 0
+    facts = ledger.get("facts")
+    count = len(facts) if isinstance(facts, list) else 0
+    numbers = marked_answer(ledger["answer"], count).numbers
+    return sum(not 1 <= number <= count for number in numbers)
 
 
 def _check_json(check: CitationCheck, gold: Sequence[Span]) -> dict[str, Any]:
@@ -485,6 +509,20 @@ def citation_support(outcomes: list[Outcome]) -> str:
     return share(sum(o.supporting for o in answerable), verified)
 
 
+def answers_marked(outcomes: list[Outcome]) -> str:
+    answered = [o for o in outcomes if o.status == "answered"]
+    return share(sum(o.marked for o in answered), len(answered))
+
+
+def segments_supported(outcomes: list[Outcome]) -> str:
+    answered = [o for o in outcomes if o.status == "answered"]
+    return share(sum(o.supported_segments for o in answered), sum(o.segments for o in answered))
+
+
+def replies_with_invalid_markers(outcomes: list[Outcome]) -> str:
+    return str(sum(o.invalid_markers > 0 for o in outcomes))
+
+
 def median_output_tokens(outcomes: list[Outcome]) -> str:
     return median([o.output_tokens for o in outcomes if o.output_tokens is not None])
 
@@ -513,6 +551,9 @@ METRICS: tuple[tuple[str, Callable[[list[Outcome]], str]], ...] = (
     ("abstention: insufficient_evidence (unanswerable questions)", abstained_exactly),
     ("citation validity (verified / produced)", citation_validity),
     ("citation support (verified citations overlapping gold)", citation_support),
+    ("answers with fact markers (answered)", answers_marked),
+    ("answer segments resting on facts (answered)", segments_supported),
+    ("replies with a marker naming no fact of their ledger", replies_with_invalid_markers),
     ("median prompt tokens", median_input_tokens),
     ("median prompt tokens reused from the server's cache", median_cached_tokens),
     ("median output tokens", median_output_tokens),

@@ -4,7 +4,9 @@ For: developers putting answers in front of users: what to show, what to log, wh
 
 Shows:
 
-- ``answered``: the answer with its citations (source title and exact quote);
+- ``answered``: the answer with a footnote after each of its segments (``answer.segments``:
+  the parts of the answer, each with the facts it rests on), then the citations the footnotes
+  number (source title and exact quote);
 - ``insufficient_evidence``: your own localized abstention text, and a log line saying why
   (``answer.abstention``: the model said what is missing, its confidence fell below its floor,
   or the answer rested on superseded sources or unsupported facts) and how confident the
@@ -63,8 +65,9 @@ def present(answer: EvidenceAnswer, language: str) -> str:
     """Turn an answer into what the user sees; log what operators need."""
     messages = MESSAGES[language]
     if answer.status == "answered":
-        lines = [f"{answer.answer}"]
-        for number, record in enumerate(answer.citations(), start=1):
+        records = answer.citations()
+        lines = [footnoted(answer, records)]
+        for number, record in enumerate(records, start=1):
             title = record["metadata"].get("title", record["source_id"])
             lines.append(f"  [{number}] {title}: “{record['quote']}”")
         # A fact its citation does not hold (by default only flagged), or superseded sources
@@ -86,6 +89,25 @@ def present(answer: EvidenceAnswer, language: str) -> str:
         "answer rejected: codes=%s prompt=%s", ",".join(answer.reason_codes), answer.prompt_version
     )
     return messages["invalid_response"]
+
+
+def footnoted(answer: EvidenceAnswer, records: list[dict[str, Any]]) -> str:
+    """The answer with each segment followed by the numbers of its facts' citations.
+
+    A segment no fact marker ties to a fact is marked as such, for the user to weigh.
+    """
+    text, shown = answer.answer or "", 0
+    parts = []
+    for segment in answer.segments:
+        numbers = [
+            number
+            for number, record in enumerate(records, start=1)
+            if record["fact_index"] in segment.fact_indices
+        ]
+        parts.append(text[shown : segment.char_end])
+        parts.append("".join(f"[{number}]" for number in numbers) or " [no citation]")
+        shown = segment.char_end
+    return "".join(parts) + text[shown:]
 
 
 def ask(
@@ -143,7 +165,9 @@ def ledger(quote: str | None = None, missing: tuple[str, ...] = ()) -> dict[str,
         "object": "June 15",
         "citations": citations,
     }
-    return {"facts": [fact], "answer": "June 15.", "inference": None, "missing_evidence": []}
+    # The model ends each claim with the facts it rests on: [F1] is the first fact.
+    answer = "June 15 [F1]."
+    return {"facts": [fact], "answer": answer, "inference": None, "missing_evidence": []}
 
 
 SCENARIOS = {

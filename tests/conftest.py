@@ -405,6 +405,18 @@ def check_invariants(answer: EvidenceAnswer) -> None:
     if answer.status == "answered":
         assert answer.answer
         assert answer.citations_verified
+        assert answer.segments
+    else:
+        assert answer.segments == ()
+    text = answer.answer or ""
+    utf16 = text.encode("utf-16-le")
+    for segment in answer.segments:
+        assert text[segment.char_start : segment.char_end] == segment.text
+        assert utf16[2 * segment.utf16_start : 2 * segment.utf16_end].decode("utf-16-le") == (
+            segment.text
+        )
+        assert all(0 <= index < len(answer.facts) for index in segment.fact_indices)
+        assert (segment.support == "unmarked") == (not segment.fact_indices)
     for fact in answer.facts:
         for citation in fact.citations:
             source = answer.source(citation.source_id)

@@ -19,6 +19,9 @@ METRICS = [
     "abstention: insufficient_evidence (unanswerable questions)",
     "citation validity (verified / produced)",
     "citation support (verified citations overlapping gold)",
+    "answers with fact markers (answered)",
+    "answer segments resting on facts (answered)",
+    "replies with a marker naming no fact of their ledger",
     "median prompt tokens",
     "median prompt tokens reused from the server's cache",
     "median output tokens",
@@ -121,3 +124,41 @@ def test_a_stopped_run_picks_up_where_it_stopped(capsys, tmp_path, load_benchmar
     assert len(calls) == 4  # another model's results are not reused
     assert other["passage"][0].status == "insufficient_evidence"
     assert "(stored)" in capsys.readouterr().err
+
+
+def test_the_marker_rows_count_marked_answers_supported_segments_and_invalid_markers(
+    load_benchmark,
+):
+    quality = load_benchmark("quality")
+    fact = {"subject": "s", "relation": "r", "object": "o", "citations": []}
+    reply = {"facts": [fact], "answer": "A [F1]. B [F2]. C [F0]", "missing_evidence": []}
+    assert quality.invalid_markers(json.dumps(reply)) == 2
+    assert quality.invalid_markers(json.dumps({**reply, "answer": 'He said "[F9]" [F1]'})) == 0
+    assert quality.invalid_markers("not JSON") == 0
+    assert quality.invalid_markers(None) == 0
+
+    base = {
+        "id": "q",
+        "kind": "single",
+        "answerable": True,
+        "mode": "passage",
+        "status": "answered",
+        "correct": True,
+        "reason_codes": (),
+        "produced": 1,
+        "verified": 1,
+        "supporting": 1,
+        "input_tokens": None,
+        "cached_input_tokens": None,
+        "output_tokens": None,
+        "latency_s": 1.0,
+        "detail": {},
+    }
+    outcomes = [
+        quality.Outcome(**base, marked=True, segments=3, supported_segments=2),
+        quality.Outcome(**base, segments=1, supported_segments=1),
+        quality.Outcome(**{**base, "status": "invalid_response"}, invalid_markers=2),
+    ]
+    assert quality.answers_marked(outcomes) == "1/2 (50%)"
+    assert quality.segments_supported(outcomes) == "3/4 (75%)"
+    assert quality.replies_with_invalid_markers(outcomes) == "1"

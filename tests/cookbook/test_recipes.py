@@ -225,7 +225,7 @@ def test_each_status_and_error_gets_its_own_user_message(language):
     shown = module.main(language)
 
     assert shown["answered"].splitlines() == [
-        "June 15.",
+        "June 15.[1]",
         "  [1] Standup notes: “The launch moved to June 15”",
     ]
     for case in [

@@ -65,6 +65,30 @@ def test_ask_exits_zero_when_the_question_is_answered(endpoint):
     status, output = _ask(endpoint(_ledger()))
     assert status == 0
     assert "Status: answered" in output
+    # The answer had no fact marker: the one segment rests on every fact, its footnotes after.
+    assert "\nAnswer: June 15 [1]\n" in output
+    assert "  Fact 1: the launch | moved to | June 15  [1] notes.txt chars 19-47\n" in output
+
+
+def test_ask_prints_each_segment_of_the_answer_with_its_footnotes(endpoint):
+    owner = {
+        "subject": "the security review",
+        "relation": "owned by",
+        "object": "Dana Whitfield",
+        "citations": [
+            {"source_id": "notes.txt", "quote": "Dana Whitfield owns the security review."}
+        ],
+    }
+    first = json.loads(_ledger())["facts"][0]
+    ledger = _ledger(
+        facts=[first, owner],
+        answer="June 15 [F1]. Dana Whitfield owns the review [F2]. Ask her first.",
+    )
+    status, output = _ask(endpoint(ledger))
+    assert status == 0
+    answer = "June 15. [1] Dana Whitfield owns the review. [2] Ask her first. [no citation]"
+    assert f"\nAnswer: {answer}\n" in output
+    assert "    ✓ verified  [2] notes.txt:\n" in output
 
 
 def test_ask_exits_three_when_nothing_is_answered(endpoint):

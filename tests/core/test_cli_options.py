@@ -96,5 +96,5 @@ def test_ask_sends_the_schema_in_the_dialect_asked_for(monkeypatch, tmp_path):
             out=io.StringIO(),
         )
     full, default = (body["response_format"]["json_schema"]["schema"] for body in bodies)
-    assert "anyOf" in full  # the two branches llama.cpp enforces
+    assert "anyOf" in full  # the shapes llama.cpp enforces
     assert default["type"] == "object"  # an unknown server gets an object root

@@ -11,7 +11,7 @@ from html.parser import HTMLParser
 import pytest
 from markdown_it import MarkdownIt
 
-from evidence_first import Evidence, answer_from_evidence, cli
+from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence, cli
 from evidence_first.render import render_html, render_markdown, render_text
 
 SOURCES = [
@@ -247,6 +247,22 @@ def test_markdown_stays_inert_under_commonmark_with_raw_html(scripted, payload):
         knowledge="allow-general-inference",
     )
     assert answered.status == "answered"
+    segmented = answer_from_evidence(
+        payload,
+        [source],
+        scripted(
+            json.dumps(
+                {
+                    "facts": [fact],
+                    "answer": f"{payload} [F1]. Then {payload}",
+                    "inference": None,
+                    "missing_evidence": [],
+                }
+            )
+        ),
+    )
+    assert segmented.status == "answered"
+    assert segmented.segments[-1].support == "unmarked"
     abstained = answer_from_evidence(
         "q?",
         [source],
@@ -256,7 +272,7 @@ def test_markdown_stays_inert_under_commonmark_with_raw_html(scripted, payload):
             )
         ),
     )
-    for answer in (answered, abstained):
+    for answer in (answered, segmented, abstained):
         tags = _commonmark_tags(render_markdown(answer))
         assert {tag for tag, _ in tags} <= INERT_TAGS, tags
         assert all(attrs == [] for _, attrs in tags), tags
@@ -309,3 +325,220 @@ def test_a_citation_of_a_superseded_source_is_flagged_in_the_report(scripted):
     answer = answer_from_evidence("When?", sources, scripted(json.dumps(ledger)))
     assert answer.citation_checks[0].flags == ("superseded_source",)
     assert "flagged: the span is in a source marked superseded" in render_text(answer)
+
+
+# Segments: each claim of the answer, followed by the numbers of the spans its facts cite.
+SEGMENT_SOURCE = Evidence(id="a", text="The launch moved to June 15. Ravi owns it. Budget is 62%.")
+
+
+def _segmented(scripted, answer: str, owner: str = "Ravi"):
+    def cites(*quotes: str) -> list[dict[str, str]]:
+        return [{"source_id": "a", "quote": quote} for quote in quotes]
+
+    facts = [
+        {"subject": "launch", "relation": "moved to", "object": "June 15"},
+        {"subject": "launch", "relation": "owned by", "object": owner},
+        {"subject": "budget", "relation": "is", "object": "62%"},
+    ]
+    quotes = [
+        cites("The launch moved to June 15."),  # span [1]
+        cites("Ravi owns it.", "The launch moved to June 15."),  # spans [2] and [1]
+        cites("Budget is 62%."),  # span [3]
+    ]
+    ledger = {
+        "facts": [{**fact, "citations": c} for fact, c in zip(facts, quotes, strict=True)],
+        "answer": answer,
+        "inference": None,
+        "missing_evidence": [],
+    }
+    result = answer_from_evidence("Who?", [SEGMENT_SOURCE], scripted(json.dumps(ledger)))
+    assert result.status == "answered"
+    return result
+
+
+MARKED = "June 15 [F1]. Ravi owns it [F2, F3]. The budget is 62% [F3]. More <script>x</script>."
+# Each segment's footnotes: every span its facts cite, once, in order.
+MARKED_FOOTNOTES = [["1"], ["2", "1", "3"], ["3"], []]
+
+
+class _Fragment(HTMLParser):
+    """The ids of a fragment, the ids holding a ``<mark>``, and the answer paragraph read out.
+
+    Inside ``<p class="answer">`` the text outside footnotes and notes is gathered in ``text``;
+    each footnote is kept with the length of ``text`` before it, and each ``span`` with its
+    attributes and the text inside it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+        self.marked_ids: set[str] = set()
+        self.hrefs: list[str] = []
+        self.tags: set[str] = set()
+        self.text = ""
+        self.footnotes: list[tuple[int, str]] = []
+        self.spans: list[tuple[dict[str, str | None], str]] = []
+        self.notes: list[str] = []
+        self._open: list[tuple[str, dict[str, str | None]]] = []
+
+    def _inside(self, tag: str, css: str | None = None) -> bool:
+        return any(
+            t == tag and (css is None or attrs.get("class") == css) for t, attrs in self._open
+        )
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = dict(attrs)
+        self.tags.add(tag)
+        if named.get("id"):
+            self.ids.add(str(named["id"]))
+        if tag == "mark":
+            self.marked_ids.update(str(a["id"]) for _, a in self._open if a.get("id"))
+        if tag == "a":
+            self.hrefs.append(str(named.get("href")))
+        if tag == "span":
+            self.spans.append((named, ""))
+        self._open.append((tag, named))
+
+    def handle_endtag(self, tag: str) -> None:
+        assert self._open[-1][0] == tag, (self._open, tag)
+        self._open.pop()
+
+    def handle_data(self, data: str) -> None:
+        if not self._inside("p", "answer"):
+            return
+        if self._inside("a"):
+            self.footnotes.append((len(self.text), data))
+        elif self._inside("small"):
+            self.notes.append(data.strip())
+        else:
+            self.text += data
+            if self._inside("span"):
+                attrs, inside = self.spans[-1]
+                self.spans[-1] = (attrs, inside + data)
+
+
+def _fragment(page: str) -> _Fragment:
+    parser = _Fragment()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
+def test_html_footnotes_follow_each_segment_and_link_to_its_highlighted_span(scripted):
+    answer = _segmented(scripted, MARKED)
+    assert [s.support for s in answer.segments] == ["marked", "marked", "marked", "unmarked"]
+    page = render_html(answer)
+    fragment = _fragment(page)
+    # The answer reads exactly as its text, footnotes and notes aside.
+    assert fragment.text == answer.answer
+    for segment, expected in zip(answer.segments, MARKED_FOOTNOTES, strict=True):
+        after = [text for at, text in fragment.footnotes if at == segment.char_end]
+        assert after == [f"[{n}]" for n in expected], segment.text
+    assert len(fragment.footnotes) == sum(map(len, MARKED_FOOTNOTES))
+    # Every footnote, in the answer and beside each fact, links to an excerpt in the fragment,
+    # the one holding its highlighted span.
+    assert fragment.hrefs
+    for href in fragment.hrefs:
+        assert href.startswith("#")
+        assert href[1:] in fragment.ids
+        assert href[1:] in fragment.marked_ids
+    answer_refs = [text for _, text in fragment.footnotes]
+    assert re.findall(r"\[(\d+)\]", "".join(answer_refs)) == [
+        n for ns in MARKED_FOOTNOTES for n in ns
+    ]
+    # The unmarked segment is set apart, and shown as such; its markup stays escaped.
+    ((attrs, inside),) = fragment.spans
+    assert attrs == {"class": "segment unmarked", "title": "no fact marker ties this to a fact"}
+    assert inside == "More <script>x</script>."
+    assert fragment.notes == ["[no citation]"]
+    assert "<script>" not in page
+    assert "More &lt;script&gt;x&lt;/script&gt;." in page
+    assert fragment.tags <= {
+        *("div", "p", "strong", "em", "sup", "a", "ol", "ul", "li", "code", "blockquote"),
+        *("mark", "span", "small"),
+    }
+
+
+def test_markdown_and_text_show_each_segments_footnotes_and_the_unmarked_one(scripted):
+    answer = _segmented(scripted, MARKED)
+    markdown = render_markdown(answer)
+    assert (
+        "**Answer:** June 15\\. [1] Ravi owns it\\. [2][1][3] The budget is 62%\\. [3] "
+        "More \\<script\\>x\\</script\\>\\. _\\[no citation\\]_\n"
+    ) in markdown
+    report = render_text(answer)
+    assert (
+        "Answer: June 15. [1] Ravi owns it. [2][1][3] The budget is 62%. [3] "
+        "More <script>x</script>. [no citation]\n"
+    ) in report
+    # The report numbers each span where a fact names it and where it is shown in context.
+    assert "  Fact 2: launch | owned by | Ravi  [2] a chars 29-42, [1] a chars 0-28\n" in report
+    assert "    ✓ verified  [2] a:\n      chars 29-42: " in report
+    assert str(answer) == report
+
+
+def test_a_segment_whose_facts_cited_text_lacks_their_object_is_flagged(scripted):
+    answer = _segmented(scripted, "June 15 [F1]. Dana owns it [F2].", owner="Dana")
+    assert [s.flags for s in answer.segments] == [(), ("unsupported_facts",)]
+    fragment = _fragment(render_html(answer))
+    assert fragment.text == answer.answer
+    ((attrs, inside),) = fragment.spans
+    assert attrs["class"] == "segment flagged"
+    assert inside == "Dana owns it."
+    assert fragment.notes == ["[cited text lacks the fact's words]"]
+    assert [text for _, text in fragment.footnotes] == ["[1]", "[2]", "[1]"]
+    assert (
+        "**Answer:** June 15\\. [1] Dana owns it\\. [2][1] _\\[cited text lacks the fact's "
+        "words\\]_\n"
+    ) in render_markdown(answer)
+    assert (
+        "Answer: June 15. [1] Dana owns it. [2][1] [cited text lacks the fact's words]\n"
+        in render_text(answer)
+    )
+
+
+def test_an_answer_with_no_marker_has_its_footnotes_after_the_whole(scripted):
+    answer = _segmented(scripted, "June 15, and Ravi owns it.")
+    ((segment,),) = [answer.segments]
+    assert segment.support == "assigned"
+    assert (
+        '<p class="answer">June 15, and Ravi owns it.<sup><a href="#evidence-1">[1]</a></sup>'
+        '<sup><a href="#evidence-2">[2]</a></sup><sup><a href="#evidence-3">[3]</a></sup></p>'
+    ) in render_html(answer)
+    assert "**Answer:** June 15, and Ravi owns it\\. [1][2][3]\n" in render_markdown(answer)
+    assert "Answer: June 15, and Ravi owns it. [1][2][3]\n" in render_text(answer)
+    assert "segment" not in render_html(answer)
+
+
+def test_a_stored_answer_from_before_segments_renders_as_before(scripted):
+    answer = _segmented(scripted, MARKED)
+    stored = answer.as_dict()
+    del stored["segments"]  # written before answers had segments
+    old = EvidenceAnswer.model_validate(stored)
+    assert old.segments == ()
+    # The answer's text, then every span its facts cite; no notes.
+    page = render_html(old)
+    assert (
+        '<p class="answer">June 15. Ravi owns it. The budget is 62%. '
+        "More &lt;script&gt;x&lt;/script&gt;."
+        '<sup><a href="#evidence-1">[1]</a></sup><sup><a href="#evidence-2">[2]</a></sup>'
+        '<sup><a href="#evidence-3">[3]</a></sup></p>'
+    ) in page
+    assert "segment" not in page
+    assert (
+        "**Answer:** June 15\\. Ravi owns it\\. The budget is 62%\\. "
+        "More \\<script\\>x\\</script\\>\\. [1][2][3]\n"
+    ) in render_markdown(old)
+    report = render_text(old)
+    assert "Answer: June 15. Ravi owns it. The budget is 62%. More <script>x</script>.\n" in report
+    assert "[no citation]" not in report
+
+
+def test_a_segments_control_characters_never_reach_the_terminal(scripted):
+    answer = _segmented(scripted, "June 15\x1b]0;x [F1]. Then \x07<b>more</b>.")
+    report = render_text(answer)
+    assert not any(unicodedata.category(char).startswith("C") for char in report if char != "\n")
+    assert "Answer: June 15\\x1b]0;x. [1] Then \\x07<b>more</b>. [no citation]\n" in report
+    page = render_html(answer)
+    assert "<b>" not in page
+    assert "&lt;b&gt;more&lt;/b&gt;." in page

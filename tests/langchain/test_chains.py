@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from langchain_core.documents import Document
+from langchain_core.messages import AIMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnablePassthrough
 
 from evidence_first import EvidenceAnswer
@@ -110,3 +114,39 @@ def test_passage_mode_cites_labels_and_resolves_them_to_spans(retriever, quoting
     (citation,) = answer.facts[0].citations
     assert citation.passages == (f"{citation.source_id}#1",)
     assert "passages" in quoting_model.calls[0]["sources"][0]
+
+
+def test_a_str_output_parser_chain_gives_the_answer_without_fact_markers(
+    retriever, scripted_chat_model
+):
+    quote = "The launch moved to June 15."
+    ledger = {
+        "facts": [
+            {
+                "subject": "launch",
+                "relation": "moved to",
+                "object": "June 15",
+                "citations": [{"source_id": "standup-04-28", "quote": quote}],
+            },
+            {
+                "subject": "schema change",
+                "relation": "owned by",
+                "object": "Ravi",
+                "citations": [
+                    {"source_id": "standup-04-28", "quote": "Ravi owns the schema change."}
+                ],
+            },
+        ],
+        "answer": "June 15 [F1]. Ravi owns the schema change [F2].",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    model = scripted_chat_model(message=AIMessage(content=json.dumps(ledger)))
+    chain = (
+        {"question": RunnablePassthrough(), "sources": retriever}
+        | EvidenceAnswerer(llm=model, output="message")
+        | StrOutputParser()
+    )
+    text = chain.invoke("When is the launch after the schema change?")
+    assert text == "June 15. Ravi owns the schema change."
+    assert model.calls == 1

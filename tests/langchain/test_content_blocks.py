@@ -1,4 +1,4 @@
-"""Answers render as langchain-core standard content with one Citation per verified citation."""
+"""Answers render as langchain-core standard content: Citations on the answer's segments."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 
+from evidence_first import EvidenceAnswer
 from langchain_evidence_first import EvidenceAnswerer, to_content_blocks
 
 TEXT = "🚀 Standup: the launch moved to June 15. Ravi owns it."
@@ -53,8 +54,13 @@ def test_answer_becomes_a_text_block_with_citation_annotations(scripted_chat_mod
     assert extras["source_id"] == "standup"
     assert TEXT[extras["char_start"] : extras["char_end"]] == QUOTE
     assert extras["utf16_start"] == extras["char_start"] + 1  # the rocket is two UTF-16 units
-    # start_index/end_index would index the response text, which facts do not map onto.
-    assert "start_index" not in citation
+    # No marker: the one segment is the whole answer, resting on every fact.
+    assert (citation["start_index"], citation["end_index"]) == (0, len("June 15"))
+    assert (extras["segment_index"], extras["fact_index"], extras["support"]) == (
+        0,
+        0,
+        "assigned",
+    )
 
 
 def test_title_and_url_keys_are_configurable(scripted_chat_model):
@@ -79,3 +85,124 @@ def test_abstentions_and_rejections_render_no_blocks(scripted_chat_model):
     rejected = _answer(scripted_chat_model, {"facts": []})
     assert rejected.status == "invalid_response"
     assert to_content_blocks(rejected) == []
+
+
+OWNER_QUOTE = "Ravi owns it."
+HEADING_QUOTE = "Standup"
+
+
+def _two_facts(answer):
+    ledger = _ledger(answer)
+    ledger["facts"].append(
+        {
+            "subject": "Ravi",
+            "relation": "owns",
+            "object": "Ravi",
+            "citations": [
+                {"source_id": "standup", "quote": OWNER_QUOTE},
+                {"source_id": "standup", "quote": HEADING_QUOTE},
+            ],
+        }
+    )
+    return ledger
+
+
+def _message(scripted_chat_model, ledger):
+    model = scripted_chat_model(message=AIMessage(content=json.dumps(ledger)))
+    document = Document(id="standup", page_content=TEXT)
+    return EvidenceAnswerer(llm=model, output="message").invoke(
+        {"question": "When, and who?", "sources": [document]}
+    )
+
+
+def _spans(block):
+    """Each annotation as (segment text, cited text, segment index, fact index, support)."""
+    return [
+        (
+            block["text"][note["start_index"] : note["end_index"]],
+            note["cited_text"],
+            note["extras"]["segment_index"],
+            note["extras"]["fact_index"],
+            note["extras"]["support"],
+        )
+        for note in block["annotations"]
+    ]
+
+
+def test_message_citations_span_the_segments_of_the_facts_they_support(scripted_chat_model):
+    message = _message(
+        scripted_chat_model, _two_facts("🚀 The launch is June 15 [F1]. Ravi owns it [F1, F2].")
+    )
+    answer = message.response_metadata["evidence_answer"]
+    assert answer.answer == "🚀 The launch is June 15. Ravi owns it."
+    (block,) = message.content
+    assert block["text"] == answer.answer
+    first, second = answer.segments
+    # One Citation per citation of each fact a segment rests on, in segment and fact order.
+    assert _spans(block) == [
+        (first.text, QUOTE, 0, 0, "marked"),
+        (second.text, QUOTE, 1, 0, "marked"),
+        (second.text, OWNER_QUOTE, 1, 1, "marked"),
+        (second.text, HEADING_QUOTE, 1, 1, "marked"),
+    ]
+    for note in block["annotations"]:
+        segment = answer.segments[note["extras"]["segment_index"]]
+        assert (note["start_index"], note["end_index"]) == (segment.char_start, segment.char_end)
+        assert note["extras"]["fact_index"] in segment.fact_indices
+        fact = answer.facts[note["extras"]["fact_index"]]
+        assert note["cited_text"] in [citation.quote for citation in fact.citations]
+    # langchain-core's own reading of the message keeps the indices.
+    (standard,) = message.content_blocks
+    assert [(note["start_index"], note["end_index"]) for note in standard["annotations"]] == [
+        (note["start_index"], note["end_index"]) for note in block["annotations"]
+    ]
+    assert message.text == answer.answer
+
+
+def test_an_unmarked_segment_gets_no_citation(scripted_chat_model):
+    message = _message(
+        scripted_chat_model, _ledger("The launch is June 15 [F1]. Nothing else is known.")
+    )
+    answer = message.response_metadata["evidence_answer"]
+    marked, unmarked = answer.segments
+    assert (marked.support, unmarked.support) == ("marked", "unmarked")
+    (block,) = message.content
+    assert _spans(block) == [(marked.text, QUOTE, 0, 0, "marked")]
+    assert all(note["start_index"] < unmarked.char_start for note in block["annotations"])
+
+
+def test_an_answer_without_markers_is_cited_whole_by_every_fact(scripted_chat_model):
+    message = _message(scripted_chat_model, _two_facts("The launch is June 15; Ravi owns it."))
+    answer = message.response_metadata["evidence_answer"]
+    (segment,) = answer.segments
+    assert segment.support == "assigned"
+    (block,) = message.content
+    whole = block["text"]
+    assert whole == answer.answer == "The launch is June 15; Ravi owns it."
+    assert _spans(block) == [
+        (whole, QUOTE, 0, 0, "assigned"),
+        (whole, OWNER_QUOTE, 0, 1, "assigned"),
+        (whole, HEADING_QUOTE, 0, 1, "assigned"),
+    ]
+
+
+def test_an_answer_stored_without_segments_keeps_one_citation_per_citation(
+    scripted_chat_model,
+):
+    fresh = _answer(scripted_chat_model, _two_facts("June 15 [F1]. Ravi owns it [F2]."))
+    assert fresh.segments
+    stored = fresh.as_dict()
+    del stored["segments"]
+    old = EvidenceAnswer.model_validate(stored)
+    assert old.segments == ()
+    (block,) = to_content_blocks(old)
+    assert block["text"] == "June 15. Ravi owns it."
+    assert [note["cited_text"] for note in block["annotations"]] == [
+        QUOTE,
+        OWNER_QUOTE,
+        HEADING_QUOTE,
+    ]
+    for note in block["annotations"]:
+        assert "start_index" not in note
+        assert "end_index" not in note
+        assert not {"segment_index", "fact_index", "support"} & set(note["extras"])

@@ -82,6 +82,8 @@ def test_the_default_reader_answers_the_easy_demo_questions(local_model, invaria
     assert answer.status == "answered", answer.reason_codes
     assert answer.citations_verified
     assert EASY[question] in (answer.answer or "")
+    # The grammar makes the reader end each claim with a marker naming facts it wrote.
+    assert [segment.support for segment in answer.segments] == ["marked"] * len(answer.segments)
     assert answer.reader_confidence is not None
     assert answer.reader_confidence >= local_model.confidence_floors[RECOMMENDED_MODE]
     cited = {c.source_id for fact in answer.facts for c in fact.citations}

@@ -400,7 +400,7 @@ async def test_ollama_gets_the_schema_as_format_and_the_limit_as_num_predict(
     assert received.path == "/api/chat"
     body = received.body
     assert_in_dialect(body["format"], sent[0], "full")
-    assert "anyOf" in body["format"]  # the ledger's two branches, answered or abstained
+    assert "anyOf" in body["format"]  # the ledger's answered and abstained shapes
     assert body["options"]["num_predict"] == 300
     assert body["options"]["temperature"] == 0.0
     assert body["options"]["top_k"] == 20  # options this call does not set are kept

@@ -36,8 +36,9 @@ def answer_message(answer: EvidenceAnswer) -> AIMessage:
     """The answer as an ``AIMessage``, the ``EvidenceAnswer`` in its ``response_metadata``.
 
     ``answered``: the content blocks of :func:`to_content_blocks` (the answer text, one
-    ``Citation`` per verified citation). Otherwise one text block of :func:`outcome_text`, so
-    a non-answer is never an empty message.
+    ``Citation`` per citation of each fact a segment rests on, spanning that segment).
+    Otherwise one text block of :func:`outcome_text`, so a non-answer is never an empty
+    message.
     """
     blocks: list[ContentBlock] = [*to_content_blocks(answer)]
     if not blocks:

@@ -11,6 +11,7 @@ from langchain_core.messages.content import (
     create_text_block,
 )
 
+from evidence_first import Citation as EvidenceCitation
 from evidence_first import EvidenceAnswer
 
 __all__ = ["to_content_blocks"]
@@ -19,13 +20,23 @@ __all__ = ["to_content_blocks"]
 def to_content_blocks(
     answer: EvidenceAnswer, *, title_key: str = "title", url_key: str = "source"
 ) -> list[TextContentBlock]:
-    """Return the answer as one text block with a ``Citation`` per verified citation.
+    """Return the answer as one text block with ``Citation`` annotations on its segments.
 
-    Chat UIs built on LangChain's content blocks can then show the citations. Each
-    annotation's ``cited_text`` is the quote; ``title`` and ``url`` come from the source's
-    metadata keys when present; ``extras`` holds the source ID and the source spans.
-    LangChain's ``start_index``/``end_index`` would index the *response* text, which facts
-    do not map onto, so they are left out.
+    Chat UIs built on LangChain's content blocks can then show the citations. The block's
+    ``text`` is ``answer.answer``, without fact markers. Each segment of the answer
+    (``answer.segments``) gets one ``Citation`` per citation of each fact it rests on:
+    ``start_index``/``end_index`` are the segment's ``char_start``/``char_end`` (Python
+    ``str`` indices into the text), so ``text[start_index:end_index]`` is the segment's text.
+    An answer without markers is one ``"assigned"`` segment over the whole text, resting on
+    every fact. An ``"unmarked"`` segment rests on no fact and gets no ``Citation``: find it
+    in ``answer.segments``.
+
+    Each annotation's ``cited_text`` is the quote; ``title`` and ``url`` come from the
+    source's metadata keys when present; ``extras`` holds the source ID and the source spans,
+    and, for a segment's citation, ``segment_index`` (into ``answer.segments``),
+    ``fact_index`` (into ``answer.facts``) and the segment's ``support``. An answer stored
+    without segments (by an older version) gets one ``Citation`` per verified citation,
+    without ``start_index``/``end_index`` and without those three extras.
 
     Args:
         answer: The answer to render.
@@ -38,25 +49,48 @@ def to_content_blocks(
     """
     if answer.status != "answered" or answer.answer is None:
         return []
+
+    def annotation(
+        citation: EvidenceCitation,
+        span: tuple[int, int] | None = None,
+        placement: dict[str, Any] | None = None,
+    ) -> Citation:
+        metadata = answer.source(citation.source_id).metadata
+        title, url = metadata.get(title_key), metadata.get(url_key)
+        block: Citation = create_citation(
+            title=title if isinstance(title, str) else None,
+            url=url if isinstance(url, str) else None,
+            start_index=None if span is None else span[0],
+            end_index=None if span is None else span[1],
+            cited_text=citation.quote,
+        )
+        # Set directly: create_citation(extras=...) would nest them one level deeper.
+        block["extras"] = {
+            "source_id": citation.source_id,
+            "char_start": citation.char_start,
+            "char_end": citation.char_end,
+            "utf16_start": citation.utf16_start,
+            "utf16_end": citation.utf16_end,
+            "utf8_start": citation.utf8_start,
+            "utf8_end": citation.utf8_end,
+            **(placement or {}),
+        }
+        return block
+
     annotations: list[Any] = []
-    for fact in answer.facts:
-        for citation in fact.citations:
-            metadata = answer.source(citation.source_id).metadata
-            title, url = metadata.get(title_key), metadata.get(url_key)
-            block: Citation = create_citation(
-                title=title if isinstance(title, str) else None,
-                url=url if isinstance(url, str) else None,
-                cited_text=citation.quote,
-            )
-            # Set directly: create_citation(extras=...) would nest them one level deeper.
-            block["extras"] = {
-                "source_id": citation.source_id,
-                "char_start": citation.char_start,
-                "char_end": citation.char_end,
-                "utf16_start": citation.utf16_start,
-                "utf16_end": citation.utf16_end,
-                "utf8_start": citation.utf8_start,
-                "utf8_end": citation.utf8_end,
+    if not answer.segments:
+        for fact in answer.facts:
+            annotations.extend(annotation(citation) for citation in fact.citations)
+    for segment_index, segment in enumerate(answer.segments):
+        span = (segment.char_start, segment.char_end)
+        for fact_index in segment.fact_indices:
+            placement = {
+                "segment_index": segment_index,
+                "fact_index": fact_index,
+                "support": segment.support,
             }
-            annotations.append(block)
+            annotations.extend(
+                annotation(citation, span, placement)
+                for citation in answer.facts[fact_index].citations
+            )
     return [create_text_block(answer.answer, annotations=annotations)]

@@ -16,12 +16,12 @@ What is matched, exactly:
   marker-like string is text.
 - The punctuation right after a marker (``. , ; : ! ? …``, their full-width forms, and closing
   brackets) belongs to the segment before it: "June 8 [F1]." is the segment "June 8.".
-- A segment is the text since the previous marker, without its leading whitespace, and rests
-  on the facts its marker names. Text with no letter or digit joins the segment before it; a
-  marker with no text before it (at the very start) joins the next segment.
-- Text after the last marker that holds a letter or digit is an unmarked segment: nothing ties
-  it to a fact. An answer with no marker at all is one segment resting on every fact, assigned
-  rather than marked.
+- A segment is the text since the previous marker, without surrounding whitespace, and rests
+  on the facts its marker names. Text with no letter or digit (an emoji, a dash) joins the
+  segment before it, if there is one; a marker with no text before it joins the next segment.
+- Text after the last marker is an unmarked segment: nothing ties it to a fact. An answer
+  with no marker at all is one segment resting on every fact, assigned rather than marked.
+  Together the segments cover every visible character of the answer.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from evidence_first._text import UnitOffsets
+from evidence_first._text import UnitOffsets, has_text
 from evidence_first._vocabulary import AnswerFlag, SegmentSupport
 
 __all__ = [
@@ -121,8 +121,7 @@ class MarkedAnswer:
 
     Attributes:
         text: The answer without its markers.
-        segments: Its parts with the facts they rest on; empty when ``text`` has no letter or
-            digit.
+        segments: Its parts with the facts they rest on; empty when ``text`` is blank.
         numbers: Every fact number the markers name, in order, as written (1-based; 0 for a
             number too long to name any fact).
     """
@@ -206,48 +205,42 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
         return MarkedAnswer(text, assigned, ())
 
     parts: list[_Open] = []
-    pending: list[tuple[str, int, list[int]]] = []
+    pending = _Open(0, 0, [], [])  # markers with no text before them: they join the next part
     cursor = 0
     for spelling, at, numbers in removed:
         end = at + len(_ATTACHED.match(text, at).group())  # type: ignore[union-attr]
         bounds = _visible(text, cursor, at)
-        if bounds is None and parts:
+        if parts and (bounds is None or not _has_word(text[cursor:at])):
             parts[-1].end = end
             parts[-1].numbers += numbers
             parts[-1].markers.append((spelling, at))
         elif bounds is None:
-            pending.append((spelling, at, numbers))
+            pending.numbers += numbers
+            pending.markers.append((spelling, at))
+            end = at  # its punctuation begins the next part
         else:
             parts.append(
-                _Open(
-                    bounds[0],
-                    end,
-                    [n for _, _, ns in pending for n in ns] + numbers,
-                    [(s, a) for s, a, _ in pending] + [(spelling, at)],
-                )
+                _Open(bounds[0], end, pending.numbers + numbers, [*pending.markers, (spelling, at)])
             )
-            pending = []
+            pending = _Open(0, 0, [], [])
         cursor = end
-    segments = [segment(part, "marked") for part in parts]
     rest = _visible(text, cursor, len(text))
-    if rest is not None and pending:
-        tail = _Open(
-            *rest, [n for _, _, ns in pending for n in ns], [(s, a) for s, a, _ in pending]
-        )
-        segments.append(segment(tail, "marked"))
+    if rest is not None and parts and not _has_word(text[cursor:]):
+        parts[-1].end = rest[1]  # trailing text with no letter or digit ends the last part
     elif rest is not None:
-        segments.append(segment(_Open(*rest, [], []), "unmarked"))
-    elif segments and text[cursor:].strip():
-        # Trailing text with no letter or digit (a closing quote, an emoji) ends the last segment.
-        parts[-1].end = cursor + len(text[cursor:].rstrip())
-        segments[-1] = segment(parts[-1], "marked")
-    return MarkedAnswer(text, tuple(segments), all_numbers)
+        parts.append(_Open(*rest, pending.numbers, pending.markers))
+    segments = tuple(segment(part, "marked" if part.markers else "unmarked") for part in parts)
+    return MarkedAnswer(text, segments, all_numbers)
+
+
+def _has_word(part: str) -> bool:
+    return any(char.isalnum() for char in part)
 
 
 def _visible(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """``text[start:end]`` without surrounding whitespace, or ``None`` with no letter or digit."""
+    """The bounds of ``text[start:end]`` without surrounding whitespace; ``None`` if blank."""
     part = text[start:end]
-    if not any(char.isalnum() for char in part):
+    if not has_text(part):
         return None
     lead = len(part) - len(part.lstrip())
     return start + lead, start + len(part.rstrip())

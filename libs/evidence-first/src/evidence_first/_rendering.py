@@ -1,14 +1,15 @@
-"""What the three renderings share: the notes on an answer, and its cited spans in context.
+"""What the three renderings share: the notes on an answer, its parts, and its cited spans.
 
 Each distinct cited span is numbered once, in order of first appearance, and shown inside an
 excerpt of its source; the notes say how confident the reader was and why an answer deserves
-a second look.
+a second look. The answer is cut at its segments, each followed by the numbers of the spans its
+facts cite (its footnotes); the text between segments is kept as it is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._vocabulary import ANSWER_FLAG_DESCRIPTIONS, FLAG_DESCRIPTIONS, CitationFlag
@@ -16,7 +17,27 @@ from evidence_first._vocabulary import ANSWER_FLAG_DESCRIPTIONS, FLAG_DESCRIPTIO
 if TYPE_CHECKING:  # types only: the answer renders itself in notebooks with these modules
     from evidence_first._answer import Citation, EvidenceAnswer
 
-__all__ = ["Excerpt", "around", "excerpts", "notes", "source_label"]
+__all__ = [
+    "SEGMENT_NOTES",
+    "AnswerPart",
+    "Excerpt",
+    "answer_parts",
+    "around",
+    "excerpts",
+    "notes",
+    "source_label",
+]
+
+SegmentNote = Literal["unmarked", "flagged"]
+
+SEGMENT_NOTES: dict[SegmentNote, tuple[str, str]] = {
+    "unmarked": ("no citation", "no fact marker ties this to a fact"),
+    "flagged": (
+        "cited text lacks the fact's words",
+        "the text each of its facts cites does not hold the fact's object",
+    ),
+}
+"""How a segment that deserves a second look is shown: its visible note and its longer title."""
 
 
 def around(text: str, start: int, end: int, context_chars: int) -> tuple[str, str]:
@@ -99,4 +120,50 @@ def source_label(source: Evidence) -> list[str]:
         parts.append(format_timestamp(source.observed_at))
     if source.status:
         parts.append(source.status)
+    return parts
+
+
+@dataclass(frozen=True)
+class AnswerPart:
+    """A stretch of the answer's text: a segment, or the text between two (no footnotes, no note).
+
+    Attributes:
+        text: Exactly ``answer.answer[start:end]``.
+        footnotes: The numbers of the spans its facts cite, each once, in order.
+        note: ``"unmarked"`` (no marker ties it to a fact) or ``"flagged"`` (every fact it rests
+            on has a citation flagged ``object_not_cited``); a key of :data:`SEGMENT_NOTES`.
+    """
+
+    text: str
+    footnotes: tuple[int, ...] = ()
+    note: SegmentNote | None = None
+
+
+def answer_parts(answer: EvidenceAnswer, numbers: dict[int, int]) -> list[AnswerPart] | None:
+    """``answer.answer`` cut at its segments; ``None`` without segments to cut it at.
+
+    ``numbers`` is the span number of each citation, from :func:`excerpts`. A stored answer
+    from before segments has none; so has one whose segments do not lie in order on its text.
+    """
+    text, cursor = answer.answer, 0
+    if text is None or not answer.segments:
+        return None
+    parts: list[AnswerPart] = []
+    for segment in answer.segments:
+        start, end = segment.char_start, segment.char_end
+        if not cursor <= start <= end <= len(text) or text[start:end] != segment.text:
+            return None
+        if cursor < start:
+            parts.append(AnswerPart(text[cursor:start]))
+        facts = [answer.facts[i] for i in segment.fact_indices if 0 <= i < len(answer.facts)]
+        footnotes = dict.fromkeys(numbers[id(c)] for fact in facts for c in fact.citations)
+        note: SegmentNote | None = None
+        if segment.support == "unmarked":
+            note = "unmarked"
+        elif segment.support == "marked" and "unsupported_facts" in segment.flags:
+            note = "flagged"
+        parts.append(AnswerPart(text[start:end], tuple(footnotes), note))
+        cursor = end
+    if cursor < len(text):
+        parts.append(AnswerPart(text[cursor:]))
     return parts

@@ -37,8 +37,8 @@ def chat_completions_body(
     """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output.
 
     The schema is written in ``dialect`` (:mod:`evidence_first._transport.dialects`):
-    ``"full"`` sends the two branches, answered or abstained, that llama.cpp's grammars
-    enforce at the top level; ``"openai"`` the strict subset OpenAI accepts.
+    ``"full"`` sends the answered and abstained shapes that llama.cpp's grammars enforce at
+    the top level; ``"openai"`` the strict subset OpenAI accepts.
     """
     schema = schema_in(request.json_schema, dialect)
     body: dict[str, Any] = {
@@ -69,8 +69,8 @@ class ChatCompletionsModel:
         api_key: Sent as a bearer token when given. Never logged or put in errors.
         seed: A sampling seed, for providers that honour one.
         dialect: The JSON Schema subset the server accepts (:data:`DIALECTS`): ``"full"``
-            for llama.cpp, vLLM and Ollama (the ledger as two branches, answered or
-            abstained); ``"openai"`` for OpenAI's strict structured outputs, and
+            for llama.cpp, vLLM and Ollama (the ledger as a choice of answered and
+            abstained shapes); ``"openai"`` for OpenAI's strict structured outputs, and
             ``"openai-fine-tuned"`` for a fine-tuned model there. By default, ``"openai"`` for
             ``api.openai.com`` and Azure OpenAI hosts (``"openai-fine-tuned"`` when ``model``
             starts with ``ft:``), else ``"json-schema"`` (standard JSON Schema with every

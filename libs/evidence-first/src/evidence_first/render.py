@@ -2,7 +2,9 @@
 
 All source text and model output is escaped: a source containing ``<script>`` renders as text,
 and control characters never reach a terminal. Each citation is shown inside an excerpt of its
-source, with the exact span ``source.text[char_start:char_end]`` highlighted.
+source, with the exact span ``source.text[char_start:char_end]`` highlighted. Each segment of
+the answer is followed by the numbers of the spans its facts cite; a segment no marker ties to a
+fact, or whose facts' cited text lacks their objects, carries a note saying so.
 """
 
 from __future__ import annotations
@@ -16,7 +18,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evidence_first._evidence import Evidence
-from evidence_first._rendering import around, excerpts, notes, source_label
+from evidence_first._rendering import (
+    SEGMENT_NOTES,
+    AnswerPart,
+    answer_parts,
+    around,
+    excerpts,
+    notes,
+    source_label,
+)
 from evidence_first._vocabulary import FLAG_DESCRIPTIONS
 
 if TYPE_CHECKING:  # types only: the answer renders itself in notebooks with this module
@@ -28,6 +38,7 @@ _CONTEXT_CHARS = 80
 _TEXT_CONTEXT_CHARS = 60
 _MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&])")
 _LINE_ENDING = re.compile(r"\r\n|\r|\n")
+_Span = tuple[str, int, int]  # source ID, char_start, char_end
 
 
 def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) -> str:
@@ -44,11 +55,24 @@ def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) 
         unique = dict.fromkeys(numbers[id(c)] for c in citations)
         return "".join(f'<sup><a href="#evidence-{n}">[{n}]</a></sup>' for n in unique)
 
+    def shown(part: AnswerPart) -> str:
+        sup = "".join(f'<sup><a href="#evidence-{n}">[{n}]</a></sup>' for n in part.footnotes)
+        if part.note is None:
+            return e(part.text) + sup
+        note, title = SEGMENT_NOTES[part.note]
+        return (
+            f'<span class="segment {part.note}" title="{e(title)}">{e(part.text)}{sup}'
+            f'<small class="segment-note"> [{e(note)}]</small></span>'
+        )
+
     all_citations = tuple(c for fact in answer.facts for c in fact.citations)
     parts = [f'<div class="evidence-answer status-{e(answer.status)}">']
     parts.append(f'<p class="status"><strong>{e(answer.status)}</strong></p>')
     parts.extend(f'<p class="note">{e(note)}</p>' for note in notes(answer))
-    if answer.answer is not None:
+    segmented = answer_parts(answer, numbers)
+    if segmented is not None:
+        parts.append(f'<p class="answer">{"".join(shown(part) for part in segmented)}</p>')
+    elif answer.answer is not None:
         parts.append(f'<p class="answer">{e(answer.answer)}{refs(all_citations)}</p>')
     if answer.inference is not None:
         parts.append(f'<p class="inference"><em>Inference:</em> {e(answer.inference)}</p>')
@@ -117,10 +141,18 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
     def refs(citations: tuple[Citation, ...]) -> str:
         return "".join(f"[{n}]" for n in dict.fromkeys(numbers[id(c)] for c in citations))
 
+    def shown(part: AnswerPart) -> str:
+        sup = "".join(f"[{n}]" for n in part.footnotes)
+        note = f"_{_md(f'[{SEGMENT_NOTES[part.note][0]}]')}_" if part.note else ""
+        return " ".join(piece for piece in (_md(part.text), sup, note) if piece)
+
     all_citations = tuple(c for fact in answer.facts for c in fact.citations)
     lines = [f"**Status:** `{answer.status}`", ""]
     lines += [item for note in notes(answer) for item in (f"_{_md(note)}_", "")]
-    if answer.answer is not None:
+    segmented = answer_parts(answer, numbers)
+    if segmented is not None:
+        lines += [f"**Answer:** {''.join(shown(part) for part in segmented)}".rstrip(), ""]
+    elif answer.answer is not None:
         lines += [f"**Answer:** {_md(answer.answer)} {refs(all_citations)}".rstrip(), ""]
     if answer.inference is not None:
         lines += [f"**Inference:** {_md(answer.inference)}", ""]
@@ -176,11 +208,11 @@ def _in_context(source: Evidence, start: int, end: int, context_chars: int) -> s
 
 
 def _spans_in_context(
-    answer: EvidenceAnswer, citation: Citation, indent: str, context_chars: int
+    answer: EvidenceAnswer, citation: Citation, indent: str, context_chars: int, number: str
 ) -> list[str]:
     source = answer.source(citation.source_id)
     labels = f" (passages {', '.join(citation.passages)})" if citation.passages else ""
-    lines = [f"    ✓ verified  {_printable(citation.source_id)}{_printable(labels)}:"]
+    lines = [f"    ✓ verified  {number}{_printable(citation.source_id)}{_printable(labels)}:"]
     lines.extend(
         f"{indent}chars {span.char_start}-{span.char_end}: "
         f"{_in_context(source, span.char_start, span.char_end, context_chars)}"
@@ -189,15 +221,27 @@ def _spans_in_context(
     return lines
 
 
-def _check_line(answer: EvidenceAnswer, check: CitationCheck, context_chars: int) -> list[str]:
+def _check_line(
+    answer: EvidenceAnswer, check: CitationCheck, context_chars: int, spans: dict[_Span, int]
+) -> list[str]:
     if check.verdict == "verified" and check.citation is not None:
+        c = check.citation
+        number = spans.get((c.source_id, c.char_start, c.char_end))
+        label = "" if number is None else f"[{number}] "
         flags = [f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags]
-        return _spans_in_context(answer, check.citation, "      ", context_chars) + flags
+        return _spans_in_context(answer, c, "      ", context_chars, label) + flags
     quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
     return [
         f"    ✗ rejected  {_printable(check.source_id)}: {check.code}",
         f"      the model quoted: {_printable(json.dumps(quote, ensure_ascii=False))}",
     ]
+
+
+def _text_part(part: AnswerPart) -> str:
+    """A part of the answer, then its footnotes ``[1][2]`` and its note, if any."""
+    sup = "".join(f"[{n}]" for n in part.footnotes)
+    note = f"[{SEGMENT_NOTES[part.note][0]}]" if part.note else ""
+    return " ".join(piece for piece in (_printable(part.text), sup, note) if piece)
 
 
 def _folded(lines: Sequence[str]) -> list[str]:
@@ -212,15 +256,16 @@ def _folded(lines: Sequence[str]) -> list[str]:
     return folded
 
 
-def _fact_lines(answer: EvidenceAnswer) -> list[str]:
-    """One line per distinct fact, naming the spans it cites (shown in context below)."""
+def _fact_lines(answer: EvidenceAnswer, numbers: dict[int, int]) -> list[str]:
+    """One line per distinct fact, naming the numbered spans it cites (shown in context below)."""
     p = _printable
     facts: Counter[str] = Counter()
     for fact in answer.facts:
         spans = ", ".join(
-            f"{p(c.source_id)} chars {c.char_start}-{c.char_end}" for c in fact.citations
+            f"[{numbers[id(c)]}] {p(c.source_id)} chars {c.char_start}-{c.char_end}"
+            for c in fact.citations
         )
-        facts[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  [{spans}]"] += 1
+        facts[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  {spans}"] += 1
     return [
         f"  Fact {number}: {line}" + (f"  (the same fact x{count})" if count > 1 else "")
         for number, (line, count) in enumerate(facts.items(), start=1)
@@ -239,6 +284,10 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
         context_chars: Characters of source text shown on each side of a cited span.
     """
     p = _printable
+    cited, numbers = excerpts(answer, context_chars)
+    spans = {
+        (i.citation.source_id, i.citation.char_start, i.citation.char_end): i.number for i in cited
+    }
     lines = [f"Question: {p(answer.question)}  [{answer.citation_mode} mode]"]
     sent = [f"{p(e.id)} ({e.status})" if e.status else p(e.id) for e in answer.evidence]
     lines.append(f"Sources sent: {', '.join(sent) or '-'}")
@@ -249,11 +298,14 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
         )
     lines.append(f"Status: {answer.status}")
     lines.extend(notes(answer))
-    if answer.answer is not None:
+    segmented = answer_parts(answer, numbers)
+    if segmented is not None:
+        lines.append(f"Answer: {''.join(_text_part(part) for part in segmented)}")
+    elif answer.answer is not None:
         lines.append(f"Answer: {p(answer.answer)}")
     if answer.inference is not None:
         lines.append(f"Inference (not from the sources): {p(answer.inference)}")
-    lines.extend(_fact_lines(answer))
+    lines.extend(_fact_lines(answer, numbers))
     if answer.missing_evidence:
         lines.append("Missing evidence:")
         lines.extend(_folded([f"  - {p(item)}" for item in answer.missing_evidence]))
@@ -276,7 +328,8 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
             "diagnostics, not an answer):"
         )
         checks = Counter(
-            tuple(_check_line(answer, check, context_chars)) for check in answer.citation_checks
+            tuple(_check_line(answer, check, context_chars, spans))
+            for check in answer.citation_checks
         )
         for block, count in checks.items():
             repeat = f"  (the same citation x{count})" if count > 1 else ""

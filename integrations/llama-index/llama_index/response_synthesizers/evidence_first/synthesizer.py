@@ -40,6 +40,8 @@ __all__ = ["EvidenceSynthesizer"]
 dispatcher = get_dispatcher(__name__)
 
 _EVIDENCE_ANSWER_KEY = "evidence_answer"
+_SOURCE_NUMBERS_KEY = "source_numbers"
+_SOURCE_NUMBER_NODE_IDS_KEY = "source_number_node_ids"
 
 
 class EvidenceSynthesizer(BaseSynthesizer):
@@ -71,6 +73,22 @@ class EvidenceSynthesizer(BaseSynthesizer):
     earlier node's ID are set aside as ``duplicate_id``, then nodes past the 64th as
     ``over_source_limit``.
 
+    With ``number_sources=True`` the text reads as LlamaIndex's ``CitationQueryEngine``
+    writes it: after each segment of the answer (``EvidenceAnswer.segments``) come the
+    numbers of the nodes it rests on, ``[n]`` being ``response.source_nodes[n - 1]``, so
+    ``"June 15. It moved."`` becomes ``"June 15.[1] It moved.[1][2]"``. A segment's numbers
+    are those of every node cited by the facts it rests on, ascending; an unmarked segment
+    gets none, and an answer without segments (one stored before segments existed) is left
+    as it is. Two metadata keys then say where each number stands:
+
+    - ``metadata["source_numbers"]``: one entry per segment, in order, ``{"segment_index":
+      i, "char_start": ..., "char_end": ..., "source_numbers": [n, ...], "fact_indices":
+      [...]}``. ``segment_index`` indexes ``EvidenceAnswer.segments`` (whose offsets are into
+      the plain ``EvidenceAnswer.answer``); ``char_start``/``char_end`` are the segment's
+      offsets into the numbered ``response.response``, its numbers written right after
+      ``char_end``; ``fact_indices`` index ``EvidenceAnswer.facts``. Empty unless answered.
+    - ``metadata["source_number_node_ids"]``: ``{n: node_id}`` for each number written.
+
     Args:
         llm: The LlamaIndex LLM; ``None`` means ``Settings.llm``. ``OpenAI``, ``OpenAILike``,
             ``Anthropic``, ``GoogleGenAI``, ``Ollama`` and their subclasses are called
@@ -94,6 +112,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
             stream (``response_gen``, ``print_response_stream()``) raises an
             ``InvalidRequestError`` saying so. ``CondenseQuestionChatEngine`` turns it on for
             ``stream_chat`` and off for ``chat``, as it does for LlamaIndex's synthesizers.
+        number_sources: Write ``[n]`` source numbers into ``response.response`` after each
+            segment, and the ``source_numbers`` and ``source_number_node_ids`` metadata, as
+            above. Off by default: the text is the plain answer and neither key is set.
         **options: The answering options (``knowledge``, ``citation_mode``,
             ``max_context_tokens``, ``timeout``, ``min_score``, ``scope``...), each with its
             default, range and meaning in :class:`~evidence_first.adapters.AnswerOptionFields`
@@ -101,8 +122,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
             higher-is-better, as LlamaIndex's ``SimilarityPostprocessor`` does.
 
     Raises:
-        InvalidRequestError: An option is out of range, ``streaming`` is not a bool, or the
-            LLM is refused.
+        InvalidRequestError: An option is out of range, ``streaming`` or ``number_sources``
+            is not a bool, or the LLM is refused.
         TypeError: An option name is unknown.
     """
 
@@ -117,11 +138,13 @@ class EvidenceSynthesizer(BaseSynthesizer):
         documents: Iterable[BaseNode] | Mapping[str, str] | None = None,
         docstore: BaseDocumentStore | None = None,
         streaming: bool = False,
+        number_sources: bool = False,
         **options: Unpack[OptionArgs],
     ) -> None:
-        if not isinstance(streaming, bool):
-            msg = f"streaming must be True or False, got {type(streaming).__name__}"
-            raise InvalidRequestError(msg, field="streaming")
+        for name, flag in (("streaming", streaming), ("number_sources", number_sources)):
+            if not isinstance(flag, bool):
+                msg = f"{name} must be True or False, got {type(flag).__name__}"
+                raise InvalidRequestError(msg, field=name)
         self._arguments: dict[str, Any] = {
             "llm": llm,
             "callback_manager": callback_manager,
@@ -131,6 +154,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
             "documents": documents,
             "docstore": docstore,
             "streaming": streaming,
+            "number_sources": number_sources,
             **options,
         }
         self._options = AnswerOptions(**options)
@@ -150,6 +174,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         # sets it on its query engine's synthesizer for one turn (True in stream_chat, False
         # in chat), as it does for LlamaIndex's own synthesizers.
         self._streaming = streaming
+        self._number_sources = number_sources
 
     @property
     def options(self) -> AnswerOptions:
@@ -249,7 +274,12 @@ class EvidenceSynthesizer(BaseSynthesizer):
                 bundle.query_str, selected.selection, self._reader, self._options
             )
             response = _response(
-                answer, selected, additional_source_nodes, self._streaming, is_async=False
+                answer,
+                selected,
+                additional_source_nodes,
+                self._streaming,
+                is_async=False,
+                number_sources=self._number_sources,
             )
             event.on_end(payload={EventPayload.RESPONSE: response})
         dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
@@ -280,7 +310,12 @@ class EvidenceSynthesizer(BaseSynthesizer):
                 bundle.query_str, selected.selection, self._reader, self._options
             )
             response = _response(
-                answer, selected, additional_source_nodes, self._streaming, is_async=True
+                answer,
+                selected,
+                additional_source_nodes,
+                self._streaming,
+                is_async=True,
+                number_sources=self._number_sources,
             )
             event.on_end(payload={EventPayload.RESPONSE: response})
         dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
@@ -300,6 +335,7 @@ def _response(
     streaming: bool,
     *,
     is_async: bool,
+    number_sources: bool,
 ) -> RESPONSE_TYPE:
     metadata: dict[str, Any] = {
         _EVIDENCE_ANSWER_KEY: answer,
@@ -307,10 +343,54 @@ def _response(
     }
     if additional_source_nodes:
         metadata["additional_source_nodes"] = list(additional_source_nodes)
-    return response_of(
-        answer.answer if answer.status == "answered" else None,
-        selected.sent(answer.used_source_ids),
-        metadata,
-        streaming=streaming,
-        is_async=is_async,
-    )
+    text = answer.answer if answer.status == "answered" else None
+    source_nodes = selected.sent(answer.used_source_ids)
+    if number_sources:
+        text, entries, node_ids = _numbered(answer, text, source_nodes)
+        metadata[_SOURCE_NUMBERS_KEY] = entries
+        metadata[_SOURCE_NUMBER_NODE_IDS_KEY] = node_ids
+    return response_of(text, source_nodes, metadata, streaming=streaming, is_async=is_async)
+
+
+def _numbered(
+    answer: EvidenceAnswer, text: str | None, source_nodes: Sequence[NodeWithScore]
+) -> tuple[str | None, list[dict[str, Any]], dict[int, str]]:
+    """``text`` with ``[n]`` after each segment, one entry per segment, and each n's node ID.
+
+    ``n`` is the 1-based position in ``source_nodes``: the nodes behind
+    ``answer.used_source_ids``, in that order.
+    """
+    if text is None or not answer.segments:
+        return text, [], {}
+    number_of = {source_id: n for n, source_id in enumerate(answer.used_source_ids, start=1)}
+    pieces: list[str] = []
+    entries: list[dict[str, Any]] = []
+    node_ids: dict[int, str] = {}
+    cursor = shift = 0  # where the plain text was copied to; the length of numbers written
+    for index, segment in enumerate(answer.segments):
+        cited: set[int] = set()
+        if segment.support != "unmarked":
+            cited = {
+                number_of[citation.source_id]
+                for fact_index in segment.fact_indices
+                for citation in answer.facts[fact_index].citations
+                if citation.source_id in number_of
+            }
+        numbers = sorted(cited)
+        for n in numbers:
+            node_ids[n] = source_nodes[n - 1].node.node_id
+        label = "".join(f"[{n}]" for n in numbers)
+        pieces.extend((text[cursor : segment.char_end], label))
+        entries.append(
+            {
+                "segment_index": index,
+                "char_start": segment.char_start + shift,
+                "char_end": segment.char_end + shift,
+                "source_numbers": numbers,
+                "fact_indices": list(segment.fact_indices),
+            }
+        )
+        cursor = segment.char_end
+        shift += len(label)
+    pieces.append(text[cursor:])
+    return "".join(pieces), entries, dict(sorted(node_ids.items()))

@@ -29,7 +29,8 @@ class Dialect:
         source: Where the subset is documented.
         keywords: The schema keywords it accepts; any other is dropped.
         root_any_of: Whether the root may be a choice (``anyOf``): then the request is sent
-            as two branches, answered or abstained (``writing.branch_on_answer``).
+            as answered shapes, one per fact count, and an abstained one
+            (``writing.branch_on_answer``).
         nullable: How a nullable string is written: a type list (``["string", "null"]``) or
             OpenAPI's ``nullable: true`` (a schema of type ``null`` alone becomes one too).
         max_min_items: The largest ``minItems`` it accepts (Anthropic: 1).
