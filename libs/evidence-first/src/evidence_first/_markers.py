@@ -26,6 +26,7 @@ What is matched, exactly:
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -147,13 +148,15 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
     ``flagged`` are the 0-based indices of facts whose citations carry ``object_not_cited``: a
     segment resting only on those is flagged ``unsupported_facts``.
     """
-    quoted = [match.span() for match in _QUOTED.finditer(answer)]
+    quoted = [match.span() for match in _QUOTED.finditer(answer)]  # in order, apart
+    quote_starts = [start for start, _ in quoted]
     kept: list[str] = []
     removed: list[tuple[str, int, list[int]]] = []  # spelling, offset without markers, numbers
     last = length = 0
     for match in _MARKER.finditer(answer):
         bracket = answer.index("[", match.start())
-        if any(start < bracket < end for start, end in quoted):
+        inside = bisect.bisect_left(quote_starts, bracket) - 1
+        if inside >= 0 and bracket < quoted[inside][1]:
             continue
         kept.append(answer[last : match.start()])
         length += match.start() - last
