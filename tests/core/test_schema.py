@@ -128,7 +128,7 @@ def _longest(schema: dict[str, Any]) -> Any:
 
 def _longest_marked(pattern: str) -> str:
     """The longest answer an answered shape's marker pattern allows, read off the pattern."""
-    claim_chars = int(re.search(r"\{1,(\d+)\}", pattern).group(1))
+    claim_chars = int(re.search(r"\{\d+,(\d+)\}", pattern).group(1))
     more = re.search(r"\)\{0,(\d+)\}\$$", pattern)
     claims = 1 + int(more.group(1)) if more else 1
     two_digits = "([1-9]|" in pattern

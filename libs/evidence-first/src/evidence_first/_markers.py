@@ -38,6 +38,7 @@ from evidence_first._vocabulary import AnswerFlag, SegmentSupport
 
 __all__ = [
     "MARKER_RULE",
+    "MIN_CLAIM_CHARS",
     "AnswerSegment",
     "FactMarker",
     "MarkedAnswer",
@@ -59,6 +60,10 @@ _ATTACHED = re.compile(r"[.,;:!?…。、)\]}\uff0c\uff1b\uff1a\uff01\uff1f]*")
 _MAX_DIGITS = 6
 # The pattern lets one marker name at most this many facts.
 _MAX_NAMED = 9
+# The fewest characters the pattern lets a claim have. Allowed to end a claim anywhere, the
+# embedded reader ended it at a bare number ("10 [F1]" where its fact said "10 pounds", "4"
+# for "4 pounds") or at "yes"; a claim says what it claims.
+MIN_CLAIM_CHARS = 6
 
 
 class FactMarker(BaseModel):
@@ -260,8 +265,9 @@ def pattern_chars(facts: int, *, claims: int, claim_chars: int) -> int:
 def answer_pattern(facts: int, *, claims: int, claim_chars: int) -> str:
     """A pattern for an answer whose claims each end with a marker naming facts 1 to ``facts``.
 
-    At most ``claims`` claims of at most ``claim_chars`` characters each (a bound a
-    grammar-constrained provider keeps: llama.cpp ignores ``maxLength`` beside a ``pattern``),
+    At most ``claims`` claims of :data:`MIN_CLAIM_CHARS` to ``claim_chars`` characters each (a
+    bound a grammar-constrained provider keeps: llama.cpp ignores ``maxLength`` beside a
+    ``pattern``),
     each marker naming at most nine facts. The claim's text holds no bracket, quote, backslash
     or control character, so the marker is the only bracketed text. Written in the subset
     llama.cpp's converter reads: no ``(?:``, no lookaround, ``^`` and ``$`` only at the ends.
@@ -269,7 +275,7 @@ def answer_pattern(facts: int, *, claims: int, claim_chars: int) -> str:
     number = _numbers(facts)
     named = min(facts, _MAX_NAMED)
     more = "" if named == 1 else f"(, F{number}){{0,{named - 1}}}"
-    claim = rf'[^\[\]"\\\x00-\x1f]{{1,{claim_chars}}} \[F{number}{more}\][.!?]?'
+    claim = rf'[^\[\]"\\\x00-\x1f]{{{MIN_CLAIM_CHARS},{claim_chars}}} \[F{number}{more}\][.!?]?'
     repeat = "" if claims == 1 else f"( {claim}){{0,{claims - 1}}}"
     return f"^{claim}{repeat}$"
 

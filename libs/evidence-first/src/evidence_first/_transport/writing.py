@@ -27,9 +27,9 @@ __all__ = ["branch_on_answer", "schema_in"]
 
 # The answered shapes: one per fact count up to this many, then one for more.
 _SPLIT_FACTS = 4
-# At most this many claims in an answer, and at least this many characters allowed in each.
+# At most this many claims in an answer, and at least this much room for each.
 _MAX_CLAIMS = 3
-_MIN_CLAIM_CHARS = 24
+_LEAST_CLAIM_ROOM = 24
 
 
 def schema_in(schema: Mapping[str, Any], dialect: Dialect | DialectName) -> dict[str, Any]:
@@ -215,13 +215,13 @@ def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
         left = OUTPUT_TOKENS_PER_FACT * (most - fewest) + OUTPUT_TOKENS_PER_FACT // 2
         room = min(answer_chars, 2 * left)
         marker = pattern_chars(most_facts, claims=1, claim_chars=0)
-        # As many claims as fit, up to one per fact, each of at least _MIN_CLAIM_CHARS.
+        # As many claims as fit, up to one per fact, each of at least _LEAST_CLAIM_ROOM.
         claims = min(fewest, _MAX_CLAIMS)
-        while claims > 1 and (room - claims + 1) // claims - marker < _MIN_CLAIM_CHARS:
+        while claims > 1 and (room - claims + 1) // claims - marker < _LEAST_CLAIM_ROOM:
             claims -= 1
         answer: dict[str, Any] = {"type": "string", "minLength": 1, "maxLength": answer_chars}
         claim_chars = (room - claims + 1) // claims - marker
-        if claim_chars >= _MIN_CLAIM_CHARS:
+        if claim_chars >= _LEAST_CLAIM_ROOM:
             # The pattern's longest answer is its maxLength: both bounds say the same.
             bounds = {"facts": most_facts, "claims": claims, "claim_chars": claim_chars}
             answer["maxLength"] = pattern_chars(**bounds)
