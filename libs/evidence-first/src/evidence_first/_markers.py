@@ -47,9 +47,10 @@ __all__ = [
     "pattern_chars",
 ]
 
+# One fact in the example: shown "[F1] or [F1, F2]", the reader wrote a second fact, a copy of
+# the first citing another source, to have an F2 to name.
 MARKER_RULE = (
-    'End each claim of "answer" with the numbers of the facts it rests on, as [F1] or [F1, F2] '
-    "(F1 is the first fact)."
+    'End each claim of "answer" with the number of the fact it rests on: [F1] for the first.'
 )
 
 _MARKER = re.compile(r"(?:\s*\[F[0-9]+(?:\s*,\s*F[0-9]+)*\])+")
