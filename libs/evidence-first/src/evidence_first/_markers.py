@@ -47,10 +47,11 @@ __all__ = [
     "pattern_chars",
 ]
 
-# One fact in the example: shown "[F1] or [F1, F2]", the reader wrote a second fact, a copy of
-# the first citing another source, to have an F2 to name.
+# Measured on the report half: "with the number of the fact it rests on: [F1] for the first"
+# made the reader write a list of numbers ("4, 5, 6, ...") as its answer, twice in 48.
 MARKER_RULE = (
-    'End each claim of "answer" with the number of the fact it rests on: [F1] for the first.'
+    'End each claim of "answer" with the numbers of the facts it rests on, as [F1] or [F1, F2] '
+    "(F1 is the first fact)."
 )
 
 _MARKER = re.compile(r"(?:\s*\[F[0-9]+(?:\s*,\s*F[0-9]+)*\])+")
