@@ -187,13 +187,9 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
             offsets.at(part.end),
         )
         markers = tuple(
-            FactMarker(
-                spelling=spelling,
-                char_offset=at,
-                utf16_offset=offsets.at(at)[0],
-                utf8_offset=offsets.at(at)[1],
-            )
+            FactMarker(spelling=spelling, char_offset=at, utf16_offset=utf16, utf8_offset=utf8)
             for spelling, at in part.markers
+            for utf16, utf8 in (offsets.at(at),)
         )
         return AnswerSegment(
             text=text[part.start : part.end],

@@ -368,15 +368,15 @@ def _numbered(
     node_ids: dict[int, str] = {}
     cursor = shift = 0  # where the plain text was copied to; the length of numbers written
     for index, segment in enumerate(answer.segments):
-        cited: set[int] = set()
-        if segment.support != "unmarked":
-            cited = {
+        # An unmarked segment rests on no fact, so it gets no number.
+        numbers = sorted(
+            {
                 number_of[citation.source_id]
                 for fact_index in segment.fact_indices
                 for citation in answer.facts[fact_index].citations
                 if citation.source_id in number_of
             }
-        numbers = sorted(cited)
+        )
         for n in numbers:
             node_ids[n] = source_nodes[n - 1].node.node_id
         label = "".join(f"[{n}]" for n in numbers)
