@@ -626,6 +626,34 @@ def decided(
     }
 
 
+# How the embedded readers' floors (KNOWN_MODELS) are chosen, on the tune half only: a floor
+# must make at least this share of the unanswerable questions abstain.
+CALIBRATION_ABSTAINED = 10 / 12
+
+
+def calibrated_floor(runs: list[Outcome]) -> float | None:
+    """The floor, in hundredths, that the calibration rule picks for one mode's outcomes.
+
+    Of the floors at which at least :data:`CALIBRATION_ABSTAINED` of the unanswerable
+    questions abstain, those that keep the most correct answers; of these, the one with the
+    best precision, and then the lowest. None when no floor abstains enough.
+    """
+    unanswerable = sum(not o.answerable for o in runs)
+    best: tuple[int, float, float] | None = None
+    for step in range(1, 100):
+        floor = step / 100
+        at = [o.decided(floor, ABSTAINING_FLAGS) for o in runs]
+        held = sum(not o.answerable and o.status != "answered" for o in at)
+        if held < CALIBRATION_ABSTAINED * unanswerable:
+            continue
+        answered = sum(o.status == "answered" for o in at)
+        correct = sum(o.correct for o in at)
+        key = (correct, correct / answered if answered else 1.0, -floor)
+        if best is None or key > best:
+            best = key
+    return None if best is None else -best[2]
+
+
 def risk_coverage_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
     """Precision and coverage at each floor, from the same stored run (flags at their defaults)."""
     rows = []
@@ -672,6 +700,10 @@ def render(
         *kind_table(decided(outcomes, floors)),
         "",
         *risk_coverage_table(outcomes),
+        "",
+        "Floor by the calibration rule on this split: "
+        + ", ".join(f"{mode} {calibrated_floor(runs)}" for mode, runs in outcomes.items())
+        + ".",
     ]
     return "\n".join(lines)
 

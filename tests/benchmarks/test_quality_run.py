@@ -162,3 +162,39 @@ def test_the_marker_rows_count_marked_answers_supported_segments_and_invalid_mar
     assert quality.answers_marked(outcomes) == "1/2 (50%)"
     assert quality.segments_supported(outcomes) == "3/4 (75%)"
     assert quality.replies_with_invalid_markers(outcomes) == "1"
+
+
+def test_the_calibration_rule_keeps_the_most_correct_answers_among_floors_that_abstain_enough(
+    load_benchmark,
+):
+    quality = load_benchmark("quality")
+
+    def outcome(answerable: bool, correct: bool, confidence: float):
+        return quality.Outcome(
+            id="q",
+            kind="single",
+            answerable=answerable,
+            mode="passage",
+            status="answered",
+            correct=correct,
+            reason_codes=(),
+            produced=1,
+            verified=1,
+            supporting=1,
+            input_tokens=None,
+            cached_input_tokens=None,
+            output_tokens=None,
+            latency_s=1.0,
+            detail={},
+            reader_confidence=confidence,
+        )
+
+    # Ten of twelve unanswerable abstain from 0.71 up; two answer with 0.95.
+    unanswerable = [outcome(False, False, 0.70)] * 10 + [outcome(False, False, 0.95)] * 2
+    # Correct answers at 0.80 and 0.90; a wrong one at 0.75 that a higher floor removes.
+    answerable = [outcome(True, True, 0.80), outcome(True, True, 0.90), outcome(True, False, 0.75)]
+    runs = unanswerable + answerable
+    # 0.71-0.75 keep both correct answers with the wrong one; 0.76-0.80 keep them without it.
+    assert quality.calibrated_floor(runs) == 0.76
+    # With eleven of twelve unanswerable answering confidently, no floor below 1 abstains enough.
+    assert quality.calibrated_floor([outcome(False, False, 0.995)] * 11 + answerable) is None
