@@ -639,19 +639,18 @@ def calibrated_floor(runs: list[Outcome]) -> float | None:
     best precision, and then the lowest. None when no floor abstains enough.
     """
     unanswerable = sum(not o.answerable for o in runs)
-    best: tuple[int, float, float] | None = None
-    for step in range(1, 100):
-        floor = step / 100
+    chosen, best = None, (-1, 0.0)
+    for floor in (step / 100 for step in range(1, 100)):  # rising, so a tie keeps the lowest
         at = [o.decided(floor, ABSTAINING_FLAGS) for o in runs]
         held = sum(not o.answerable and o.status != "answered" for o in at)
         if held < CALIBRATION_ABSTAINED * unanswerable:
             continue
         answered = sum(o.status == "answered" for o in at)
         correct = sum(o.correct for o in at)
-        key = (correct, correct / answered if answered else 1.0, -floor)
-        if best is None or key > best:
-            best = key
-    return None if best is None else -best[2]
+        key = (correct, correct / answered if answered else 1.0)
+        if key > best:
+            chosen, best = floor, key
+    return chosen
 
 
 def risk_coverage_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:

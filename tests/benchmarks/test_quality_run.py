@@ -126,6 +126,26 @@ def test_a_stopped_run_picks_up_where_it_stopped(capsys, tmp_path, load_benchmar
     assert "(stored)" in capsys.readouterr().err
 
 
+# One question answered right in passage mode, as quality.py stores it.
+_ANSWERED = {
+    "id": "q",
+    "kind": "single",
+    "answerable": True,
+    "mode": "passage",
+    "status": "answered",
+    "correct": True,
+    "reason_codes": (),
+    "produced": 1,
+    "verified": 1,
+    "supporting": 1,
+    "input_tokens": None,
+    "cached_input_tokens": None,
+    "output_tokens": None,
+    "latency_s": 1.0,
+    "detail": {},
+}
+
+
 def test_the_marker_rows_count_marked_answers_supported_segments_and_invalid_markers(
     load_benchmark,
 ):
@@ -137,27 +157,10 @@ def test_the_marker_rows_count_marked_answers_supported_segments_and_invalid_mar
     assert quality.invalid_markers("not JSON") == 0
     assert quality.invalid_markers(None) == 0
 
-    base = {
-        "id": "q",
-        "kind": "single",
-        "answerable": True,
-        "mode": "passage",
-        "status": "answered",
-        "correct": True,
-        "reason_codes": (),
-        "produced": 1,
-        "verified": 1,
-        "supporting": 1,
-        "input_tokens": None,
-        "cached_input_tokens": None,
-        "output_tokens": None,
-        "latency_s": 1.0,
-        "detail": {},
-    }
     outcomes = [
-        quality.Outcome(**base, marked=True, segments=3, supported_segments=2),
-        quality.Outcome(**base, segments=1, supported_segments=1),
-        quality.Outcome(**{**base, "status": "invalid_response"}, invalid_markers=2),
+        quality.Outcome(**_ANSWERED, marked=True, segments=3, supported_segments=2),
+        quality.Outcome(**_ANSWERED, segments=1, supported_segments=1),
+        quality.Outcome(**{**_ANSWERED, "status": "invalid_response"}, invalid_markers=2),
     ]
     assert quality.answers_marked(outcomes) == "1/2 (50%)"
     assert quality.segments_supported(outcomes) == "3/4 (75%)"
@@ -171,21 +174,7 @@ def test_the_calibration_rule_keeps_the_most_correct_answers_among_floors_that_a
 
     def outcome(answerable: bool, correct: bool, confidence: float):
         return quality.Outcome(
-            id="q",
-            kind="single",
-            answerable=answerable,
-            mode="passage",
-            status="answered",
-            correct=correct,
-            reason_codes=(),
-            produced=1,
-            verified=1,
-            supporting=1,
-            input_tokens=None,
-            cached_input_tokens=None,
-            output_tokens=None,
-            latency_s=1.0,
-            detail={},
+            **{**_ANSWERED, "answerable": answerable, "correct": correct},
             reader_confidence=confidence,
         )
 
