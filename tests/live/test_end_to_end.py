@@ -164,7 +164,7 @@ def test_llamaindex_openai_like_answers_a_real_question(tiny_model, invariants):
         is_chat_model=True,
     )
     engine = EvidenceQueryEngine.from_args(
-        retriever, llm=llm, max_output_tokens=384, timeout=LIVE_TIMEOUT
+        retriever, llm=llm, max_output_tokens=384, timeout=LIVE_TIMEOUT, documents=documents
     )
     response = engine.query(QUESTION["question"])
     answer = response.metadata["evidence_answer"]
@@ -172,6 +172,7 @@ def test_llamaindex_openai_like_answers_a_real_question(tiny_model, invariants):
     assert [n.node.node_id for n in response.source_nodes] == list(answer.used_source_ids)
     for fact in answer.facts:
         for citation in fact.citations:
+            assert citation.document is not None
             document = next(d for d in documents if d.doc_id == citation.document.doc_id)
             assert document.text[citation.document.char_start : citation.document.char_end] == (
                 citation.quote
