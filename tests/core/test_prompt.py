@@ -18,7 +18,7 @@ from evidence_first import (
 from evidence_first._citing.quote import QuoteStyle
 from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
-from evidence_first._transport.writing import branch_on_answer
+from evidence_first._transport.writing import branch_on_answer, schema_in
 from evidence_first.chat_completions import ChatCompletionsModel
 
 SECRET = "sk-live-51H8yTOPSECRET"
@@ -168,9 +168,13 @@ def test_request_schema_enumerates_the_ids_actually_sent(model):
     answer_from_evidence("q?", sources, model, max_context_tokens=100, max_output_tokens=200)
     schema = model.requests[0].json_schema
     fact = schema["properties"]["facts"]["items"]
-    citation = fact["properties"]["citations"]["items"]
-    assert citation["properties"]["source_id"]["enum"] == ["a", "b"]
-    assert citation["properties"]["quote"]["maxLength"] == 1000
+    # A choice per source sent: its ID, paired with where a quote of its text may start.
+    choices = fact["properties"]["citations"]["items"]["anyOf"]
+    assert [choice["properties"]["source_id"]["enum"] for choice in choices] == [["a"], ["b"]]
+    for choice in choices:
+        assert list(choice["properties"]) == ["quote", "source_id"]
+        assert choice["properties"]["quote"]["maxLength"] == 1000
+        assert choice["properties"]["quote"]["pattern"] == r'^(t)[^"\\\x00-\x1f]{0,999}$'
     assert fact["properties"]["citations"]["minItems"] == 1
     # 200 output tokens cannot hold 32 facts of 8 citations; the bounds follow the limit.
     assert schema["properties"]["facts"]["maxItems"] == 1
@@ -224,11 +228,13 @@ def test_general_schema_is_exported_without_an_enum():
 
 # The local reader's two-branch schema: "an answer xor missing evidence" made structural.
 
+FACT_QUOTE = "The launch moved to June 15."
+
 FACT = {
     "subject": "the launch",
     "relation": "moved to",
     "object": "June 15",
-    "citations": [{"source_id": "a", "quote": "The launch moved to June 15."}],
+    "citations": [{"source_id": "a", "quote": FACT_QUOTE}],
 }
 
 
@@ -239,7 +245,7 @@ ABSTAINED = {"facts": [], "answer": None, "inference": None, "missing_evidence":
 def _branched() -> dict:
     return branch_on_answer(
         ledger_schema(
-            QuoteStyle().shape(SentSources((Evidence(id="a", text="t"),))),
+            QuoteStyle().shape(SentSources((Evidence(id="a", text=FACT_QUOTE),))),
             knowledge="evidence-only",
             max_output_tokens=512,
         )
@@ -295,7 +301,7 @@ def test_the_branched_schema_rules_out_inconsistent_ledgers(ledger):
 
 def test_the_branched_schema_keeps_every_bound_and_cites_before_it_answers():
     plain = ledger_schema(
-        QuoteStyle().shape(SentSources((Evidence(id="a", text="t"),))),
+        QuoteStyle().shape(SentSources((Evidence(id="a", text=FACT_QUOTE),))),
         knowledge="evidence-only",
         max_output_tokens=512,
     )
@@ -344,7 +350,9 @@ def test_only_a_branched_chat_completions_model_sends_the_branches():
     (request,) = captured
     plain = ChatCompletionsModel("http://127.0.0.1:9/v1").body(request)
     branched = ChatCompletionsModel("http://127.0.0.1:9/v1", dialect="full").body(request)
-    assert plain["response_format"]["json_schema"]["schema"] == request.json_schema
+    assert plain["response_format"]["json_schema"]["schema"] == schema_in(
+        request.json_schema, "json-schema"
+    )
     assert branched["response_format"]["json_schema"]["schema"] == branch_on_answer(
         request.json_schema
     )

@@ -114,7 +114,8 @@ def _longest(schema: dict[str, Any]) -> Any:
         if kind == "null":
             candidates.append(None)
         elif kind == "string" and "pattern" in schema:
-            candidates.append(_longest_marked(schema["pattern"]))
+            longest = _longest_quote if schema["pattern"].startswith(_QUOTE) else _longest_marked
+            candidates.append(longest(schema["pattern"]))
         elif kind == "string":
             candidates.append("x" * schema["maxLength"])
         elif kind == "array":
@@ -124,6 +125,23 @@ def _longest(schema: dict[str, Any]) -> Any:
         else:
             raise AssertionError(f"unexpected type {kind}")
     return max(candidates, key=lambda v: len(_compact(v)))
+
+
+# Quote mode's pattern: a choice of literal openings, then a bounded character class.
+_QUOTE = "^("
+_QUOTE_PATTERN = re.compile(r"\^\((?P<openings>.*)\)\[\^[^\]]*\]\{0,(?P<rest>\d+)\}\$", re.DOTALL)
+
+
+def _longest_quote(pattern: str) -> str:
+    """The longest quote a quote pattern allows: its longest opening, then its rest in full."""
+    parts = _QUOTE_PATTERN.fullmatch(pattern)
+    assert parts is not None
+    openings = [
+        re.sub(r"\\(.)", r"\1", opening) for opening in re.split(r"(?<!\\)\|", parts["openings"])
+    ]
+    quote = max(openings, key=len) + "x" * int(parts["rest"])
+    assert re.fullmatch(pattern, quote)
+    return quote
 
 
 def _longest_marked(pattern: str) -> str:
@@ -217,10 +235,14 @@ def test_text_bounds_shrink_to_fit_the_response_limit_and_ids_never_do():
     sources = [Evidence(id=f"source-{n}", text=SENTENCE) for n in range(8)]
     roomy = _schema_for("quote", sources, max_output_tokens=8192, max_response_chars=131_072)
     tight = _schema_for("quote", sources, max_output_tokens=8192, max_response_chars=32_768)
-    citation = tight["properties"]["facts"]["items"]["properties"]["citations"]["items"]
+    choices = tight["properties"]["facts"]["items"]["properties"]["citations"]["items"]["anyOf"]
     assert worst_case_chars(roomy) > 32_768 >= worst_case_chars(tight)
-    assert citation["properties"]["quote"]["maxLength"] < 1000
-    assert citation["properties"]["source_id"]["enum"] == [s.id for s in sources]
+    assert [c["properties"]["source_id"]["enum"] for c in choices] == [[s.id] for s in sources]
+    for choice in choices:
+        quote = choice["properties"]["quote"]
+        assert quote["maxLength"] < 1000
+        # The pattern bounds the quote itself (llama.cpp ignores maxLength beside it).
+        assert len(_longest_quote(quote["pattern"])) == quote["maxLength"]
 
 
 def test_past_the_enum_cap_labels_are_strings_bounded_by_the_longest_label_sent():
@@ -312,12 +334,17 @@ def test_the_full_dialect_is_the_branched_form_the_embedded_reader_is_sent():
 
 
 def test_a_dialect_drops_bounds_it_cannot_express_and_keeps_the_shape():
-    schema = _schema_for("quote", [Evidence(id="a", text=SENTENCE)], knowledge="evidence-only")
+    sources = [Evidence(id="a", text=SENTENCE), Evidence(id="b", text="The ferry is late.")]
+    schema = _schema_for("quote", sources, knowledge="evidence-only")
     anthropic = schema_in(schema, "anthropic")
     citation = anthropic["properties"]["facts"]["items"]["properties"]["citations"]
     assert "maxItems" not in citation
     assert citation["minItems"] == 1
-    assert citation["items"]["properties"]["quote"] == {"type": "string"}
+    # Without their patterns the choices per source are one enum apart: one object.
+    assert citation["items"]["properties"] == {
+        "quote": {"type": "string"},
+        "source_id": {"type": "string", "enum": ["a", "b"]},
+    }
     assert anthropic["properties"]["answer"] == {"type": ["string", "null"]}
     gemini = schema_in(schema, "gemini")
     assert gemini["properties"]["inference"] == {"type": "string", "nullable": True}

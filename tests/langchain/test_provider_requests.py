@@ -226,8 +226,8 @@ async def test_chat_openai_elsewhere_sends_the_schema_as_built(mode, loopback):
     assert endpoint.requests[0].path == "/v1/chat/completions"
     schema = endpoint.body["response_format"]["json_schema"]["schema"]
     # vLLM, llama.cpp, LM Studio: standard JSON Schema, every bound, byte for byte as built
-    # (the cassettes were recorded with this body).
-    assert json.dumps(schema) == json.dumps(_built())
+    # and written in that dialect (the cassettes were recorded with this body).
+    assert json.dumps(schema) == json.dumps(schema_in(_built(), "json-schema"))
     _assert_in_dialect(schema, "json-schema")
     assert endpoint.body["temperature"] == 0.0
     assert "tools" not in endpoint.body

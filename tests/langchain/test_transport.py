@@ -106,7 +106,11 @@ def test_openai_compatible_models_get_json_schema_output_and_no_retries():
     # In the request body as-is (extra_body), not through ChatOpenAI's `.parse()` route.
     assert payload["extra_body"]["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": SCHEMA_NAME, "schema": request.json_schema, "strict": True},
+        "json_schema": {
+            "name": SCHEMA_NAME,
+            "schema": schema_in(request.json_schema, "json-schema"),
+            "strict": True,
+        },
     }
     assert "response_format" not in payload
     assert payload["extra_body"]["top_k"] == 1  # the caller's extra body is kept

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "LARGE_INPUT_CHARS",
+    "MAX_ANCHOR_PATTERN_CHARS",
     "MAX_ANSWER_CHARS",
     "MAX_CITATIONS_PER_FACT",
     "MAX_ENUM_VALUES",
@@ -48,3 +49,7 @@ OUTPUT_TOKENS_PER_FACT = 128
 # Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
 # labels are plain strings and verification alone catches an unknown one.
 MAX_ENUM_VALUES = 256
+# Quote mode pairs each source ID with a pattern of the places a quote of that source may
+# start (about twice the source's text); past this many characters of patterns in all, the
+# citation is one object with an enum of the IDs sent.
+MAX_ANCHOR_PATTERN_CHARS = 262_144

@@ -12,7 +12,7 @@ as a :class:`CitationShape`: the styles call this module, never the reverse.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from json.encoder import encode_basestring
@@ -123,12 +123,16 @@ class CitationShape:
             bounds, never shortened to fit ``max_response_chars``.
         output_cost: How many times the quote style's output one citation costs; the
             schema allows proportionally fewer facts and citations per output token.
+        fitted: Given the citation's schema with its final string bounds, the same schema
+            with its patterns agreeing with those bounds (quote mode's patterns bound a
+            quote's length themselves, as llama.cpp ignores ``maxLength`` beside a pattern).
     """
 
     model: type[LedgerCitationBase]
     schema: dict[str, Any]
     identifiers: Collection[str]
     output_cost: int
+    fitted: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 def ledger_schema(
@@ -190,7 +194,11 @@ def ledger_schema(
                     continue
                 room, spread = max_response_chars - shortest, longest - shortest
                 factor = max(0.0, room / spread) if spread > 0 else 0.0
-        return _scaled(schema, factor, citation.identifiers)
+        scaled = _scaled(schema, factor, citation.identifiers)
+        if citation.fitted is not None:
+            cited = scaled["properties"]["facts"]["items"]["properties"]["citations"]
+            cited["items"] = citation.fitted(cited["items"])
+        return scaled
 
 
 def _scaled(node: dict[str, Any], factor: float, identifiers: Collection[str]) -> dict[str, Any]:

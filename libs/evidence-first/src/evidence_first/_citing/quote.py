@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+from functools import partial
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -11,16 +14,20 @@ from evidence_first._citing.base import CitationStyle
 from evidence_first._evidence import Evidence
 from evidence_first._injection import Defences
 from evidence_first._ledger import LedgerCitationBase
-from evidence_first._limits import MAX_CITATIONS_PER_FACT, MAX_QUOTE_CHARS
+from evidence_first._limits import (
+    MAX_ANCHOR_PATTERN_CHARS,
+    MAX_CITATIONS_PER_FACT,
+    MAX_QUOTE_CHARS,
+)
 from evidence_first._passages import Passage, SentSources
-from evidence_first._schema import enum_or_string, flat_schema, narrowed
+from evidence_first._schema import CitationShape, enum_or_string, flat_schema, narrowed
 from evidence_first._spans import Rejection, citation_of
 from evidence_first._text import UnitOffsets
 from evidence_first._vocabulary import CitationMode
 
-__all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote"]
+__all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote", "quote_pattern"]
 
-PROMPT_VERSION = "evidence-first/quote/5"
+PROMPT_VERSION = "evidence-first/quote/6"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
 
 
@@ -48,10 +55,10 @@ class QuoteStyle(CitationStyle):
     citation_model: ClassVar[type[LedgerCitationBase]] = LedgerCitation
     facts_rule: ClassVar[str] = """\
 - "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
-"relation": ..., "object": ..., "citations": [{"source_id": ..., "quote": ...}]}. Each fact \
-has 1 to @CITATIONS@ citations. "source_id" is the "id" of a source. "quote" is copied exactly, \
-character for character, from that source's "text": one contiguous excerpt, usually a sentence \
-or a clause, with nothing changed, added or left out.
+"relation": ..., "object": ..., "citations": [{"quote": ..., "source_id": ...}]}. Each fact \
+has 1 to @CITATIONS@ citations. "quote" is copied exactly, character for character, from a \
+source's "text": one contiguous excerpt, usually a sentence or a clause, with nothing changed, \
+added or left out. "source_id" is the "id" of that source.
 """.replace("@CITATIONS@", str(MAX_CITATIONS_PER_FACT))
 
     def text_fields(
@@ -61,9 +68,44 @@ or a clause, with nothing changed, added or left out.
         return {"text": source.text}
 
     def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
-        """The citation's ``source_id`` becomes an enum of the IDs sent."""
-        ids = None if sent is None else [source.id for source in sent.sources]
-        return narrowed(flat_schema(LedgerCitation), {"source_id": enum_or_string(ids)})
+        """The quote first, then its source: one choice per source sent.
+
+        Each choice pairs the source's ID with where a quote of its text may start
+        (:func:`quote_pattern`), so the model copies its excerpt and then names its source. A
+        grammar-constrained provider (llama.cpp) starts every quote at a word of some sent
+        source, in that word's exact case, and then can name only a source holding that start.
+        On the quality set, the embedded reader most often failed by quoting one source under
+        another's ID. A dialect without ``pattern`` gets one object with an enum of the IDs
+        sent (:func:`~evidence_first._transport.writing.schema_in`), as every dialect does past
+        :data:`~evidence_first._limits.MAX_ANCHOR_PATTERN_CHARS` of patterns.
+        """
+        general = flat_schema(LedgerCitation)
+        quote = general["properties"]["quote"]
+        # The quote before its source: the model names the source of the text it has copied.
+        properties = {"quote": quote, **general["properties"]}
+        general = {**general, "properties": properties, "required": list(properties)}
+        if sent is None:
+            return general
+        patterns = [quote_pattern(source.text, MAX_QUOTE_CHARS) for source in sent.sources]
+        if sum(map(len, patterns)) > MAX_ANCHOR_PATTERN_CHARS:
+            ids = [source.id for source in sent.sources]
+            return narrowed(general, {"source_id": enum_or_string(ids)})
+        return {
+            "anyOf": [
+                narrowed(
+                    general,
+                    {"quote": {**quote, "pattern": pattern}, "source_id": enum_or_string([s.id])},
+                )
+                for s, pattern in zip(sent.sources, patterns, strict=True)
+            ]
+        }
+
+    def shape(self, sent: SentSources | None) -> CitationShape:
+        """The citation's schema, its quotes' patterns fitted to their final ``maxLength``."""
+        shape = super().shape(sent)
+        if sent is None:
+            return shape
+        return replace(shape, fitted=partial(_fitted, [source.text for source in sent.sources]))
 
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
         """The first exact occurrence of the quote; no normalization, no fuzzy matching."""
@@ -75,3 +117,58 @@ or a clause, with nothing changed, added or left out.
                 "quote_not_in_source", "the quote is not an exact excerpt of the source", ".quote"
             )
         return citation
+
+
+# A word's start: a letter, digit or underscore not right after another.
+_WORD_START = re.compile(r"(?<!\w)\w")
+# A quote's opening: the word there and the next one, with what lies between on one line.
+_OPENING = re.compile(r"\w+(?:[^\w\n]+\w+)?")
+# What a grammar-constrained quote holds after its opening. No double quote, backslash or
+# control character: grammar converters differ on how a pattern meets JSON escapes, and the
+# answer's pattern excludes the same (:func:`evidence_first._markers.answer_pattern`).
+_QUOTE_TAIL = r'[^"\\\x00-\x1f]'
+_UNSAFE = re.compile(r'["\\\x00-\x1f]')
+_SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
+
+
+def quote_pattern(text: str, most: int) -> str:
+    """A pattern for the quotes of ``text`` a grammar-constrained provider may write.
+
+    A quote opens with the two words (one, at the text's end) at some word start of ``text``,
+    exactly as written there, up to any double quote, backslash or control character between
+    them, and cut to ``most`` characters. What follows holds none of those characters and
+    fills at most what the longest opening leaves of ``most``: no quote the pattern allows is
+    longer than ``most`` (llama.cpp ignores ``maxLength`` beside a pattern). It guides
+    generation only: a quote is verified by exact substring search whatever the provider
+    allowed. Written in the subset llama.cpp's converters read: literal alternatives, one
+    bounded character class, and ``^`` and ``$`` only at the ends.
+    """
+    openings: dict[str, None] = {}
+    for start in _WORD_START.finditer(text):
+        opening = _OPENING.match(text, start.start())
+        assert opening is not None  # a word starts here
+        words = opening.group()
+        unsafe = _UNSAFE.search(words)
+        if unsafe is not None:
+            # Up to the character: the first word at least, which holds none.
+            words = words[: unsafe.start()].rstrip()
+        openings[words[:most]] = None
+    if not openings:
+        # No word to start at: the provider may write only an empty quote, which is rejected.
+        return "^$"
+    rest = most - max(map(len, openings))
+    alternatives = "|".join(_SPECIAL.sub(r"\\\1", opening) for opening in openings)
+    return f"^({alternatives}){_QUOTE_TAIL}{{0,{rest}}}$"
+
+
+def _fitted(texts: list[str], citation: dict[str, Any]) -> dict[str, Any]:
+    """Each source's choice with its quote pattern fitted to the quote's final ``maxLength``."""
+    branches = citation.get("anyOf")
+    if branches is None:
+        return citation
+    fitted = []
+    for text, branch in zip(texts, branches, strict=True):
+        quote = branch["properties"]["quote"]
+        pattern = quote_pattern(text, quote["maxLength"])
+        fitted.append(narrowed(branch, {"quote": {**quote, "pattern": pattern}}))
+    return {**citation, "anyOf": fitted}

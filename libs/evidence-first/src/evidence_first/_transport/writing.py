@@ -14,7 +14,7 @@ it plans a request for a model that declares its dialect, so such a schema is ne
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evidence_first._errors import InvalidRequestError
@@ -109,7 +109,7 @@ def _name_chars(schema: Mapping[str, Any]) -> int:
     return sum(len(name) for node, _ in _nodes(schema) for name in node.get("properties", ()))
 
 
-def _merged(branches: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def _merged(branches: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """One schema for a choice whose branches differ only in their enums, or ``None``.
 
     The enums are joined, in order: the one schema allows every branch's values, so it allows
@@ -136,23 +136,42 @@ def _merged(branches: list[Mapping[str, Any]]) -> dict[str, Any] | None:
     return merged
 
 
-def _share_first_key(branches: list[Mapping[str, Any]]) -> bool:
+def _share_first_key(branches: Sequence[Mapping[str, Any]]) -> bool:
     if len(branches) < 2 or not all(branch.get("properties") for branch in branches):
         return False
     return len({next(iter(branch["properties"])) for branch in branches}) == 1
 
 
+def _differences(first: Any, other: Any, path: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """The paths at which two written schemas differ (a list is one value)."""
+    if isinstance(first, Mapping) and isinstance(other, Mapping) and set(first) == set(other):
+        return {
+            found for key in first for found in _differences(first[key], other[key], (*path, key))
+        }
+    return set() if first == other else {path}
+
+
+def _one_enum_apart(branches: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the branches differ only in the enum of one place: then they are that enum."""
+    paths = {path for branch in branches[1:] for path in _differences(branches[0], branch)}
+    return len(paths) <= 1 and all(path[-1:] == ("enum",) for path in paths)
+
+
 def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dict[str, Any]:
     branches = node.get("anyOf")
-    if branches and not dialect.object_unions and _share_first_key(branches):
-        merged = _merged(branches)
-        if merged is None:
+    written = [_written(branch, dialect, keep_enums) for branch in branches or ()]
+    if _share_first_key(written):
+        # Written in the dialect, a choice can lose what told its branches apart (quote
+        # mode's patterns): branches one enum apart are exactly one object with that enum.
+        merged = _merged(written)
+        if merged is not None and (not dialect.object_unions or _one_enum_apart(written)):
+            return merged
+        if not dialect.object_unions:
             msg = (
                 f"the request schema has a choice of objects sharing their first key, which the "
                 f"{dialect.name} dialect does not send (object_unions)"
             )
             raise InvalidRequestError(msg, field="json_schema")
-        return _written(merged, dialect, keep_enums)
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "properties":
@@ -164,7 +183,7 @@ def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dic
             if dialect.property_ordering:
                 out["propertyOrdering"] = list(value)
         elif key == "anyOf":
-            out[key] = [_written(branch, dialect, keep_enums) for branch in value]
+            out[key] = written
         elif key == "items":
             out[key] = _written(value, dialect, keep_enums)
         elif key == "enum":

@@ -1,0 +1,132 @@
+"""Quote mode's request schema: each source's ID paired with where a quote of its text starts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evidence_first import Evidence, ModelResponse
+from evidence_first._citing import quote as quote_module
+from evidence_first._citing.quote import QuoteStyle, quote_pattern
+from evidence_first._ledger import parse_response
+from evidence_first._passages import SentSources
+from evidence_first._schema import ledger_schema
+from evidence_first._transport.dialects import DIALECTS
+from evidence_first._transport.writing import schema_in
+from evidence_first._verify import verify_citations
+
+_UNSAFE = re.compile(r'["\\\x00-\x1f]')
+_WORDS = st.text(
+    alphabet=st.sampled_from(list('ab Z9_.,;:()[]|?*+$^-"\\\n\té😀')), min_size=1, max_size=60
+)
+
+
+def _word_starts(text: str) -> list[int]:
+    return [m.start() for m in re.finditer(r"(?<!\w)\w", text)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WORDS, st.data())
+def test_every_clean_excerpt_from_a_word_on_matches_its_sources_pattern(text, data):
+    starts = _word_starts(text)
+    if not starts:
+        assert quote_pattern(text, 1000) == "^$"
+        return
+    start = data.draw(st.sampled_from(starts))
+    opening = re.compile(r"\w+(?:[^\w\n]+\w+)?").match(text, start).group()
+    end = data.draw(st.integers(start + len(opening), len(text)))
+    excerpt = text[start:end]
+    matched = re.fullmatch(quote_pattern(text, 1000), excerpt)
+    assert (matched is not None) == (_UNSAFE.search(excerpt) is None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_WORDS, st.integers(1, 80), st.data())
+def test_every_quote_a_pattern_allows_opens_at_a_word_of_its_text_within_the_bound(
+    text, most, data
+):
+    pattern = quote_pattern(text, most)
+    quote = data.draw(st.from_regex(pattern, fullmatch=True))
+    assert len(quote) <= most
+    if pattern == "^$":
+        assert quote == ""
+        return
+    assert _UNSAFE.search(quote) is None
+    opening = re.match(r"\^\((.*)\)\[", pattern).group(1)
+    first = re.match(f"({opening})", quote).group()
+    assert any(text.startswith(first, start) for start in _word_starts(text))
+
+
+def test_an_opening_is_its_two_words_exactly_as_written_and_nothing_with_a_quote_mark():
+    pattern = quote_pattern('The launch said "go" (at 50%). Then', 1000)
+    for quote in ("The launch said", "launch said", "go", "at 50%). Then", "Then"):
+        assert re.fullmatch(pattern, quote), quote
+    # A lower-case "the", a mid-word start, a double quote and a backslash are never written.
+    for quote in ("the launch", "aunch said", 'The launch said "go"', "Then\\"):
+        assert not re.fullmatch(pattern, quote), quote
+
+
+def _citation_items(sources: list[Evidence], **options: object) -> dict:
+    schema = ledger_schema(QuoteStyle().shape(SentSources(tuple(sources))), **options)
+    return schema["properties"]["facts"]["items"]["properties"]["citations"]["items"]
+
+
+SOURCES = [
+    Evidence(id="notes", text="The launch moved to June 15."),
+    Evidence(id="mail", text="Budget review is Friday."),
+]
+
+
+def test_each_source_sent_is_a_choice_of_its_id_and_its_quotes_openings():
+    items = _citation_items(SOURCES, max_output_tokens=512)
+    for source, choice in zip(SOURCES, items["anyOf"], strict=True):
+        assert list(choice["properties"]) == ["quote", "source_id"] == choice["required"]
+        assert choice["properties"]["source_id"]["enum"] == [source.id]
+        assert re.fullmatch(choice["properties"]["quote"]["pattern"], source.text)
+        other = next(s for s in SOURCES if s is not source)
+        assert not re.fullmatch(choice["properties"]["quote"]["pattern"], other.text)
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_a_dialect_without_patterns_gets_one_citation_object_with_every_id(dialect):
+    schema = ledger_schema(QuoteStyle().shape(SentSources(tuple(SOURCES))), max_output_tokens=512)
+    written = schema_in(schema, dialect)
+    citations = written.get("anyOf", [written])[0]["properties"]["facts"]["items"]
+    items = citations["properties"]["citations"]["items"]
+    if "pattern" in DIALECTS[dialect].keywords:
+        assert [c["properties"]["source_id"]["enum"] for c in items["anyOf"]] == [
+            ["notes"],
+            ["mail"],
+        ]
+    else:
+        assert "anyOf" not in items
+        assert items["properties"]["source_id"]["enum"] == ["notes", "mail"]
+        assert "pattern" not in items["properties"]["quote"]
+
+
+def test_past_the_pattern_budget_the_citation_is_one_object_with_every_id(monkeypatch):
+    monkeypatch.setattr(quote_module, "MAX_ANCHOR_PATTERN_CHARS", 40)
+    items = _citation_items(SOURCES, max_output_tokens=512)
+    assert "anyOf" not in items
+    assert items["properties"]["source_id"]["enum"] == ["notes", "mail"]
+    assert "pattern" not in items["properties"]["quote"]
+
+
+def test_verification_still_rejects_a_quote_cited_under_another_sources_id():
+    ledger = (
+        '{"answerable": "yes", "facts": [{"subject": "launch", "relation": "moved to", '
+        '"object": "June 15", "citations": [{"quote": "The launch moved to June 15.", '
+        '"source_id": "mail"}]}], "answer": "June 15 [F1]", "inference": null, '
+        '"missing_evidence": []}'
+    )
+    parsed = parse_response(
+        ModelResponse(text=ledger),
+        max_response_chars=10_000,
+        citation_model=QuoteStyle.citation_model,
+    )
+    assert parsed.ledger is not None
+    verdict = verify_citations(parsed.ledger, SentSources(tuple(SOURCES)), QuoteStyle())
+    assert [check.code for check in verdict.checks] == ["quote_not_in_source"]
