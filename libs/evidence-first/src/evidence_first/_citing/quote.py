@@ -79,33 +79,22 @@ added or left out. "source_id" is the "id" of that source.
         sent (:func:`~evidence_first._transport.writing.schema_in`), as every dialect does past
         :data:`~evidence_first._limits.MAX_ANCHOR_PATTERN_CHARS` of patterns.
         """
-        general = flat_schema(LedgerCitation)
-        quote = general["properties"]["quote"]
-        # The quote before its source: the model names the source of the text it has copied.
-        properties = {"quote": quote, **general["properties"]}
-        general = {**general, "properties": properties, "required": list(properties)}
         if sent is None:
-            return general
-        patterns = [quote_pattern(source.text, MAX_QUOTE_CHARS) for source in sent.sources]
-        if sum(map(len, patterns)) > MAX_ANCHOR_PATTERN_CHARS:
-            ids = [source.id for source in sent.sources]
-            return narrowed(general, {"source_id": enum_or_string(ids)})
-        return {
-            "anyOf": [
-                narrowed(
-                    general,
-                    {"quote": {**quote, "pattern": pattern}, "source_id": enum_or_string([s.id])},
-                )
-                for s, pattern in zip(sent.sources, patterns, strict=True)
-            ]
-        }
+            return _general_schema()
+        return _anchored_schema(sent, [_openings(source.text) for source in sent.sources])
 
     def shape(self, sent: SentSources | None) -> CitationShape:
-        """The citation's schema, its quotes' patterns fitted to their final ``maxLength``."""
-        shape = super().shape(sent)
+        """The citation's schema, its quotes' patterns fitted to their final ``maxLength``.
+
+        Each source's openings are found once, for the schema and for its fitting.
+        """
+        shape = super().shape(None)
         if sent is None:
             return shape
-        return replace(shape, fitted=partial(_fitted, [source.text for source in sent.sources]))
+        openings = [_openings(source.text) for source in sent.sources]
+        return replace(
+            shape, schema=_anchored_schema(sent, openings), fitted=partial(_fitted, openings)
+        )
 
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
         """The first exact occurrence of the quote; no normalization, no fuzzy matching."""
@@ -143,6 +132,11 @@ def quote_pattern(text: str, most: int) -> str:
     allowed. Written in the subset llama.cpp's converters read: literal alternatives, one
     bounded character class, and ``^`` and ``$`` only at the ends.
     """
+    return _pattern(_openings(text), most)
+
+
+def _openings(text: str) -> list[str]:
+    """Each distinct opening of a quote of ``text``, in order, uncut."""
     openings: dict[str, None] = {}
     for start in _WORD_START.finditer(text):
         opening = _OPENING.match(text, start.start())
@@ -152,23 +146,55 @@ def quote_pattern(text: str, most: int) -> str:
         if unsafe is not None:
             # Up to the character: the first word at least, which holds none.
             words = words[: unsafe.start()].rstrip()
-        openings[words[:most]] = None
+        openings[words] = None
+    return list(openings)
+
+
+def _pattern(openings: list[str], most: int) -> str:
+    """:func:`quote_pattern` from a text's openings."""
     if not openings:
         # No word to start at: the provider may write only an empty quote, which is rejected.
         return "^$"
-    rest = most - max(map(len, openings))
-    alternatives = "|".join(_SPECIAL.sub(r"\\\1", opening) for opening in openings)
+    cut = dict.fromkeys(opening[:most] for opening in openings)
+    rest = most - max(map(len, cut))
+    alternatives = "|".join(_SPECIAL.sub(r"\\\1", opening) for opening in cut)
     return f"^({alternatives}){_QUOTE_TAIL}{{0,{rest}}}$"
 
 
-def _fitted(texts: list[str], citation: dict[str, Any]) -> dict[str, Any]:
+def _general_schema() -> dict[str, Any]:
+    """The citation object, its quote first: the model names the source of what it copied."""
+    general = flat_schema(LedgerCitation)
+    properties = {"quote": general["properties"]["quote"], **general["properties"]}
+    return {**general, "properties": properties, "required": list(properties)}
+
+
+def _anchored_schema(sent: SentSources, openings: list[list[str]]) -> dict[str, Any]:
+    """One choice per source sent, or one object past the pattern budget."""
+    general = _general_schema()
+    quote = general["properties"]["quote"]
+    patterns = [_pattern(found, MAX_QUOTE_CHARS) for found in openings]
+    if sum(map(len, patterns)) > MAX_ANCHOR_PATTERN_CHARS:
+        ids = [source.id for source in sent.sources]
+        return narrowed(general, {"source_id": enum_or_string(ids)})
+    return {
+        "anyOf": [
+            narrowed(
+                general,
+                {"quote": {**quote, "pattern": pattern}, "source_id": enum_or_string([s.id])},
+            )
+            for s, pattern in zip(sent.sources, patterns, strict=True)
+        ]
+    }
+
+
+def _fitted(openings: list[list[str]], citation: dict[str, Any]) -> dict[str, Any]:
     """Each source's choice with its quote pattern fitted to the quote's final ``maxLength``."""
     branches = citation.get("anyOf")
     if branches is None:
         return citation
     fitted = []
-    for text, branch in zip(texts, branches, strict=True):
+    for found, branch in zip(openings, branches, strict=True):
         quote = branch["properties"]["quote"]
-        pattern = quote_pattern(text, quote["maxLength"])
+        pattern = _pattern(found, quote["maxLength"])
         fitted.append(narrowed(branch, {"quote": {**quote, "pattern": pattern}}))
     return {**citation, "anyOf": fitted}
