@@ -117,6 +117,26 @@ def test_the_question_comes_after_the_sources(model):
     assert user.endswith('Question: "When is the launch?"')
 
 
+def test_current_sources_are_listed_before_non_current_ones_and_the_result_keeps_its_order(
+    scripted, make_ledger, make_fact
+):
+    sources = [
+        Evidence(id="rumour", text="The launch is off.", status="contradicted"),
+        Evidence(id="old", text="The launch is on June 8.", status="superseded"),
+        Evidence(id="plain", text="The launch is in Oslo."),
+        Evidence(id="new", text="The launch moved to June 15.", status="current"),
+        Evidence(id="older", text="The launch is in May.", status="superseded"),
+    ]
+    model = scripted(make_ledger([make_fact(("new", "The launch moved to June 15"))]))
+    answer = answer_from_evidence("When is the launch?", sources, model)
+    sent = [item["id"] for item in _sent_sources(model.requests[0].user)]
+    assert sent == ["plain", "new", "rumour", "old", "older"]
+    # Only the prompt's order changes: what was packed, and the result, keep the order given.
+    assert answer.used_source_ids == ("rumour", "old", "plain", "new", "older")
+    assert [source.id for source in answer.evidence] == list(answer.used_source_ids)
+    assert answer.status == "answered"
+
+
 def test_ids_and_texts_are_sent_exactly_without_normalization(model):
     nfd = "Cafe\u0301  with  spaces \r\n"
     answer_from_evidence("q?", [Evidence(id=" ID\u0301 ", text=nfd)], model)

@@ -16,7 +16,7 @@ from evidence_first._model import ModelRequest
 from evidence_first._options import AnswerOptions
 from evidence_first._packing import PackedSources, pack_sources
 from evidence_first._passages import Passage, SentSources
-from evidence_first._prompt import UserMessage, serialize_source, system_prompt
+from evidence_first._prompt import UserMessage, prompt_order, serialize_source, system_prompt
 from evidence_first._request import (
     Declared,
     checked_model,
@@ -158,7 +158,7 @@ def plan_answer(
     if len(packed.sent) >= options.min_evidence:
         request = ModelRequest(
             system=system,
-            user=message.with_sources(packed.serialized),
+            user=message.with_sources(prompt_order(packed.sent, packed.serialized)),
             max_tokens=options.max_output_tokens,
             json_schema=ledger_schema(
                 style.shape(sent),

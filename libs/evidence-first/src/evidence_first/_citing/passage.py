@@ -26,7 +26,7 @@ from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PASSAGE_PROMPT_VERSION", "PassageCitation", "PassageStyle", "resolve_passages"]
 
-PASSAGE_PROMPT_VERSION = "evidence-first/passage/7"
+PASSAGE_PROMPT_VERSION = "evidence-first/passage/8"
 """Passage mode, versioned separately from quote mode."""
 
 

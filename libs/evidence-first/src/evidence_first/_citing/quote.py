@@ -27,7 +27,7 @@ from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote", "quote_pattern"]
 
-PROMPT_VERSION = "evidence-first/quote/6"
+PROMPT_VERSION = "evidence-first/quote/7"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
 
 
