@@ -42,6 +42,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -102,8 +103,15 @@ class Question:
     polarity: str | None = None  # a yes/no question's correct reply: "yes" or "no"
 
     def is_gold(self, answer: str) -> bool:
-        """Whether ``answer`` holds a gold answer, or opens with a yes/no question's reply."""
-        if any(gold.casefold() in answer.casefold() for gold in self.gold_answers):
+        """Whether ``answer`` holds a gold answer, or opens with a yes/no question's reply.
+
+        A gold answer counts only as whole words: "May 2" is not in "May 24".
+        """
+        folded = answer.casefold()
+        if any(
+            re.search(rf"(?<!\w){re.escape(gold.casefold())}(?!\w)", folded)
+            for gold in self.gold_answers
+        ):
             return True
         first = answer.strip().split(maxsplit=1)[:1]
         return self.polarity is not None and [w.strip(".,;:!").casefold() for w in first] == [

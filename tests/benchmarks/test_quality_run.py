@@ -187,3 +187,13 @@ def test_the_calibration_rule_keeps_the_most_correct_answers_among_floors_that_a
     assert quality.calibrated_floor(runs) == 0.76
     # With eleven of twelve unanswerable answering confidently, no floor below 1 abstains enough.
     assert quality.calibrated_floor([outcome(False, False, 0.995)] * 11 + answerable) is None
+
+
+def test_a_gold_answer_counts_only_as_whole_words(load_benchmark):
+    quality = load_benchmark("quality")
+    question = next(q for q in quality.load_questions() if q.id == "q09")
+    assert question.gold_answers == ("May 2", "2 May")
+    assert question.is_gold("Entries close on May 2.")
+    assert question.is_gold("entries close on may 2, 2026")
+    assert not question.is_gold("entries close on May 24")
+    assert not question.is_gold("entries close on 12 May")
