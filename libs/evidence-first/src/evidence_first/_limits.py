@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ANCHORED_QUOTE_CHARS",
     "LARGE_INPUT_CHARS",
     "MAX_ANCHOR_PATTERN_CHARS",
     "MAX_ANSWER_CHARS",
@@ -49,7 +50,11 @@ OUTPUT_TOKENS_PER_FACT = 128
 # Providers cap enum sizes (OpenAI at a few hundred values); past this, IDs and passage
 # labels are plain strings and verification alone catches an unknown one.
 MAX_ENUM_VALUES = 256
-# Quote mode pairs each source ID with a pattern of the places a quote of that source may
-# start (about twice the source's text); past this many characters of patterns in all, the
-# citation is one object with an enum of the IDs sent.
+# Quote mode pairs each source ID with a pattern of the quotes of that source's text (each
+# sentence and clause start with every way on to the end of its line, up to
+# ANCHORED_QUOTE_CHARS); past this many characters of patterns in all, the citation is one
+# object with an enum of the IDs sent.
 MAX_ANCHOR_PATTERN_CHARS = 262_144
+# The longest quote those patterns allow. The embedded reader's quotes on the quality set run
+# to 280 characters; the bound keeps a pattern within a few times its source's text.
+ANCHORED_QUOTE_CHARS = 400

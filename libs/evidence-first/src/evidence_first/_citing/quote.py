@@ -15,6 +15,7 @@ from evidence_first._evidence import Evidence
 from evidence_first._injection import Defences
 from evidence_first._ledger import LedgerCitationBase
 from evidence_first._limits import (
+    ANCHORED_QUOTE_CHARS,
     MAX_ANCHOR_PATTERN_CHARS,
     MAX_CITATIONS_PER_FACT,
     MAX_QUOTE_CHARS,
@@ -27,7 +28,7 @@ from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote", "quote_pattern"]
 
-PROMPT_VERSION = "evidence-first/quote/7"
+PROMPT_VERSION = "evidence-first/quote/8"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
 
 
@@ -70,31 +71,30 @@ added or left out. "source_id" is the "id" of that source.
     def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
         """The quote first, then its source: one choice per source sent.
 
-        Each choice pairs the source's ID with where a quote of its text may start
-        (:func:`quote_pattern`), so the model copies its excerpt and then names its source. A
-        grammar-constrained provider (llama.cpp) starts every quote at a word of some sent
-        source, in that word's exact case, and then can name only a source holding that start.
-        On the quality set, the embedded reader most often failed by quoting one source under
-        another's ID. A dialect without ``pattern`` gets one object with an enum of the IDs
+        Each choice pairs the source's ID with the quotes of its text (:func:`quote_pattern`),
+        so the model copies its excerpt and then names its source. A grammar-constrained
+        provider (llama.cpp) writes every quote as an exact excerpt of some sent source, from
+        a sentence or clause start to a word of the same line, and then can name only a
+        source holding it. On the quality set, the embedded reader most often failed by
+        quoting one source under another's ID, or by joining two places of a text in one
+        quote. A dialect without ``pattern`` gets one object with an enum of the IDs
         sent (:func:`~evidence_first._transport.writing.schema_in`), as every dialect does past
         :data:`~evidence_first._limits.MAX_ANCHOR_PATTERN_CHARS` of patterns.
         """
         if sent is None:
             return _general_schema()
-        return _anchored_schema(sent, [_openings(source.text) for source in sent.sources])
+        return _anchored_schema(sent, _all_runs(sent))
 
     def shape(self, sent: SentSources | None) -> CitationShape:
         """The citation's schema, its quotes' patterns fitted to their final ``maxLength``.
 
-        Each source's openings are found once, for the schema and for its fitting.
+        Each source's runs are found once, for the schema and for its fitting.
         """
         shape = super().shape(None)
         if sent is None:
             return shape
-        openings = [_openings(source.text) for source in sent.sources]
-        return replace(
-            shape, schema=_anchored_schema(sent, openings), fitted=partial(_fitted, openings)
-        )
+        runs = _all_runs(sent)
+        return replace(shape, schema=_anchored_schema(sent, runs), fitted=partial(_fitted, runs))
 
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
         """The first exact occurrence of the quote; no normalization, no fuzzy matching."""
@@ -108,57 +108,101 @@ added or left out. "source_id" is the "id" of that source.
         return citation
 
 
-# A word's start: a letter, digit or underscore not right after another.
-_WORD_START = re.compile(r"(?<!\w)\w")
-# A quote's opening: the word there and the next one, with what lies between on one line.
-_OPENING = re.compile(r"\w+(?:[^\w\n]+\w+)?")
-# What a grammar-constrained quote holds after its opening. No double quote, backslash or
-# control character: grammar converters differ on how a pattern meets JSON escapes, and the
-# answer's pattern excludes the same (:func:`evidence_first._markers.answer_pattern`).
-_QUOTE_TAIL = r'[^"\\\x00-\x1f]'
+# Where a quote may start: a line's first word, a sentence's (after sentence punctuation and a
+# space) or a clause's (after a comma, semicolon, colon or dash and a space).
+_START = re.compile(r"(?:^|(?<=[.!?\u3002\uff01\uff1f]\s)|(?<=[,;:\u2013\u2014]\s))\w")
+# A quote's steps, each one place where it may end: a word with what stands before it, or
+# what ends the line.
+_STEP = re.compile(r"\W*\w+|\W+$")
+_STEP_WORD = re.compile(r"\w")
+# What no grammar-constrained quote holds: a double quote, backslash or control character.
+# Grammar converters differ on how a pattern meets JSON escapes, and the answer's pattern
+# excludes the same (:func:`evidence_first._markers.answer_pattern`).
 _UNSAFE = re.compile(r'["\\\x00-\x1f]')
 _SPECIAL = re.compile(r"([\\^$.|?*+()\[\]{}])")
+
+Run = tuple[str, ...]
 
 
 def quote_pattern(text: str, most: int) -> str:
     """A pattern for the quotes of ``text`` a grammar-constrained provider may write.
 
-    A quote opens with the two words (one, at the text's end) at some word start of ``text``,
-    exactly as written there, up to any double quote, backslash or control character between
-    them, and cut to ``most`` characters. What follows holds none of those characters and
-    fills at most what the longest opening leaves of ``most``: no quote the pattern allows is
-    longer than ``most`` (llama.cpp ignores ``maxLength`` beside a pattern). It guides
-    generation only: a quote is verified by exact substring search whatever the provider
-    allowed. Written in the subset llama.cpp's converters read: literal alternatives, one
-    bounded character class, and ``^`` and ``$`` only at the ends.
+    A quote starts at the first word of a line, a sentence or a clause of ``text`` and goes
+    on word by word exactly as written there, ending at any word of the same line: at least
+    two words (one where the line has one left), before any double quote, backslash or control
+    character, and at most ``most`` and :data:`ANCHORED_QUOTE_CHARS` characters (llama.cpp
+    ignores ``maxLength`` beside a pattern). So every quote the pattern allows is an exact
+    excerpt of ``text``. It guides generation only: a quote is verified by exact substring
+    search whatever the provider allowed. Written in the subset llama.cpp's converters read:
+    literals, nested optional groups, one alternation, and ``^`` and ``$`` at the ends.
     """
-    return _pattern(_openings(text), most)
+    runs = _runs(text, budget=None)
+    assert runs is not None  # no budget
+    return _pattern(runs, most)
 
 
-def _openings(text: str) -> list[str]:
-    """Each distinct opening of a quote of ``text``, in order, uncut."""
-    openings: dict[str, None] = {}
-    for start in _WORD_START.finditer(text):
-        opening = _OPENING.match(text, start.start())
-        assert opening is not None  # a word starts here
-        words = opening.group()
-        unsafe = _UNSAFE.search(words)
-        if unsafe is not None:
-            # Up to the character: the first word at least, which holds none.
-            words = words[: unsafe.start()].rstrip()
-        openings[words] = None
-    return list(openings)
+def _runs(text: str, budget: int | None) -> list[Run] | None:
+    """Each distinct run of ``text`` a quote may follow, as its steps; None past ``budget``.
+
+    ``budget`` bounds the runs' characters, a lower bound of their patterns' length, so a
+    request whose patterns could never be sent stops scanning early.
+    """
+    runs: dict[Run, None] = {}
+    used = 0
+    for line in text.splitlines():
+        for start in _START.finditer(line):
+            rest = line[start.start() : start.start() + ANCHORED_QUOTE_CHARS + 1]
+            unsafe = _UNSAFE.search(rest)
+            if unsafe is not None:
+                rest = rest[: unsafe.start()].rstrip()
+            steps = tuple(_STEP.findall(rest))
+            if not steps or steps in runs:
+                continue
+            runs[steps] = None
+            used += sum(map(len, steps))
+            if budget is not None and used > budget:
+                return None
+    return list(runs)
 
 
-def _pattern(openings: list[str], most: int) -> str:
-    """:func:`quote_pattern` from a text's openings."""
-    if not openings:
+def _all_runs(sent: SentSources) -> list[list[Run]] | None:
+    """Each sent source's runs, or None past :data:`MAX_ANCHOR_PATTERN_CHARS` in all."""
+    found: list[list[Run]] = []
+    left = MAX_ANCHOR_PATTERN_CHARS
+    for source in sent.sources:
+        runs = _runs(source.text, left)
+        if runs is None:
+            return None
+        left -= sum(len(step) for run in runs for step in run)
+        found.append(runs)
+    return found
+
+
+def _chain(run: Run, most: int) -> str | None:
+    """One run's pattern: its first two steps, then each further one optional, within bounds."""
+    kept: list[str] = []
+    used = 0
+    for step in run:
+        used += len(step)
+        if used > min(most, ANCHORED_QUOTE_CHARS):
+            break
+        kept.append(_SPECIAL.sub(r"\\\1", step))
+    if not kept:
+        return None
+    # The only step without a word is a line's closing punctuation: after a line's one word it
+    # is optional, as every step past the second word is.
+    words = 2 if len(run) > 1 and _STEP_WORD.search(run[1]) else 1
+    head, tail = "".join(kept[:words]), kept[words:]
+    return head + "".join(f"({step}" for step in tail) + ")?" * len(tail)
+
+
+def _pattern(runs: list[Run], most: int) -> str:
+    """:func:`quote_pattern` from a text's runs."""
+    chains = dict.fromkeys(chain for chain in map(partial(_chain, most=most), runs) if chain)
+    if not chains:
         # No word to start at: the provider may write only an empty quote, which is rejected.
         return "^$"
-    cut = dict.fromkeys(opening[:most] for opening in openings)
-    rest = most - max(map(len, cut))
-    alternatives = "|".join(_SPECIAL.sub(r"\\\1", opening) for opening in cut)
-    return f"^({alternatives}){_QUOTE_TAIL}{{0,{rest}}}$"
+    return f"^({'|'.join(chains)})$"
 
 
 def _general_schema() -> dict[str, Any]:
@@ -168,12 +212,12 @@ def _general_schema() -> dict[str, Any]:
     return {**general, "properties": properties, "required": list(properties)}
 
 
-def _anchored_schema(sent: SentSources, openings: list[list[str]]) -> dict[str, Any]:
+def _anchored_schema(sent: SentSources, runs: list[list[Run]] | None) -> dict[str, Any]:
     """One choice per source sent, or one object past the pattern budget."""
     general = _general_schema()
     quote = general["properties"]["quote"]
-    patterns = [_pattern(found, MAX_QUOTE_CHARS) for found in openings]
-    if sum(map(len, patterns)) > MAX_ANCHOR_PATTERN_CHARS:
+    patterns = None if runs is None else [_pattern(found, MAX_QUOTE_CHARS) for found in runs]
+    if patterns is None or sum(map(len, patterns)) > MAX_ANCHOR_PATTERN_CHARS:
         ids = [source.id for source in sent.sources]
         return narrowed(general, {"source_id": enum_or_string(ids)})
     return {
@@ -187,13 +231,13 @@ def _anchored_schema(sent: SentSources, openings: list[list[str]]) -> dict[str, 
     }
 
 
-def _fitted(openings: list[list[str]], citation: dict[str, Any]) -> dict[str, Any]:
+def _fitted(runs: list[list[Run]] | None, citation: dict[str, Any]) -> dict[str, Any]:
     """Each source's choice with its quote pattern fitted to the quote's final ``maxLength``."""
     branches = citation.get("anyOf")
-    if branches is None:
+    if branches is None or runs is None:
         return citation
     fitted = []
-    for found, branch in zip(openings, branches, strict=True):
+    for found, branch in zip(runs, branches, strict=True):
         quote = branch["properties"]["quote"]
         pattern = _pattern(found, quote["maxLength"])
         fitted.append(narrowed(branch, {"quote": {**quote, "pattern": pattern}}))

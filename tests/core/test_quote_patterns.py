@@ -1,4 +1,4 @@
-"""Quote mode's request schema: each source's ID paired with where a quote of its text starts."""
+"""Quote mode's request schema: each source's ID paired with the quotes of its text."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from evidence_first import Evidence, ModelResponse
 from evidence_first._citing import quote as quote_module
 from evidence_first._citing.quote import QuoteStyle, quote_pattern
+from evidence_first._limits import ANCHORED_QUOTE_CHARS
 from evidence_first._ledger import parse_response
 from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
@@ -22,30 +23,41 @@ _UNSAFE = re.compile(r'["\\\x00-\x1f]')
 _WORDS = st.text(
     alphabet=st.sampled_from(list('ab Z9_.,;:()[]|?*+$^-"\\\n\té😀')), min_size=1, max_size=60
 )
+# Where the pattern lets a quote start: a line's, a sentence's or a clause's first word.
+_STARTS = re.compile(r"(?:^|(?<=[.!?]\s)|(?<=[,;:\u2013\u2014]\s))\w", re.MULTILINE)
 
 
-def _word_starts(text: str) -> list[int]:
-    return [m.start() for m in re.finditer(r"(?<!\w)\w", text)]
+def _word_end(text: str, end: int) -> bool:
+    """Whether ``end`` is where a quote may end: after a word, or at its line's end."""
+    at_line_end = end == len(text) or text[end] == "\n"
+    return at_line_end or (text[end - 1].isalnum() or text[end - 1] == "_") and not (
+        text[end].isalnum() or text[end] == "_"
+    )
 
 
 @settings(max_examples=300, deadline=None)
 @given(_WORDS, st.data())
-def test_every_clean_excerpt_from_a_word_on_matches_its_sources_pattern(text, data):
-    starts = _word_starts(text)
+def test_every_clean_excerpt_from_a_start_to_a_word_of_its_line_matches_its_sources_pattern(
+    text, data
+):
+    starts = [m.start() for m in _STARTS.finditer(text)]
     if not starts:
         assert quote_pattern(text, 1000) == "^$"
         return
     start = data.draw(st.sampled_from(starts))
-    opening = re.compile(r"\w+(?:[^\w\n]+\w+)?").match(text, start).group()
-    end = data.draw(st.integers(start + len(opening), len(text)))
-    excerpt = text[start:end]
+    line_end = text.find("\n", start) % (len(text) + 1)
+    words = list(re.finditer(r"\w+", text[start:line_end]))
+    # At least two words, where the line has them, and ending at a word or the line's end.
+    least = start + words[min(1, len(words) - 1)].end()
+    ends = [end for end in range(least, line_end + 1) if _word_end(text, end)]
+    excerpt = text[start : data.draw(st.sampled_from(ends))]
     matched = re.fullmatch(quote_pattern(text, 1000), excerpt)
     assert (matched is not None) == (_UNSAFE.search(excerpt) is None)
 
 
 @settings(max_examples=300, deadline=None)
 @given(_WORDS, st.integers(1, 80), st.data())
-def test_every_quote_a_pattern_allows_opens_at_a_word_of_its_text_within_the_bound(
+def test_every_quote_a_pattern_allows_is_an_excerpt_of_its_text_within_the_bound(
     text, most, data
 ):
     pattern = quote_pattern(text, most)
@@ -55,18 +67,37 @@ def test_every_quote_a_pattern_allows_opens_at_a_word_of_its_text_within_the_bou
         assert quote == ""
         return
     assert _UNSAFE.search(quote) is None
-    opening = re.match(r"\^\((.*)\)\[", pattern).group(1)
-    first = re.match(f"({opening})", quote).group()
-    assert any(text.startswith(first, start) for start in _word_starts(text))
+    assert "\n" not in quote
+    assert any(text.startswith(quote, m.start()) for m in _STARTS.finditer(text))
 
 
-def test_an_opening_is_its_two_words_exactly_as_written_and_nothing_with_a_quote_mark():
-    pattern = quote_pattern('The launch said "go" (at 50%). Then', 1000)
-    for quote in ("The launch said", "launch said", "go", "at 50%). Then", "Then"):
+def test_a_quote_is_its_words_exactly_as_written_from_a_start_and_nothing_with_a_quote_mark():
+    pattern = quote_pattern('The launch said "go" (at 50%). Then, at noon: lunch.', 1000)
+    for quote in ("The launch", "The launch said", "Then, at noon", "at noon: lunch.", "lunch."):
         assert re.fullmatch(pattern, quote), quote
-    # A lower-case "the", a mid-word start, a double quote and a backslash are never written.
-    for quote in ("the launch", "aunch said", 'The launch said "go"', "Then\\"):
+    # A lower-case "the", a mid-sentence or mid-word start, a double quote, a backslash and two
+    # places of the text joined are never written.
+    for quote in (
+        "the launch",
+        "launch said",
+        "aunch said",
+        'The launch said "go"',
+        "Then\\",
+        "The launch at noon",
+        "The",
+    ):
         assert not re.fullmatch(pattern, quote), quote
+
+
+def test_a_quote_stays_within_its_line_and_the_anchored_bound():
+    text = "First line ends here.\nSecond line. " + "word " * 100
+    pattern = quote_pattern(text, 1000)
+    assert re.fullmatch(pattern, "First line ends here.")
+    assert not re.fullmatch(pattern, "First line ends here.\nSecond line.")
+    assert re.fullmatch(pattern, "Second line. " + ("word " * 70).strip())
+    longest = max(len(q) for q in (text[text.index("Second") :].strip()[:n] for n in range(400, 402)))
+    assert longest > ANCHORED_QUOTE_CHARS
+    assert not re.fullmatch(pattern, text[text.index("Second") :].strip())
 
 
 def _citation_items(sources: list[Evidence], **options: object) -> dict:
@@ -80,7 +111,7 @@ SOURCES = [
 ]
 
 
-def test_each_source_sent_is_a_choice_of_its_id_and_its_quotes_openings():
+def test_each_source_sent_is_a_choice_of_its_id_and_its_quotes():
     items = _citation_items(SOURCES, max_output_tokens=512)
     for source, choice in zip(SOURCES, items["anyOf"], strict=True):
         assert list(choice["properties"]) == ["quote", "source_id"] == choice["required"]
