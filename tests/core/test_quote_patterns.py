@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evidence_first import Evidence, ModelResponse
+from evidence_first import Evidence, ModelResponse, answer_from_evidence
 from evidence_first._citing import quote as quote_module
 from evidence_first._citing.quote import QuoteStyle, quote_pattern
-from evidence_first._limits import ANCHORED_QUOTE_CHARS
 from evidence_first._ledger import parse_response
+from evidence_first._limits import ANCHORED_QUOTE_CHARS
 from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
 from evidence_first._transport.dialects import DIALECTS
@@ -30,8 +30,9 @@ _STARTS = re.compile(r"(?:^|(?<=[.!?]\s)|(?<=[,;:\u2013\u2014]\s))\w", re.MULTIL
 def _word_end(text: str, end: int) -> bool:
     """Whether ``end`` is where a quote may end: after a word, or at its line's end."""
     at_line_end = end == len(text) or text[end] == "\n"
-    return at_line_end or (text[end - 1].isalnum() or text[end - 1] == "_") and not (
-        text[end].isalnum() or text[end] == "_"
+    return at_line_end or (
+        (text[end - 1].isalnum() or text[end - 1] == "_")
+        and not (text[end].isalnum() or text[end] == "_")
     )
 
 
@@ -57,9 +58,7 @@ def test_every_clean_excerpt_from_a_start_to_a_word_of_its_line_matches_its_sour
 
 @settings(max_examples=300, deadline=None)
 @given(_WORDS, st.integers(1, 80), st.data())
-def test_every_quote_a_pattern_allows_is_an_excerpt_of_its_text_within_the_bound(
-    text, most, data
-):
+def test_every_quote_a_pattern_allows_is_an_excerpt_of_its_text_within_the_bound(text, most, data):
     pattern = quote_pattern(text, most)
     quote = data.draw(st.from_regex(pattern, fullmatch=True))
     assert len(quote) <= most
@@ -94,10 +93,12 @@ def test_a_quote_stays_within_its_line_and_the_anchored_bound():
     pattern = quote_pattern(text, 1000)
     assert re.fullmatch(pattern, "First line ends here.")
     assert not re.fullmatch(pattern, "First line ends here.\nSecond line.")
-    assert re.fullmatch(pattern, "Second line. " + ("word " * 70).strip())
-    longest = max(len(q) for q in (text[text.index("Second") :].strip()[:n] for n in range(400, 402)))
-    assert longest > ANCHORED_QUOTE_CHARS
-    assert not re.fullmatch(pattern, text[text.index("Second") :].strip())
+    second = text[text.index("Second") :].strip()
+    assert len(second) > ANCHORED_QUOTE_CHARS
+    # The longest quote from "Second" ends at the last word within the bound.
+    within = second[: ANCHORED_QUOTE_CHARS + 1].rsplit(" ", 1)[0]
+    assert re.fullmatch(pattern, within)
+    assert not re.fullmatch(pattern, within + " word")
 
 
 def _citation_items(sources: list[Evidence], **options: object) -> dict:
@@ -161,3 +162,37 @@ def test_verification_still_rejects_a_quote_cited_under_another_sources_id():
     assert parsed.ledger is not None
     verdict = verify_citations(parsed.ledger, SentSources(tuple(SOURCES)), QuoteStyle())
     assert [check.code for check in verdict.checks] == ["quote_not_in_source"]
+
+
+class _Declaring:
+    """A model that declares a dialect and abstains."""
+
+    def __init__(self, dialect: str | None) -> None:
+        self.dialect = dialect
+        self.requests: list = []
+
+    def generate(self, request):
+        self.requests.append(request)
+        return (
+            '{"answerable": "no", "facts": [], "answer": null, "inference": null, '
+            '"missing_evidence": ["x"]}'
+        )
+
+
+@pytest.mark.parametrize("dialect", [None, "json-schema", "openai", "full"])
+def test_patterns_are_built_only_for_a_model_whose_provider_reads_them(dialect):
+    model = _Declaring(dialect)
+    answer_from_evidence("When is the launch?", SOURCES, model)
+    schema = model.requests[0].json_schema
+    citations = schema.get("anyOf", [schema])[0]["properties"]["facts"]["items"]
+    items = citations["properties"]["citations"]["items"]
+    if dialect == "full":
+        assert [c["properties"]["source_id"]["enum"] for c in items["anyOf"]] == [
+            ["notes"],
+            ["mail"],
+        ]
+        assert all("pattern" in c["properties"]["quote"] for c in items["anyOf"])
+    else:
+        assert "anyOf" not in items
+        assert items["properties"]["source_id"]["enum"] == ["notes", "mail"]
+        assert "pattern" not in items["properties"]["quote"]

@@ -136,7 +136,8 @@ def _longest_quote(pattern: str) -> str:
     """The longest quote a quote pattern allows: its longest run, every step taken."""
     if pattern == "^$":  # no run fits the quote's maxLength
         return ""
-    assert pattern.startswith(_QUOTE) and pattern.endswith(")$")
+    assert pattern.startswith(_QUOTE)
+    assert pattern.endswith(")$")
     runs = re.split(r"(?<!\\)\|", pattern[len(_QUOTE) : -2])
     quotes = [re.sub(r"\\(.)", r"\1", re.sub(r"(?<!\\)(\(|\)\?)", "", run)) for run in runs]
     quote = max(quotes, key=len)

@@ -161,7 +161,7 @@ def plan_answer(
             user=message.with_sources(prompt_order(packed.sent, packed.serialized)),
             max_tokens=options.max_output_tokens,
             json_schema=ledger_schema(
-                style.shape(sent),
+                style.shape(sent, patterns=declared.reads_patterns),
                 knowledge=options.knowledge,
                 max_output_tokens=options.max_output_tokens,
                 max_response_chars=options.max_response_chars,

@@ -78,6 +78,7 @@ _POLICY_TEXT: dict[KnowledgePolicy, str] = {
     ),
 }
 
+
 def prompt_order(sources: Sequence[Evidence], serialized: Sequence[str]) -> list[str]:
     """The sent sources' serialized forms in the order the prompt lists them.
 

@@ -69,6 +69,11 @@ class Declared:
     returns_logprobs: bool = False
     confidence_floors: Mapping[str, float | None] = field(default_factory=dict)
 
+    @property
+    def reads_patterns(self) -> bool:
+        """Whether its provider reads a string's ``pattern`` (the ``full`` dialect)."""
+        return self.dialect is not None and "pattern" in self.dialect.keywords
+
 
 def checked_model(model: object) -> Declared:
     """Refuse a model with neither ``generate`` nor ``agenerate``; return what it declares."""

@@ -70,8 +70,12 @@ class CitationStyle(ABC):
         narrows enums and bounds only.
         """
 
-    def shape(self, sent: SentSources | None) -> CitationShape:
-        """This style's part of the request schema, for ``_schema.ledger_schema``."""
+    def shape(self, sent: SentSources | None, *, patterns: bool = True) -> CitationShape:
+        """This style's part of the request schema, for ``_schema.ledger_schema``.
+
+        ``patterns``: whether the provider reads ``pattern`` (the ``full`` dialect), so that a
+        style may pattern its strings; without it a style builds none.
+        """
         return CitationShape(
             model=self.citation_model,
             schema=self.citation_schema(sent),

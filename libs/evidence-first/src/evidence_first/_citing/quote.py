@@ -85,15 +85,16 @@ added or left out. "source_id" is the "id" of that source.
             return _general_schema()
         return _anchored_schema(sent, _all_runs(sent))
 
-    def shape(self, sent: SentSources | None) -> CitationShape:
+    def shape(self, sent: SentSources | None, *, patterns: bool = True) -> CitationShape:
         """The citation's schema, its quotes' patterns fitted to their final ``maxLength``.
 
-        Each source's runs are found once, for the schema and for its fitting.
+        Each source's runs are found once, for the schema and for its fitting, and only for a
+        provider that reads patterns: they cost about 15 times the sources' text to build.
         """
         shape = super().shape(None)
         if sent is None:
             return shape
-        runs = _all_runs(sent)
+        runs = _all_runs(sent) if patterns else None
         return replace(shape, schema=_anchored_schema(sent, runs), fitted=partial(_fitted, runs))
 
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
