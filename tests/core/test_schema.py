@@ -28,6 +28,9 @@ SENTENCE = "The survey of the northern valley ended on the third day."
 
 
 class _NeverCalled:
+    # The full dialect: the richest request schema, quote patterns included.
+    dialect = "full"
+
     def generate(self, request: Any) -> str:
         raise AssertionError
 

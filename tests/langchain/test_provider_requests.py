@@ -47,10 +47,15 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
-def _built() -> dict[str, Any]:
-    """The request's schema as the engine builds it (``ModelRequest.json_schema``)."""
+def _built(dialect: str) -> dict[str, Any]:
+    """The request's schema as the engine builds it for a model of ``dialect``.
+
+    That is ``ModelRequest.json_schema``: with anchored-quote patterns where the dialect
+    reads them.
+    """
+    patterns = "pattern" in DIALECTS[dialect].keywords  # type: ignore[index]
     return ledger_schema(
-        QuoteStyle().shape(SentSources((SOURCE,))),
+        QuoteStyle().shape(SentSources((SOURCE,)), patterns=patterns),
         knowledge="evidence-only",
         max_output_tokens=LIMIT,
     )
@@ -67,7 +72,7 @@ def _keywords(node: dict[str, Any]) -> set[str]:
 
 
 def _assert_in_dialect(schema: dict[str, Any], dialect: str) -> None:
-    assert schema == schema_in(_built(), dialect)  # type: ignore[arg-type]
+    assert schema == schema_in(_built(dialect), dialect)  # type: ignore[arg-type]
     assert _keywords(schema) <= DIALECTS[dialect].keywords  # type: ignore[index]
 
 
@@ -227,7 +232,7 @@ async def test_chat_openai_elsewhere_sends_the_schema_as_built(mode, loopback):
     schema = endpoint.body["response_format"]["json_schema"]["schema"]
     # vLLM, llama.cpp, LM Studio: standard JSON Schema, every bound, byte for byte as built
     # and written in that dialect (the cassettes were recorded with this body).
-    assert json.dumps(schema) == json.dumps(schema_in(_built(), "json-schema"))
+    assert json.dumps(schema) == json.dumps(schema_in(_built("json-schema"), "json-schema"))
     _assert_in_dialect(schema, "json-schema")
     assert endpoint.body["temperature"] == 0.0
     assert "tools" not in endpoint.body
@@ -398,7 +403,7 @@ def test_a_fine_tuned_model_is_sent_no_array_or_string_bounds(cls, kwargs):
     (request,) = recorded
     schema = json.loads(request.content)["response_format"]["json_schema"]["schema"]
     assert not _keywords(schema) & FINE_TUNED_REFUSES
-    assert schema == schema_in(_built(), "openai-fine-tuned")
+    assert schema == schema_in(_built("openai-fine-tuned"), "openai-fine-tuned")
 
 
 def test_a_schema_past_the_dialects_limits_is_refused_before_any_request(monkeypatch):

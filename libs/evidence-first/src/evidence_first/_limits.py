@@ -56,5 +56,5 @@ MAX_ENUM_VALUES = 256
 # object with an enum of the IDs sent.
 MAX_ANCHOR_PATTERN_CHARS = 262_144
 # The longest quote those patterns allow. The embedded reader's quotes on the quality set run
-# to 280 characters; the bound keeps a pattern within a few times its source's text.
+# to 280 characters; the bound holds a pattern to about 15 times its source's prose.
 ANCHORED_QUOTE_CHARS = 400

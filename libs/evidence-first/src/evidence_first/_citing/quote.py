@@ -81,9 +81,7 @@ added or left out. "source_id" is the "id" of that source.
         sent (:func:`~evidence_first._transport.writing.schema_in`), as every dialect does past
         :data:`~evidence_first._limits.MAX_ANCHOR_PATTERN_CHARS` of patterns.
         """
-        if sent is None:
-            return _general_schema()
-        return _anchored_schema(sent, _all_runs(sent))
+        return _general_schema() if sent is None else self.shape(sent).schema
 
     def shape(self, sent: SentSources | None, *, patterns: bool = True) -> CitationShape:
         """The citation's schema, its quotes' patterns fitted to their final ``maxLength``.

@@ -69,7 +69,13 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> list[EvidenceAnswer]:
                 ask(item, mode, reader)
     if rejections:
         tiny = LocalModel(TINY_MODEL)
-        say(f"\nWhat the verifier rejects: the tiny model, {tiny.title}, reads badly.")
+        # Sent the schema of a provider that reads no patterns: under the full dialect's
+        # anchored quotes its quotes could only be exact excerpts, and nothing would fail.
+        tiny.dialect = "json-schema"
+        say(
+            f"\nWhat the verifier rejects: the tiny model, {tiny.title}, reads badly; it is "
+            "sent the schema of a provider that does not hold quotes to the sources."
+        )
         with started(tiny, say):  # the reader has stopped: one server at a time
             for item in rejections:
                 ask(item, item.get("mode", "quote"), tiny)
