@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 from typing import Any, ClassVar
@@ -135,19 +136,12 @@ def quote_pattern(text: str, most: int) -> str:
     search whatever the provider allowed. Written in the subset llama.cpp's converters read:
     literals, nested optional groups, one alternation, and ``^`` and ``$`` at the ends.
     """
-    runs = _runs(text, budget=None)
-    assert runs is not None  # no budget
-    return _pattern(runs, most)
+    return _pattern(list(_runs(text)), most)
 
 
-def _runs(text: str, budget: int | None) -> list[Run] | None:
-    """Each distinct run of ``text`` a quote may follow, as its steps; None past ``budget``.
-
-    ``budget`` bounds the runs' characters, a lower bound of their patterns' length, so a
-    request whose patterns could never be sent stops scanning early.
-    """
-    runs: dict[Run, None] = {}
-    used = 0
+def _runs(text: str) -> Iterator[Run]:
+    """Each distinct run of ``text`` a quote may follow, as its steps, in order."""
+    seen: set[Run] = set()
     for line in text.splitlines():
         for start in _START.finditer(line):
             rest = line[start.start() : start.start() + ANCHORED_QUOTE_CHARS + 1]
@@ -155,24 +149,27 @@ def _runs(text: str, budget: int | None) -> list[Run] | None:
             if unsafe is not None:
                 rest = rest[: unsafe.start()].rstrip()
             steps = tuple(_STEP.findall(rest))
-            if not steps or steps in runs:
-                continue
-            runs[steps] = None
-            used += sum(map(len, steps))
-            if budget is not None and used > budget:
-                return None
-    return list(runs)
+            if steps and steps not in seen:
+                seen.add(steps)
+                yield steps
 
 
 def _all_runs(sent: SentSources) -> list[list[Run]] | None:
-    """Each sent source's runs, or None past :data:`MAX_ANCHOR_PATTERN_CHARS` in all."""
+    """Each sent source's runs, or None once their characters pass the pattern budget.
+
+    The runs' characters are a lower bound of their patterns' length
+    (:data:`MAX_ANCHOR_PATTERN_CHARS`), so a request whose patterns could never be sent stops
+    scanning early.
+    """
     found: list[list[Run]] = []
     left = MAX_ANCHOR_PATTERN_CHARS
     for source in sent.sources:
-        runs = _runs(source.text, left)
-        if runs is None:
-            return None
-        left -= sum(len(step) for run in runs for step in run)
+        runs: list[Run] = []
+        for run in _runs(source.text):
+            left -= sum(map(len, run))
+            if left < 0:
+                return None
+            runs.append(run)
         found.append(runs)
     return found
 

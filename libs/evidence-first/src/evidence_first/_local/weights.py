@@ -79,9 +79,9 @@ KNOWN_MODELS: dict[str, KnownModel] = {
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             extra="local",
             # Chosen by benchmarks/quality.py's calibration rule on the tune half (q01-q45)
-            # with the fact markers' prompts (quote mode's quotes anchored), non-current answers
-            # abstaining: passage keeps 12 of 33 answerable correct and abstains on 11 of 12;
-            # quote keeps 14 and 11.
+            # with the fact markers' prompts (current sources first; quote mode's quotes exact
+            # excerpts), non-current answers abstaining: passage keeps 12 of 33 answerable
+            # correct and abstains on 11 of 12; quote keeps 16 and 11.
             confidence_floors={"passage": 0.83, "quote": 0.89},
         ),
         KnownModel(
