@@ -109,7 +109,7 @@ LEDGER = json.dumps(
 
 
 def questions(count: int) -> list[str]:
-    return [f"Question {number}: when is the launch?" for number in range(1, count + 1)]
+    return [f"When is the launch moved to June 15 (standup {n})?" for n in range(1, count + 1)]
 
 
 # --- The loopback endpoint (runs in the child process) ---------------------------------------

@@ -372,6 +372,7 @@ def plan_one(
         min_reader_confidence=None,
         non_current_evidence="flag",
         unsupported_facts="flag",
+        uncovered_question="flag",
     )
     plan = plan_answer(options, question.question, sources, model)
     if min_score is None and len(plan.packed.sent) != len(sources):
@@ -614,7 +615,7 @@ FLOORS = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The flags whose option makes an answer abstain by default.
 ABSTAINING_FLAGS = frozenset(
     name
-    for name in ("non_current_evidence", "unsupported_facts")
+    for name in ("non_current_evidence", "unsupported_facts", "uncovered_question")
     if AnswerOptionFields.model_fields[name].default == "abstain"
 )
 

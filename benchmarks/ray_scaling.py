@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 from _common import load_recipe, machine_line, require, run_flags
-from concurrency import SOURCES, EndpointProcess
+from concurrency import SOURCES, EndpointProcess, questions
 
 TARGET_RATIO = 1.8
 POLL_SECONDS = 0.01
@@ -105,8 +105,8 @@ def bulk_recipe() -> ModuleType:
 def rows(count: int) -> list[dict[str, Any]]:
     sources = [{"id": source_id, "text": text} for source_id, text in SOURCES]
     return [
-        {"id": number, "question": f"Question {number}: when is the launch?", "sources": sources}
-        for number in range(count)
+        {"id": number, "question": question, "sources": sources}
+        for number, question in enumerate(questions(count))
     ]
 
 

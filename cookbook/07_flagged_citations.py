@@ -77,7 +77,7 @@ def main() -> dict[str, str]:
         "careful": StandIn("Tuesday", "Fix expected on Tuesday."),
     }
     for name, reader in readers.items():
-        answer = answer_from_evidence("When will the invoice bug be fixed?", [TICKET], reader)
+        answer = answer_from_evidence("When is the fix for HAR-318 expected?", [TICKET], reader)
         assert reader.request is not None
         if name == "obedient":
             sent = reader.request.user.splitlines()[2]  # the ticket's line of the sources array

@@ -6,6 +6,10 @@ flagged so, and an answer resting only on such sources while a current one was s
 is not in its cited text has its citations flagged ``object_not_cited`` and the answer
 ``unsupported_facts``. By default a non-current answer abstains and an unsupported one is only
 flagged; an option turns either way.
+
+``ask`` takes the question, by default the Harbor launch's date. A test whose answer is to be
+answered, or to carry flags, asks one its cited sources speak of: the check of the question's
+words (``uncovered_question``) then neither flags the answer nor makes it abstain.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ EMAIL = Evidence(
 LAUNCH = "The Harbor launch moved to June 15."
 REVIEW = "the budget review is on Friday, May 8, at 10:00"
 SPENT = "So far we have spent 62% of the Harbor budget."
+WHEN_REVIEW = "When is the budget review?"
 
 
 def fact(obj: str, *citations: tuple[str, str], subject: str = "launch") -> dict[str, Any]:
@@ -41,7 +46,14 @@ def fact(obj: str, *citations: tuple[str, str], subject: str = "launch") -> dict
     }
 
 
-def ask(scripted: Any, sources: list[Evidence], facts: list[dict[str, Any]], **options: Any) -> Any:
+def ask(
+    scripted: Any,
+    sources: list[Evidence],
+    facts: list[dict[str, Any]],
+    *,
+    question: str = "When is the Harbor launch?",
+    **options: Any,
+) -> Any:
     ledger = {
         "answerable": "yes",
         "facts": facts,
@@ -50,7 +62,7 @@ def ask(scripted: Any, sources: list[Evidence], facts: list[dict[str, Any]], **o
         "missing_evidence": [],
     }
     model = scripted(json.dumps(ledger, ensure_ascii=False))
-    return answer_from_evidence("When is the Harbor launch?", sources, model, **options)
+    return answer_from_evidence(question, sources, model, **options)
 
 
 def stale(status: str, text: str = "The Harbor launch is on June 8.") -> Evidence:
@@ -175,7 +187,7 @@ def test_under_the_flag_option_a_non_current_answer_stays_answered_and_flagged(s
 def test_a_stale_citation_whose_fact_a_current_source_also_holds_is_not_non_current(scripted):
     # The current source states the same object: the answer agrees with the current evidence
     # and only cited an older copy. The citation keeps its status flag.
-    old = stale("contradicted", "Ana owns the checklist, and the launch is on June 8.")
+    old = stale("contradicted", "Ana owns the checklist, and the Harbor launch is on June 8.")
     answer = ask(scripted, [STANDUP, old], [fact("Ana", (old.id, "Ana owns the checklist"))])
     assert answer.status == "answered"
     assert answer.citation_checks[0].flags == ("contradicted_source",)
@@ -204,33 +216,38 @@ def test_an_object_found_in_its_cited_text_is_not_flagged(scripted):
 
 
 @pytest.mark.parametrize(
-    ("obj", "text"),
+    ("question", "obj", "text"),
     [
-        ("JUNE  15", "The launch moved to June 15."),
-        ("the  HARBOR\tchecklist", "Ana owns the Harbor checklist."),
-        ("Gate １５B", "Boarding is at gate 15B."),
-        ("June １５", "The launch moved to June 15."),
-        ("Ana\u2019s checklist", "This is Ana's checklist."),
+        ("When is the launch?", "JUNE  15", "The launch moved to June 15."),
+        ("Who owns the checklist?", "the  HARBOR\tchecklist", "Ana owns the Harbor checklist."),
+        ("Which gate is boarding at?", "Gate １５B", "Boarding is at gate 15B."),
+        ("When is the launch?", "June １５", "The launch moved to June 15."),
+        ("Whose checklist is this?", "Ana\u2019s checklist", "This is Ana's checklist."),
     ],
 )
 def test_an_object_differing_only_by_case_whitespace_nfkc_or_quotes_is_not_flagged(
-    scripted, obj, text
+    scripted, question, obj, text
 ):
     source = Evidence(id="notes", text=text)
-    answer = ask(scripted, [source], [fact(obj, ("notes", text))])
+    answer = ask(scripted, [source], [fact(obj, ("notes", text))], question=question)
     assert answer.citation_checks[0].flags == ()
     assert answer.flags == ()
 
 
 def test_an_object_whose_numbers_and_month_are_cited_in_another_order_is_not_flagged(scripted):
     source = Evidence(id="notes", text="The launch is on 15 June.")
-    answer = ask(scripted, [source], [fact("June 15", ("notes", source.text))])
+    answer = ask(
+        scripted,
+        [source],
+        [fact("June 15", ("notes", source.text))],
+        question="When is the launch?",
+    )
     assert answer.citation_checks[0].flags == ()
     assert answer.flags == ()
 
 
 def test_an_object_citing_text_about_another_date_is_flagged_and_stays_verified(scripted):
-    answer = ask(scripted, [EMAIL], [fact("June 15", ("email", REVIEW))])
+    answer = ask(scripted, [EMAIL], [fact("June 15", ("email", REVIEW))], question=WHEN_REVIEW)
     (check,) = answer.citation_checks
     assert check.verdict == "verified"
     assert check.code is None
@@ -242,28 +259,33 @@ def test_an_object_citing_text_about_another_date_is_flagged_and_stays_verified(
 
 
 def test_an_object_without_letters_whose_number_is_absent_is_flagged(scripted):
-    answer = ask(scripted, [EMAIL], [fact("75%", ("email", SPENT), subject="budget")])
+    question = "How much of the Harbor budget have we spent?"
+    answer = ask(
+        scripted, [EMAIL], [fact("75%", ("email", SPENT), subject="budget")], question=question
+    )
     assert answer.citation_checks[0].flags == ("object_not_cited",)
     assert answer.flags == ("unsupported_facts",)
-    cited = ask(scripted, [EMAIL], [fact("62%", ("email", SPENT), subject="budget")])
+    cited = ask(
+        scripted, [EMAIL], [fact("62%", ("email", SPENT), subject="budget")], question=question
+    )
     assert cited.citation_checks[0].flags == ()
 
 
 @pytest.mark.parametrize(
-    ("obj", "text"),
+    ("question", "obj", "text"),
     [
-        ("15 guests", "We expect 150 guests."),
-        ("May 8", "The mayor arrives at 8."),
-        ("3 June", "The launch is on June 30 at 13:00."),
-        ("May 1", "The review is on May 15."),
-        ("June 1", "Launch: June 15"),
-        ("15", "We expect 150 guests."),
-        ("75%", "They spent 175% of it."),
+        ("How many guests do we expect?", "15 guests", "We expect 150 guests."),
+        ("When does the mayor arrive?", "May 8", "The mayor arrives at 8."),
+        ("When is the launch?", "3 June", "The launch is on June 30 at 13:00."),
+        ("When is the review?", "May 1", "The review is on May 15."),
+        ("When is the launch?", "June 1", "Launch: June 15"),
+        ("How many guests do we expect?", "15", "We expect 150 guests."),
+        ("How much have they spent?", "75%", "They spent 175% of it."),
     ],
 )
-def test_numbers_and_months_count_only_as_whole_words(scripted, obj, text):
+def test_numbers_and_months_count_only_as_whole_words(scripted, question, obj, text):
     source = Evidence(id="notes", text=text)
-    answer = ask(scripted, [source], [fact(obj, ("notes", text))])
+    answer = ask(scripted, [source], [fact(obj, ("notes", text))], question=question)
     assert answer.citation_checks[0].flags == ("object_not_cited",)
     assert answer.flags == ("unsupported_facts",)
 
@@ -271,7 +293,7 @@ def test_numbers_and_months_count_only_as_whole_words(scripted, obj, text):
 def test_each_number_and_month_must_be_in_the_same_span(scripted):
     source = Evidence(id="notes", text="Launch month: June. Launch day: 15.")
     split = fact("June 15", ("notes", "Launch month: June."), ("notes", "Launch day: 15."))
-    answer = ask(scripted, [source], [split])
+    answer = ask(scripted, [source], [split], question="When is the launch?")
     assert [check.flags for check in answer.citation_checks] == [
         ("object_not_cited",),
         ("object_not_cited",),
@@ -298,15 +320,22 @@ def test_an_object_in_another_script_than_its_source_is_not_checked(scripted):
 
 @pytest.mark.parametrize("verdict", ["No", "yes", "No."])
 def test_an_object_that_is_only_a_yes_or_no_is_not_checked(scripted, verdict):
-    answer = ask(scripted, [EMAIL], [fact(verdict, ("email", REVIEW))])
+    question = "Is the budget review on Friday?"
+    answer = ask(scripted, [EMAIL], [fact(verdict, ("email", REVIEW))], question=question)
     assert answer.citation_checks[0].flags == ()
     assert answer.flags == ()
-    flagged = ask(scripted, [EMAIL], [fact("No, in June", ("email", REVIEW))])
+    flagged = ask(scripted, [EMAIL], [fact("No, in June", ("email", REVIEW))], question=question)
     assert flagged.flags == ("unsupported_facts",)
 
 
 def test_the_check_is_skipped_when_an_answer_language_is_asked_for(scripted):
-    answer = ask(scripted, [EMAIL], [fact("June 15", ("email", REVIEW))], output_language="fr")
+    answer = ask(
+        scripted,
+        [EMAIL],
+        [fact("June 15", ("email", REVIEW))],
+        question=WHEN_REVIEW,
+        output_language="fr",
+    )
     assert answer.status == "answered"
     assert answer.citation_checks[0].flags == ()
     assert answer.flags == ()

@@ -12,9 +12,17 @@ LAUNCH = Evidence(id="notes", text="Standup, April 28. The launch moved to June 
 BUDGET = Evidence(id="budget", text="Spend is 50% (approx. $2k) of plan; a+b*c holds.")
 
 
-def _answer(scripted, make_ledger, make_fact, *citations, sources=(LAUNCH, BUDGET), **options):
+def _answer(
+    scripted,
+    make_ledger,
+    make_fact,
+    *citations,
+    sources=(LAUNCH, BUDGET),
+    question="When is the launch?",
+    **options,
+):
     model = scripted(make_ledger([make_fact(*citations)], answer="June 15"))
-    return answer_from_evidence("When is the launch?", list(sources), model, **options)
+    return answer_from_evidence(question, list(sources), model, **options)
 
 
 def _codes(answer):
@@ -79,7 +87,9 @@ def test_citing_an_id_never_supplied_is_unknown_source(scripted, make_ledger, ma
 
 @pytest.mark.parametrize("quote", ["50% (approx", "a+b*c", "$2k) of plan;", "(approx. $2k)"])
 def test_regex_metacharacters_verify_literally(scripted, make_ledger, make_fact, quote):
-    answer = _answer(scripted, make_ledger, make_fact, ("budget", quote))
+    answer = _answer(
+        scripted, make_ledger, make_fact, ("budget", quote), question="What is the spend?"
+    )
     assert answer.status == "answered"
     citation = answer.facts[0].citations[0]
     assert BUDGET.text[citation.char_start : citation.char_end] == quote
@@ -87,7 +97,14 @@ def test_regex_metacharacters_verify_literally(scripted, make_ledger, make_fact,
 
 def test_backslashes_verify_literally(scripted, make_ledger, make_fact):
     source = Evidence(id="win", text=r"Logs live in C:\path\to\file.log today.")
-    answer = _answer(scripted, make_ledger, make_fact, ("win", r"path\to\file"), sources=[source])
+    answer = _answer(
+        scripted,
+        make_ledger,
+        make_fact,
+        ("win", r"path\to\file"),
+        sources=[source],
+        question="Where do the logs live?",
+    )
     assert answer.status == "answered"
     assert answer.facts[0].citations[0].char_start == 16
 

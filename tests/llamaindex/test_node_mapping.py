@@ -240,7 +240,7 @@ def test_offsets_that_do_not_span_the_text_sent_are_not_trusted(fake_openai):
 
 
 def test_a_same_length_redaction_is_caught_by_the_documents_text(fake_openai):
-    text = "Ravi said the launch moved to June 15."
+    text = "Ravi said the Apollo launch moved to June 15."
     document = Document(text=text, doc_id="d1")
     redacted = _child_of(document, 0, len(text), text=text.replace("Ravi", "XXXX"))
     ledger = json.dumps(

@@ -214,11 +214,12 @@ class EvidenceAnswer(_Frozen):
             ``min_reader_confidence``, else the model's own).
         abstention: Why an ``insufficient_evidence`` result abstained (``None`` otherwise):
             ``"reader"``, ``"confidence_floor"``, ``"non_current_evidence"``,
-            ``"unsupported_facts"`` or ``"no_model_call"``.
+            ``"unsupported_facts"``, ``"uncovered_question"`` or ``"no_model_call"``.
         flags: Why an ``answered`` result deserves a second look: ``"non_current_evidence"``
             (it rests only on superseded or contradicted sources while a current one was
-            sent) or ``"unsupported_facts"`` (a fact's object is not in its cited text). The
-            options ``non_current_evidence`` and ``unsupported_facts`` make them abstentions.
+            sent), ``"unsupported_facts"`` (a fact's object is not in its cited text) or
+            ``"uncovered_question"`` (its cited sources hold fewer than 3 in 5 of the
+            question's words). The options of the same names make them abstentions.
         segments: The answer's parts, each with the facts it rests on (``answered`` only; an
             abstention or a rejection has none). Together they cover the answer's visible text.
         unmarked_segments: The policy the answer was held to: ``"list"`` keeps an answer with

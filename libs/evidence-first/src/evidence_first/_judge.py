@@ -16,7 +16,7 @@ from evidence_first._ledger import Ledger, parse_response
 from evidence_first._markers import MarkedAnswer, marked_answer
 from evidence_first._model import ModelResponse
 from evidence_first._plan import AnswerPlan
-from evidence_first._support import objects_are_held
+from evidence_first._support import objects_are_held, question_is_covered
 from evidence_first._text import has_text, is_unicode_text
 from evidence_first._verify import verify_citations
 from evidence_first._vocabulary import (
@@ -144,7 +144,9 @@ def answer_flags(
     a source marked current was sent, and the current sources do not hold every fact's object
     (:func:`~evidence_first._support.objects_are_held`): where they do, they agree with the
     answer, which only cited an older copy. ``unsupported_facts``: a fact's object is not in
-    its cited text (its citations carry ``object_not_cited``).
+    its cited text (its citations carry ``object_not_cited``). ``uncovered_question``: the
+    sources the answer cites hold too few of the question's words
+    (:func:`~evidence_first._support.question_is_covered`).
     """
     flags: list[AnswerFlag] = []
     stale = ("superseded_source", "contradicted_source")
@@ -158,6 +160,10 @@ def answer_flags(
         flags.append("non_current_evidence")
     if any("object_not_cited" in check.flags for check in checks):
         flags.append("unsupported_facts")
+    cited = {check.source_id for check in checks}
+    texts = [source.text for source in plan.sent.sources if source.id in cited]
+    if texts and question_is_covered(plan.question, texts) is False:
+        flags.append("uncovered_question")
     return tuple(flags)
 
 
@@ -186,6 +192,11 @@ def _withheld(
         return "unsupported_facts", (
             "a cited passage that states the answer's facts: a fact's words are not in its "
             "cited text"
+        )
+    if "uncovered_question" in flags and options.uncovered_question == "abstain":
+        return "uncovered_question", (
+            "a source that speaks of what the question asks: the cited sources hold too few "
+            "of the question's words"
         )
     return None
 

@@ -26,15 +26,9 @@ from evidence_first._limits import MAX_SOURCES
 from evidence_first._request import checked_int
 from evidence_first._text import is_unicode_text
 from evidence_first._tokens import estimate_tokens
-from evidence_first._vocabulary import CitationMode, KnowledgePolicy, UnmarkedSegments
+from evidence_first._vocabulary import CitationMode, FlagPolicy, KnowledgePolicy, UnmarkedSegments
 
-__all__ = [
-    "AnswerOptionFields",
-    "AnswerOptions",
-    "OptionArgs",
-    "option_bounds",
-    "option_error",
-]
+__all__ = ["AnswerOptionFields", "AnswerOptions", "OptionArgs", "option_bounds", "option_error"]
 
 
 def _accepts(text: str) -> dict[str, Any]:
@@ -116,15 +110,20 @@ class AnswerOptionFields(BaseModel):
         description="an answer whose reader's confidence is lower, or unreadable, abstains; "
         "left unset, the model's own floor (the embedded reader's); `None`: no floor",
     )
-    non_current_evidence: Literal["flag", "abstain"] = Field(
+    non_current_evidence: FlagPolicy = Field(
         "abstain",
         description="an answer resting only on superseded or contradicted sources while a "
         "current one was sent: flagged, or an abstention",
     )
-    unsupported_facts: Literal["flag", "abstain"] = Field(
+    unsupported_facts: FlagPolicy = Field(
         "flag",
         description="an answer resting on a fact whose words its cited text does not hold: "
         "flagged, or an abstention",
+    )
+    uncovered_question: FlagPolicy = Field(
+        "abstain",
+        description="an answer whose cited sources hold fewer than 3 in 5 of the (English) "
+        "question's words: flagged, or an abstention",
     )
     unmarked_segments: UnmarkedSegments = Field(
         "list", description="answer text that no marker ties to a fact: listed, or rejected"
@@ -262,8 +261,9 @@ class OptionArgs(TypedDict, total=False):
     scope_key: str
     token_counter: Callable[[str], int] | None
     min_reader_confidence: float | None
-    non_current_evidence: Literal["flag", "abstain"]
-    unsupported_facts: Literal["flag", "abstain"]
+    non_current_evidence: FlagPolicy
+    unsupported_facts: FlagPolicy
+    uncovered_question: FlagPolicy
     unmarked_segments: UnmarkedSegments
 
 

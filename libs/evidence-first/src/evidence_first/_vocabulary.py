@@ -13,6 +13,7 @@ __all__ = [
     "AnswerStatus",
     "CitationFlag",
     "CitationMode",
+    "FlagPolicy",
     "KnowledgePolicy",
     "OmissionReason",
     "ReaderDecision",
@@ -24,22 +25,31 @@ __all__ = [
 AnswerStatus = Literal["answered", "insufficient_evidence", "invalid_response"]
 
 AbstentionReason = Literal[
-    "reader", "confidence_floor", "non_current_evidence", "unsupported_facts", "no_model_call"
+    "reader",
+    "confidence_floor",
+    "non_current_evidence",
+    "unsupported_facts",
+    "uncovered_question",
+    "no_model_call",
 ]
 """Why a result is ``insufficient_evidence``: the reader listed what is missing; its confidence
 was below the floor (or unreadable while a floor applied); the answer rested only on
-superseded or contradicted sources, or on facts whose words their cited text does not hold,
-under an option that makes those abstain; or too few sources could be sent to call it."""
+superseded or contradicted sources, on facts whose words their cited text does not hold, or on
+sources that hold too few of the question's words, under an option that makes those abstain;
+or too few sources could be sent to call it."""
 
-AnswerFlag = Literal["non_current_evidence", "unsupported_facts"]
+AnswerFlag = Literal["non_current_evidence", "unsupported_facts", "uncovered_question"]
 """Why an answer deserves a second look (``EvidenceAnswer.flags``): it rests only on superseded
-or contradicted sources while a current one was sent, or on a fact whose object its cited text
-does not hold (``object_not_cited``). An option makes either an abstention instead."""
+or contradicted sources while a current one was sent, on a fact whose object its cited text
+does not hold (``object_not_cited``), or on sources that hold fewer than 3 in 5 of the
+question's words (it answers something near the question). An option makes each an abstention
+instead."""
 
 ANSWER_FLAG_DESCRIPTIONS: dict[AnswerFlag, str] = {
     "non_current_evidence": "it rests only on superseded or contradicted sources, while a "
     "current one was sent",
     "unsupported_facts": "a fact's object is not in its cited text",
+    "uncovered_question": "its cited sources hold fewer than 3 in 5 of the question's words",
 }
 """How the renderers and the CLI word each answer flag."""
 
@@ -49,6 +59,8 @@ ReaderDecision = Literal["yes", "no"]
 DECISION_KEY = "answerable"
 """The ledger key that holds the reader's decision."""
 KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
+FlagPolicy = Literal["flag", "abstain"]
+"""What an answer with an answer flag gets: flagged and kept, or an abstention."""
 SegmentSupport = Literal["marked", "assigned", "unmarked"]
 """How an answer segment came by its facts: its own markers, the whole answer's facts (the
 answer had no marker), or none."""

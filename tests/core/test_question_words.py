@@ -1,0 +1,164 @@
+"""The question-words check: an answer whose cited sources hold too few of the question's words.
+
+``question_is_covered`` reads English questions: their words of two characters or more, less
+function words, each looked for in the cited sources' text as a word, or (both 4 characters or
+more) as the start of one. Under 3 in 5 held, the answer is flagged ``uncovered_question``,
+and by default it abstains (``abstention == "uncovered_question"``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
+from evidence_first._support import _FUNCTION_WORDS, QUESTION_COVERAGE, question_is_covered
+
+RENT = Evidence(
+    id="newsletter",
+    text="Alder Row Garden newsletter, March. Plot rent is 35 pounds a year and is due by "
+    "March 31. Compost is delivered on Thursdays.",
+)
+HALF = "How much does a half plot cost per year?"
+QUOTE = "Plot rent is 35 pounds a year"
+
+
+# The check on its own.
+
+
+@pytest.mark.parametrize(
+    ("question", "covered"),
+    [
+        # half, plot, cost: only "plot" is there.
+        (HALF, False),
+        # plot, rent, alder, row: all there.
+        ("What is the plot rent at Alder Row?", True),
+        # "ships" starts with "ship"; "delivered" is "delivered".
+        ("When does version 4.12 ship?", True),
+        ("When is compost delivered?", True),
+        # Case and compatibility forms fold: "ＰＬＯＴ" is "plot".
+        ("What is the ＰＬＯＴ RENT?", True),
+    ],
+)
+def test_a_question_is_covered_when_its_words_are_there(question, covered):
+    texts = [RENT.text, "Version 4.12 now ships on May 28."]
+    assert question_is_covered(question, texts) is covered
+
+
+def test_the_share_is_three_in_five():
+    # plot, rent, due held; beehives, wifi not: three of five.
+    assert question_is_covered("Is the plot rent due for beehives or wifi?", [RENT.text])
+    # plot, rent held; beehives, wifi not: two of four.
+    assert not question_is_covered("Is the plot rent for beehives or wifi?", [RENT.text])
+    assert QUESTION_COVERAGE == 0.6
+
+
+def test_a_short_word_matches_only_whole():
+    # "cos" is not the start of "compost", and "co" is not "compost" either.
+    assert question_is_covered("What is the cos of the co?", [RENT.text]) is False
+    assert question_is_covered("Where is the March newsletter?", [RENT.text]) is True
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Quel est le loyer d'une demi-parcelle ?",  # not English: no English function words
+        "Wann ist die Miete fällig?",
+        "半块地每年多少钱？",
+        "Plot rent?",  # too short to tell
+        "What is it?",  # no word besides function words
+    ],
+)
+def test_the_check_does_not_apply_where_it_cannot_read_the_question(question):
+    assert question_is_covered(question, [RENT.text]) is None
+
+
+RENT_WORDS = sorted(set(re.findall(r"\w{2,}", RENT.text.casefold())) - _FUNCTION_WORDS)
+
+
+@given(st.lists(st.sampled_from(RENT_WORDS), min_size=1))
+def test_a_question_made_of_the_sources_words_is_covered(words):
+    assert question_is_covered(f"What is the {' '.join(words)} of it?", [RENT.text]) is True
+
+
+@given(st.lists(st.from_regex(r"zq[a-p]{3,8}", fullmatch=True), min_size=1, max_size=6))
+def test_a_question_made_of_words_no_source_holds_is_not_covered(words):
+    assert question_is_covered(f"What is the {' '.join(words)} of it?", [RENT.text]) is False
+
+
+# The check in the engine.
+
+
+class Reader:
+    """Cites ``quote`` from ``cited`` for a fact of 35 pounds, whatever it is asked."""
+
+    def __init__(self, cited: Evidence, quote: str) -> None:
+        self.cited, self.quote = cited, quote
+
+    def generate(self, request: Any) -> str:
+        citation = {"source_id": self.cited.id, "quote": self.quote}
+        fact = {"subject": "plot", "relation": "costs", "object": "35 pounds"}
+        return json.dumps(
+            {
+                "answerable": "yes",
+                "facts": [{**fact, "citations": [citation]}],
+                "answer": "35 pounds a year [F1].",
+                "inference": None,
+                "missing_evidence": [],
+            }
+        )
+
+
+def _ask(question: str, sources: list[Evidence], cited: Evidence, quote: str, **options: Any):
+    return answer_from_evidence(question, sources, Reader(cited, quote), **options)
+
+
+def test_an_answer_to_a_nearby_question_abstains_by_default():
+    answer = _ask(HALF, [RENT], RENT, QUOTE)
+
+    assert answer.status == "insufficient_evidence"
+    assert answer.abstention == "uncovered_question"
+    assert answer.answer is None
+    assert answer.flags == ()
+    assert answer.citations_verified
+    assert len(answer.missing_evidence) == 1
+    # The stated reason names the check, never the question's or the source's words.
+    assert "half" not in answer.missing_evidence[0]
+    assert "question's words" in answer.missing_evidence[0]
+
+
+def test_under_flag_the_answer_stands_flagged():
+    answer = _ask(HALF, [RENT], RENT, QUOTE, uncovered_question="flag")
+
+    assert answer.status == "answered"
+    assert answer.flags == ("uncovered_question",)
+    assert answer.as_dict()["flags"] == ["uncovered_question"]
+
+
+def test_an_answer_to_the_question_asked_is_not_flagged():
+    answer = _ask("How much is the plot rent per year?", [RENT], RENT, QUOTE)
+
+    assert answer.status == "answered"
+    assert answer.flags == ()
+
+
+def test_only_the_cited_sources_count():
+    # The words are in a source that was sent but not cited.
+    other = Evidence(id="minutes", text="Half plots cost 20 pounds a year from April.")
+    answer = _ask(HALF, [RENT, other], RENT, QUOTE)
+    assert answer.abstention == "uncovered_question"
+
+    answer = _ask(HALF, [RENT, other], other, "Half plots cost 20 pounds a year")
+    assert answer.flags == ("unsupported_facts",)  # its fact says 35 pounds
+    assert answer.status == "answered"
+
+
+def test_the_option_takes_only_its_two_values():
+    with pytest.raises(InvalidRequestError) as caught:
+        _ask(HALF, [RENT], RENT, QUOTE, uncovered_question="ignore")
+    assert caught.value.field == "uncovered_question"
