@@ -226,9 +226,9 @@ def test_the_recipe_main_writes_and_counts_its_rows(ray_session, recipe, json_en
 
     counts = recipe.main(["--base-url", base_url, "--rows", "6", "--output", str(output)])
 
-    # The endpoint cites the launch for every question: the two budget questions abstain, as
-    # the cited standup holds too few of their words (uncovered_question).
-    assert counts == {"answered": 4, "insufficient_evidence": 2}
+    # The endpoint cites the launch for every question: "Who approved the budget?" abstains,
+    # as no source sent holds "approved" (uncovered_question).
+    assert counts == {"answered": 5, "insufficient_evidence": 1}
     written = [line for path in output.glob("*.json") for line in path.read_text().splitlines()]
     assert sorted(json.loads(line)["id"] for line in written) == list(range(6))
 

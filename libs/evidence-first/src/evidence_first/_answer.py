@@ -218,7 +218,7 @@ class EvidenceAnswer(_Frozen):
         flags: Why an ``answered`` result deserves a second look: ``"non_current_evidence"``
             (it rests only on superseded or contradicted sources while a current one was
             sent), ``"unsupported_facts"`` (a fact's object is not in its cited text) or
-            ``"uncovered_question"`` (its cited sources hold fewer than 3 in 5 of the
+            ``"uncovered_question"`` (its cited sources hold fewer than 2 in 3 of the
             question's words). The options of the same names make them abstentions.
         segments: The answer's parts, each with the facts it rests on (``answered`` only; an
             abstention or a rejection has none). Together they cover the answer's visible text.

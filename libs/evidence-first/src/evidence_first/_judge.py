@@ -161,8 +161,10 @@ def answer_flags(
     if any("object_not_cited" in check.flags for check in checks):
         flags.append("unsupported_facts")
     cited = {check.source_id for check in checks}
-    texts = [source.text for source in plan.sent.sources if source.id in cited]
-    if texts and question_is_covered(plan.question, texts) is False:
+    sent = plan.sent.sources
+    texts = [source.text for source in sent if source.id in cited]
+    others = [source.text for source in sent if source.id not in cited]
+    if texts and question_is_covered(plan.question, texts, others) is False:
         flags.append("uncovered_question")
     return tuple(flags)
 

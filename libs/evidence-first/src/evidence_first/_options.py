@@ -122,7 +122,7 @@ class AnswerOptionFields(BaseModel):
     )
     uncovered_question: FlagPolicy = Field(
         "abstain",
-        description="an answer whose cited sources hold fewer than 3 in 5 of the (English) "
+        description="an answer whose cited sources hold fewer than 2 in 3 of the (English) "
         "question's words: flagged, or an abstention",
     )
     unmarked_segments: UnmarkedSegments = Field(

@@ -41,7 +41,7 @@ or too few sources could be sent to call it."""
 AnswerFlag = Literal["non_current_evidence", "unsupported_facts", "uncovered_question"]
 """Why an answer deserves a second look (``EvidenceAnswer.flags``): it rests only on superseded
 or contradicted sources while a current one was sent, on a fact whose object its cited text
-does not hold (``object_not_cited``), or on sources that hold fewer than 3 in 5 of the
+does not hold (``object_not_cited``), or on sources that hold fewer than 2 in 3 of the
 question's words (it answers something near the question). An option makes each an abstention
 instead."""
 
@@ -49,7 +49,7 @@ ANSWER_FLAG_DESCRIPTIONS: dict[AnswerFlag, str] = {
     "non_current_evidence": "it rests only on superseded or contradicted sources, while a "
     "current one was sent",
     "unsupported_facts": "a fact's object is not in its cited text",
-    "uncovered_question": "its cited sources hold fewer than 3 in 5 of the question's words",
+    "uncovered_question": "its cited sources hold fewer than 2 in 3 of the question's words",
 }
 """How the renderers and the CLI word each answer flag."""
 
