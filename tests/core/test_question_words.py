@@ -173,3 +173,10 @@ def test_the_option_takes_only_its_two_values():
     with pytest.raises(InvalidRequestError) as caught:
         _ask(HALF, [RENT], RENT, QUOTE, uncovered_question="ignore")
     assert caught.value.field == "uncovered_question"
+
+
+def test_a_long_source_is_read_to_its_end_in_pieces_that_split_no_word():
+    # Pieces of 65,536 characters: "orchards" would be cut at 65,536 without the whitespace rule.
+    filler = "x" * 65_530 + " orchards " + "plain words. " * 10_000
+    assert question_is_covered("Where are the orchards and beehives?", [filler + "beehives"])
+    assert not question_is_covered("Where are the orchards and beehives?", [filler])

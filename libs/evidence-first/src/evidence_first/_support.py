@@ -26,7 +26,7 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from evidence_first._evidence import Evidence
 from evidence_first._vocabulary import CitationFlag
@@ -187,25 +187,46 @@ def question_is_covered(
     ``others`` (the other sources sent) holds is left out: it names what the sources are about,
     such as a project a cited note does not repeat. ``None`` when the check does not apply: the
     question has fewer than two English function words (it is not English, or too short to
-    tell), or no other word.
+    tell), or no other word. The texts are read a piece at a time, and no further than needed:
+    an answer whose cited texts hold the question's words early is decided on their first
+    piece.
     """
     words = [word for word in _WORD.findall(_folded(question)) if len(word) > 1]
     asked = list(dict.fromkeys(word for word in words if word not in _FUNCTION_WORDS))
     if sum(word in _FUNCTION_WORDS for word in words) < 2 or not asked:
         return None
-    cited_text = [_folded(text) for text in cited]
-    other_text = [_folded(text) for text in others]
-    found = missing = 0
-    for word in asked:
-        if any(_holds_word(text, word) for text in cited_text):
-            found += 1
-        elif not any(_holds_word(text, word) for text in other_text):
-            missing += 1
-    return found >= QUESTION_COVERAGE * (found + missing)
+    lacking = set(asked)
+    for piece in _pieces(cited):
+        lacking = {word for word in lacking if not _holds_word(piece, word)}
+        if len(asked) - len(lacking) >= QUESTION_COVERAGE * len(asked):
+            return True
+    held = len(asked) - len(lacking)
+    for piece in _pieces(others):
+        if not lacking:
+            break
+        lacking = {word for word in lacking if not _holds_word(piece, word)}
+    return held >= QUESTION_COVERAGE * (held + len(lacking))
 
 
 def _folded(text: str) -> str:
     return unicodedata.normalize("NFKC", text).casefold()
+
+
+# Texts are folded and searched in pieces of about this many characters, cut after whitespace.
+_PIECE = 1 << 16
+
+
+def _pieces(texts: Sequence[str]) -> Iterator[str]:
+    """Each text folded (:func:`_folded`) a piece at a time, each piece ending at whitespace."""
+    for text in texts:
+        start = 0
+        while start < len(text):
+            end = start + _PIECE
+            if end < len(text):
+                cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
+                end = cut + 1 if cut > start else end
+            yield _folded(text[start:end])
+            start = end
 
 
 def _holds_word(text: str, word: str) -> bool:
