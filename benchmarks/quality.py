@@ -70,6 +70,7 @@ from evidence_first._invoke import call_model
 from evidence_first._judge import judge
 from evidence_first._markers import marked_answer
 from evidence_first._plan import AnswerPlan, plan_answer
+from evidence_first._vocabulary import AnswerFlag
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
@@ -615,7 +616,7 @@ FLOORS = (None, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 # The flags whose option makes an answer abstain by default.
 ABSTAINING_FLAGS = frozenset(
     name
-    for name in ("non_current_evidence", "unsupported_facts", "uncovered_question")
+    for name in get_args(AnswerFlag)
     if AnswerOptionFields.model_fields[name].default == "abstain"
 )
 

@@ -120,8 +120,7 @@ class _Texts:
 
 
 def _normal(text: str) -> str:
-    folded = unicodedata.normalize("NFKC", text).translate(_QUOTES).casefold()
-    return _SPACE.sub(" ", folded).strip()
+    return _SPACE.sub(" ", _folded(text).translate(_QUOTES)).strip()
 
 
 def _has_word(text: str, word: str) -> bool:
