@@ -192,6 +192,9 @@ def installed(
     # PyPI has no `evidence-first` today. Should a project of that name appear there, the pin
     # keeps a newer release of it out, and at the same version uv takes the --find-links file;
     # test_the_installed_files_are_those_of_our_wheels compares them byte for byte anyway.
+    # uv's cache keys a --find-links wheel by its path, and pytest reuses its temporary paths
+    # across sessions, so without a refresh a rebuilt wheel of the same version is installed
+    # from an earlier session's copy.
     constraints = work / "constraints.txt"
     constraints.write_text(f"{CORE.name}=={CORE.version}\n")
     uv = _uv()
@@ -208,6 +211,8 @@ def installed(
             "--constraint",
             constraints,
             f"--link-mode={LINK_MODE}",
+            f"--refresh-package={CORE.name}",
+            f"--refresh-package={package.name}",
             dist / package.wheel_name,
         ],
         cwd=work,
