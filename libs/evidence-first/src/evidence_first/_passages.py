@@ -32,9 +32,11 @@ MAX_PASSAGE_CHARS = 400
 # quotes or brackets), or, for a line break, where the match starts.
 _BOUNDARY = re.compile(
     r"""
-    (?P<end>[.!?…]["'”’)\]]*)(?=\s)\s*  # a sentence end followed by whitespace
-    | (?P<cjk>[。！？；][」』”’）】]*)\s*   # a CJK sentence end (no space follows in CJK)
-    | \s*\n\s*                           # a line break
+    (?=[.!?…。！？；\s])  # where a boundary can start: a first-character test, twice as fast
+    (?: (?P<end>[.!?…]["'”’)\]]*)(?=\s)\s*  # a sentence end followed by whitespace
+      | (?P<cjk>[。！？；][」』”’）】]*)\s*   # a CJK sentence end (no space follows in CJK)
+      | \s*\n\s*                           # a line break
+    )
     """,
     re.VERBOSE,
 )
@@ -78,9 +80,16 @@ def split_passages(text: str, begin: int = 0, stop: int | None = None) -> list[t
     passage can (the start, or the end of a boundary) and stop where one ends, and then its
     passages are exactly those of the whole text there (:func:`passages_around`).
     """
+    stop = len(text) if stop is None else stop
+    return _cut(text, begin, stop, _BOUNDARY.finditer(text, begin, stop))
+
+
+def _cut(
+    text: str, position: int, stop: int, boundaries: Iterable[re.Match[str]]
+) -> list[tuple[int, int]]:
+    """The passages of ``text[position:stop]``, given the boundaries found in it, in order."""
     spans: list[tuple[int, int]] = []
-    position, stop = begin, len(text) if stop is None else stop
-    for match in [*_BOUNDARY.finditer(text, begin, stop), None]:
+    for match in [*boundaries, None]:
         if match is None:
             end = stop
         else:
@@ -121,16 +130,19 @@ def passages_around(text: str, start: int, end: int) -> list[tuple[int, int]]:
             ordinary = _ORDINARY.search(text, start - window, start)
             scan = start if ordinary is None else ordinary.start()
         begin, stop = None, len(text)
+        after: list[re.Match[str]] = []  # the boundaries from `begin` on: those of the cut
         for match in _BOUNDARY.finditer(text, scan):
             if match.end() <= start:
                 begin = match.end()
-            elif match.start() >= end:
+                continue
+            after.append(match)
+            if match.start() >= end:
                 stop = match.end()
                 break
         if begin is not None or scan == 0:
             break
         window *= 4
-    cut = split_passages(text, begin or 0, stop)
+    cut = _cut(text, begin or 0, stop, after)
     return [(a, b) for a, b in cut if a < end and start < b]
 
 

@@ -137,11 +137,14 @@ def _contains(text: str, wanted: str) -> bool:
 
 def _script(text: Iterable[str]) -> str | None:
     """The script most of ``text``'s first 200 letters are written in (Latin, CJK...)."""
+    letters = "".join(itertools.islice(filter(str.isalpha, text), 200))
+    if not letters or max(letters) < "\u0250":
+        return "LATIN" if letters else None  # the common case, without a loop in Python
     counts: dict[str, int] = {}
-    for char in itertools.islice(filter(str.isalpha, text), 200):
+    for char in letters:
         script = "LATIN" if char < "\u0250" else unicodedata.name(char, "?").split(" ")[0]
         counts[script] = counts.get(script, 0) + 1
-    return max(counts, key=counts.__getitem__) if counts else None
+    return max(counts, key=counts.__getitem__)
 
 
 # The share of a question's words its cited sources must hold. Chosen on the tune half of the
