@@ -52,10 +52,12 @@ def _cite(source_id, *labels, quote=None):
     return {"source_id": source_id, "passages": list(labels), "quote": quote}
 
 
-def _answer(scripted, *citations, sources=(NOTES, EMAIL), **options):
+def _answer(
+    scripted, *citations, sources=(NOTES, EMAIL), question="When is the launch?", **options
+):
     model = scripted(_ledger(*citations))
     answer = answer_from_evidence(
-        "When is the launch?", list(sources), model, citation_mode="passage", **options
+        question, list(sources), model, citation_mode="passage", **options
     )
     return answer, model
 
@@ -149,6 +151,7 @@ def test_cjk_and_emoji_passages_resolve_in_every_offset_form(scripted):
         "他说。",
     ]
     answer, _ = _answer(scripted, _cite("zh", "zh#2", "zh#3"), sources=[source])
+    assert answer.status == "answered"  # an English question over Chinese text is not lexical
     (span,) = answer.facts[0].citations[0].evidence_spans
     assert span.text == "Ravi 确认了。“好的！”"
     assert text[span.char_start : span.char_end] == span.text
@@ -256,8 +259,10 @@ def test_labels_past_the_enum_cap_fall_back_to_strings(scripted):
         scripted,
         _cite("long", "long#300"),
         sources=[Evidence(id="long", text=text)],
+        question="What does sentence 299 say?",
         max_context_tokens=32768,
     )
+    assert answer.status == "answered"
     items = model.requests[0].json_schema["properties"]["facts"]["items"]
     citation = items["properties"]["citations"]["items"]
     assert "anyOf" not in citation

@@ -91,6 +91,25 @@ def test_the_check_does_not_apply_where_it_cannot_read_the_question(question):
     assert question_is_covered(question, [RENT.text]) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "半块地的租金是每年二十英镑。",  # Chinese
+        "Половина участка стоит двадцать фунтов в год.",  # Cyrillic
+        "ครึ่งแปลงราคายี่สิบปอนด์ต่อปี",  # Thai
+    ],
+)
+def test_the_check_does_not_apply_to_sources_in_another_script(text):
+    # A question cannot share words with a translation of what it asks about.
+    assert question_is_covered(HALF, [text]) is None
+    # Mostly the other script: a name or a figure in Latin letters does not make it English.
+    assert question_is_covered(HALF, [f"Ravi: {text} 20 GBP"]) is None
+
+
+def test_sources_in_the_questions_script_are_checked_whatever_their_language():
+    assert question_is_covered(HALF, ["Die halbe Parzelle kostet zwanzig Pfund."]) is False
+
+
 RENT_WORDS = sorted(set(re.findall(r"\w{2,}", RENT.text.casefold())) - _FUNCTION_WORDS)
 
 

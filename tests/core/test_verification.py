@@ -116,7 +116,15 @@ def test_a_regex_that_would_match_is_not_a_match(scripted, make_ledger, make_fac
 
 def test_repeated_quote_resolves_to_its_first_occurrence(scripted, make_ledger, make_fact):
     source = Evidence(id="r", text="ok. The same line. ok. The same line. end")
-    answer = _answer(scripted, make_ledger, make_fact, ("r", "The same line."), sources=[source])
+    answer = _answer(
+        scripted,
+        make_ledger,
+        make_fact,
+        ("r", "The same line."),
+        sources=[source],
+        question="Where is the same line?",
+    )
+    assert answer.status == "answered"
     citation = answer.facts[0].citations[0]
     assert (citation.char_start, citation.char_end) == (4, 18)
 
@@ -125,7 +133,15 @@ def test_offsets_for_emoji_and_cjk_in_all_three_forms(scripted, make_ledger, mak
     text = "🚀 发射日期：六月十五日。Ravi 👍 confirmed."
     source = Evidence(id="zh", text=text)
     quote = "六月十五日。Ravi 👍"
-    answer = _answer(scripted, make_ledger, make_fact, ("zh", quote), sources=[source])
+    answer = _answer(
+        scripted,
+        make_ledger,
+        make_fact,
+        ("zh", quote),
+        sources=[source],
+        question="Who confirmed it?",
+    )
+    assert answer.status == "answered"
     citation = answer.facts[0].citations[0]
     # Code points (Python str indices).
     assert text[citation.char_start : citation.char_end] == quote

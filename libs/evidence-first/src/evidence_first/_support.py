@@ -189,13 +189,17 @@ def question_is_covered(
     ``others`` (the other sources sent) holds is left out: it names what the sources are about,
     such as a project a cited note does not repeat. ``None`` when the check does not apply: the
     question has fewer than two English function words (it is not English, or too short to
-    tell), or no other word. The texts are read a piece at a time, and no further than needed:
-    an answer whose cited texts hold the question's words early is decided on their first
-    piece.
+    tell), or no other word, or the cited texts are written in another script than the
+    question (a question cannot share words with a translation). The texts are read a piece at
+    a time, and no further than needed: an answer whose cited texts hold the question's words
+    early is decided on their first piece.
     """
     words = [word for word in _WORD.findall(_folded(question)) if len(word) > 1]
     asked = list(dict.fromkeys(word for word in words if word not in _FUNCTION_WORDS))
     if sum(word in _FUNCTION_WORDS for word in words) < 2 or not asked:
+        return None
+    written_in = _script(itertools.chain.from_iterable(cited))
+    if written_in is not None and written_in != _script(question):
         return None
     lacking = set(asked)
     for piece in _pieces(cited):
