@@ -128,7 +128,7 @@ def test_a_dialect_without_patterns_gets_one_citation_object_with_every_id(diale
     written = schema_in(schema, dialect)
     citations = written.get("anyOf", [written])[0]["properties"]["facts"]["items"]
     items = citations["properties"]["citations"]["items"]
-    if "pattern" in DIALECTS[dialect].keywords:
+    if DIALECTS[dialect].reads_patterns:
         assert [c["properties"]["source_id"]["enum"] for c in items["anyOf"]] == [
             ["notes"],
             ["mail"],

@@ -53,7 +53,7 @@ def _built(dialect: str) -> dict[str, Any]:
     That is ``ModelRequest.json_schema``: with anchored-quote patterns where the dialect
     reads them.
     """
-    patterns = "pattern" in DIALECTS[dialect].keywords  # type: ignore[index]
+    patterns = DIALECTS[dialect].reads_patterns  # type: ignore[index]
     return ledger_schema(
         QuoteStyle().shape(SentSources((SOURCE,)), patterns=patterns),
         knowledge="evidence-only",

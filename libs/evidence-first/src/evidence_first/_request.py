@@ -72,7 +72,7 @@ class Declared:
     @property
     def reads_patterns(self) -> bool:
         """Whether its provider reads a string's ``pattern`` (the ``full`` dialect)."""
-        return self.dialect is not None and "pattern" in self.dialect.keywords
+        return self.dialect is not None and self.dialect.reads_patterns
 
 
 def checked_model(model: object) -> Declared:

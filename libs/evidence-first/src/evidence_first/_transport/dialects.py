@@ -66,6 +66,11 @@ class Dialect:
     property_ordering: bool = False
     object_unions: bool = True
 
+    @property
+    def reads_patterns(self) -> bool:
+        """Whether it reads a string's ``pattern`` (a style may then pattern its quotes)."""
+        return "pattern" in self.keywords
+
 
 DIALECTS: dict[DialectName, Dialect] = {
     # llama.cpp (`json_schema`, converted to a grammar: tools/server/README.md,
