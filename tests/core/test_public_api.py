@@ -31,6 +31,7 @@ def test_public_names_are_pinned():
             "InvalidRequestError",
             "KnowledgePolicy",
             "ModelCallError",
+            "ModelProfile",
             "ModelRequest",
             "ModelResponse",
             "OmissionReason",
@@ -44,6 +45,7 @@ def test_public_names_are_pinned():
             "aanswer_from_evidence",
             "answer_from_evidence",
             "estimate_tokens",
+            "profile_for",
         ]
     )
 

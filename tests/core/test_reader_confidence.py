@@ -245,17 +245,17 @@ def completion(text: str, logprobs: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("dialect", "logprobs", "asked"),
+    ("settings", "asked"),
     [
-        ("full", None, True),  # llama.cpp returns them
-        ("openai", None, True),  # OpenAI's hosts do
-        ("json-schema", None, False),  # an unknown server may refuse the field
-        ("json-schema", True, True),  # unless the caller says it returns them
-        ("full", False, False),
+        ({"dialect": "full"}, True),  # a llama.cpp-family server returns them
+        ({"model": "qwen2.5-coder-1.5b"}, True),  # so does the embedded reader, by its name
+        ({}, False),  # an unknown server may refuse the field
+        ({"logprobs": True}, True),  # unless the caller says it returns them
+        ({"dialect": "full", "logprobs": False}, False),
     ],
 )
 def test_the_openai_compatible_transport_asks_for_log_probabilities_where_it_reads_them(
-    dialect, logprobs, asked, loopback_server, logprobs_of
+    settings, asked, loopback_server, logprobs_of
 ):
     from evidence_first.chat_completions import ChatCompletionsModel
 
@@ -264,8 +264,8 @@ def test_the_openai_compatible_transport_asks_for_log_probabilities_where_it_rea
     endpoint = loopback_server(
         reply=lambda path, body: completion(text, body.get("logprobs") and logprobs_of(text, 0.8))
     )
-    model = ChatCompletionsModel(f"{endpoint.url}/v1", dialect=dialect, logprobs=logprobs)
-    answer = answer_from_evidence("When?", [SOURCE], model)
+    model = ChatCompletionsModel(f"{endpoint.url}/v1", **settings)
+    answer = answer_from_evidence("When?", [SOURCE], model, min_reader_confidence=None)
     body = endpoint.body
     if asked:
         assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
@@ -276,12 +276,14 @@ def test_the_openai_compatible_transport_asks_for_log_probabilities_where_it_rea
         assert answer.reader_confidence is None
 
 
-@pytest.mark.parametrize("name", ["o3-mini", "o4-mini", "gpt-5", "ft:o4-mini-2025-04-16:acme::x"])
-def test_a_reasoning_model_is_never_sent_logprobs(name, loopback_server):
+@pytest.mark.parametrize(
+    "name", ["o3-mini", "o4-mini", "gpt-5", "gpt-6-sol", "ft:o4-mini-2025-04-16:acme::x"]
+)
+def test_a_reasoning_model_is_not_sent_logprobs(name, loopback_server):
     from evidence_first.chat_completions import ChatCompletionsModel
 
     endpoint = loopback_server(reply=completion(json.dumps(ANSWERED), None))
-    model = ChatCompletionsModel(f"{endpoint.url}/v1", model=name, dialect="openai", logprobs=True)
+    model = ChatCompletionsModel(f"{endpoint.url}/v1", model=name, dialect="openai")
     assert not model.returns_logprobs
     answer_from_evidence("When?", [SOURCE], model)
     assert "logprobs" not in endpoint.body

@@ -4,8 +4,8 @@
 langchain-core standard content with Citation annotations.
 """
 
-from langchain_evidence_first._chat_model import UnenforcedSettingsWarning
+from langchain_evidence_first._chat_model import UnenforcedSettingsWarning, profile_for
 from langchain_evidence_first.answerer import EvidenceAnswerer
 from langchain_evidence_first.content_blocks import to_content_blocks
 
-__all__ = ["EvidenceAnswerer", "UnenforcedSettingsWarning", "to_content_blocks"]
+__all__ = ["EvidenceAnswerer", "UnenforcedSettingsWarning", "profile_for", "to_content_blocks"]

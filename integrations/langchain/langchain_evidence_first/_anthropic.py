@@ -10,47 +10,63 @@ its own fields. langchain-anthropic offers no public way to rebuild them.
 
 The schema travels in Anthropic's structured outputs (the Messages API's generally available
 ``output_config.format``, which ChatAnthropic passes through from a call's ``output_config``),
-in the ``"anthropic"`` dialect; never as a tool.
+in the ``"anthropic"`` dialect; never as a tool. What the model accepts is its profile: Claude
+Opus 4.7 and later take no temperature, the models before Claude 4.5 no structured outputs
+(their JSON is asked for in the prompt), and extended thinking (the public ``thinking`` field)
+takes no temperature and needs ``max_tokens`` above its ``budget_tokens``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from evidence_first import ModelRequest
-from evidence_first.adapters import DialectName, schema_in, warn_once
-from langchain_evidence_first._provider import NO_TEMPERATURE, Provider, RequestKwargs, no_kwargs
+from evidence_first import ModelProfile, ModelRequest
+from evidence_first.adapters import schema_in, warn_once
+from langchain_evidence_first._provider import Provider, RequestKwargs, no_kwargs
 
-__all__ = ["CACHED_CLIENTS", "PROMPT_ONLY_JSON", "PROVIDER"]
+__all__ = ["CACHED_CLIENTS", "PROVIDER", "THINKING_ALLOWANCE"]
 
 CACHED_CLIENTS = ("_client", "_async_client", "_client_params")
 """ChatAnthropic's cached properties that hold clients built with the retry count."""
 
-PROMPT_ONLY_JSON = re.compile(r"^claude-(instant|[23][.-]|(opus|sonnet)-4(-[01])?(-\d{8})?$)")
-"""Models without structured outputs, which Anthropic offers from the Claude 4.5 models on
-(platform.claude.com/docs/en/build-with-claude/structured-outputs): an ``output_config``
-would be an HTTP 400 on every call, so these are asked for JSON in the prompt only."""
+THINKING_ALLOWANCE = 16_000
+"""Output tokens allowed for adaptive thinking, which has no budget of its own and counts
+against ``max_tokens`` (platform.claude.com/docs/en/build-with-claude/extended-thinking)."""
+
+
+def _adjusted(model: BaseChatModel, profile: ModelProfile) -> ModelProfile:
+    """The profile under the caller's extended thinking: no temperature, room for thinking.
+
+    Thinking "isn't compatible with temperature or top_k modifications", and its tokens count
+    against ``max_tokens``, which must exceed ``budget_tokens``
+    (platform.claude.com/docs/en/build-with-claude/extended-thinking).
+    """
+    thinking = getattr(model, "thinking", None)
+    if not isinstance(thinking, Mapping) or thinking.get("type") not in ("enabled", "adaptive"):
+        return profile
+    budget = thinking.get("budget_tokens")
+    allowance = budget if isinstance(budget, int) and budget > 0 else THINKING_ALLOWANCE
+    return profile.replace(temperature=False, output_allowance=allowance)
 
 
 def _prepare(
-    model: BaseChatModel, timeout: float, max_tokens: int
+    model: BaseChatModel, timeout: float, max_tokens: int, profile: ModelProfile
 ) -> tuple[BaseChatModel, RequestKwargs]:
     update: dict[str, Any] = {
         "max_retries": 0,
         "default_request_timeout": timeout,
-        "max_tokens": max_tokens,
+        "max_tokens": profile.output_tokens(max_tokens),
+        # None leaves the model's default: ChatAnthropic then sends no temperature.
+        "temperature": 0.0 if profile.temperature else None,
     }
     name = str(getattr(model, "model", ""))
-    if not NO_TEMPERATURE.match(name):
-        update["temperature"] = 0.0
     strict = model.model_copy(update=update)
     for cached in CACHED_CLIENTS:
         strict.__dict__.pop(cached, None)  # rebuilt on first use from the fields above
-    if PROMPT_ONLY_JSON.match(name):
+    if not profile.structured_output:
         _warn_prompt_only_once(name)
         return strict, no_kwargs
     # A call's `output_config` replaces one in model_kwargs (the field's is merged in by
@@ -76,15 +92,11 @@ def _warn_prompt_only_once(name: str) -> None:
     warn_once(("ChatAnthropic", name), msg, stacklevel=5)
 
 
-def _dialect(model: BaseChatModel) -> DialectName | None:
-    """``"anthropic"``, or none for a model asked for JSON in the prompt only."""
-    return None if PROMPT_ONLY_JSON.match(str(getattr(model, "model", ""))) else "anthropic"
-
-
 PROVIDER = Provider(
     "anthropic",
     "ChatAnthropic",
     _prepare,
     lambda model: [getattr(model, "max_tokens", None)],
-    dialect=_dialect,
+    lambda model: "anthropic",
+    adjusted=_adjusted,
 )

@@ -21,13 +21,19 @@ from langchain_core.runnables.base import RunnableBinding, RunnableBindingBase
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.runnables.retry import RunnableRetry
 
-from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, TokenUsage
+from evidence_first import (
+    InvalidRequestError,
+    ModelProfile,
+    ModelRequest,
+    ModelResponse,
+    TokenUsage,
+)
 from evidence_first.adapters import (
     NESTED_SETTINGS,
     TOOL_KEYS,
-    DialectName,
     UnenforcedSettingsWarning,
     normalized_finish_reason,
+    profile_of,
     refuse_retries,
     refuse_tools,
     token_logprobs,
@@ -37,7 +43,7 @@ from evidence_first.adapters import (
 from langchain_evidence_first import _anthropic, _google, _mistral, _ollama, _openai
 from langchain_evidence_first._provider import AsyncSession, no_kwargs
 
-__all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "strict_chat_model"]
+__all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "profile_for", "strict_chat_model"]
 
 # Content-block types that mean a tool was called, whatever message.tool_calls says.
 _TOOL_BLOCK = re.compile(r"tool|_call$|^function_call")
@@ -61,8 +67,9 @@ class StrictChatModel:
         max_tokens: The output limit sent: the smaller of the one asked for and the chat
             model's own; the request's schema bounds must follow it.
         provider: The allow-list entry that matched, or ``None``.
-        dialect: The JSON Schema dialect the schema is sent in, or ``None`` when none is sent.
-        returns_logprobs: Whether the call asks for token log-probabilities and reads them.
+        profile: What the model accepts and what pays for it (its dialect, whether a
+            temperature and log-probabilities are sent, its answering defaults); declared to
+            the engine.
         bound_kwargs: The caller's binding arguments (``bind``), kept.
         binding_config: The caller's binding config, kept.
         async_session: For an async call, a copy of ``chat`` whose HTTP client lives on the
@@ -74,8 +81,7 @@ class StrictChatModel:
     request_kwargs: Callable[[ModelRequest], dict[str, Any]] = field(repr=False)
     max_tokens: int
     provider: str | None
-    dialect: DialectName | None = None
-    returns_logprobs: bool = False
+    profile: ModelProfile = field(default_factory=ModelProfile)
     bound_kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
     binding_config: RunnableConfig | None = field(default=None, repr=False)
     async_session: AsyncSession | None = field(default=None, repr=False)
@@ -124,10 +130,9 @@ class _Reader:
     def __init__(self, strict: StrictChatModel, config: RunnableConfig | None) -> None:
         self._strict = strict
         self._config = config
-        # Declared to the engine: it checks each request's schema against the dialect, and
-        # asks for log-probabilities only where the call reads them.
-        self.dialect = strict.dialect
-        self.returns_logprobs = strict.returns_logprobs
+        # Declared to the engine: it plans each request by the profile (the schema's dialect,
+        # temperature, log-probabilities only where the call reads them, answering defaults).
+        self.profile = strict.profile
 
     def generate(self, request: ModelRequest) -> ModelResponse:
         message = self._strict.model.invoke(
@@ -143,13 +148,26 @@ class _Reader:
         return _response(message)
 
 
-def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> StrictChatModel:
+def strict_chat_model(
+    llm: object,
+    *,
+    timeout: float,
+    max_tokens: int,
+    profile: ModelProfile | str | None = None,
+) -> StrictChatModel:
     """Check ``llm`` and prepare it for one strict call.
+
+    Args:
+        llm: The caller's chat model; it is never modified.
+        timeout: Seconds the call may take.
+        max_tokens: The ledger's output limit.
+        profile: The caller's profile for the model (a profile, or a model name the rules
+            know); by default the rule table's, from the provider and the model's name.
 
     Raises:
         InvalidRequestError: ``llm`` is not a chat model, has bound tools, is wrapped in a
             retry or fallbacks, or (outside the allow-list) would retry failed calls; the
-            message says what to pass instead.
+            message says what to pass instead. Or ``profile`` is of the wrong type.
     """
     bound_kwargs: dict[str, Any] = {}
     binding_config: RunnableConfig | None = None
@@ -178,20 +196,19 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         refuse_tools(getattr(model, name, None), name)
     bound_kwargs = without_strict_keys(bound_kwargs)
     async_session: AsyncSession | None = None
-    dialect: DialectName | None = None
-    returns_logprobs = False
     for provider in _PROVIDERS:
         if provider.matches(model):
             own = provider.configured_limit(model)
             max_tokens = max_tokens if own is None else min(max_tokens, own)
-            prepared, request_kwargs = provider.prepare(model, timeout, max_tokens)
-            dialect = provider.dialect(model)
-            returns_logprobs = provider.logprobs(model)
+            found = provider.profile(model, profile)
+            prepared, request_kwargs = provider.prepare(model, timeout, max_tokens, found)
             if provider.async_session is not None:
                 async_session = provider.async_session(model, timeout)
             break
     else:
         provider = None
+        # Called with the prompt alone: no schema is sent, whatever the profile's dialect.
+        found = (profile_of(profile) or ModelProfile()).replace(dialect=None)
         prepared, request_kwargs = model, no_kwargs
         refuse_retries(model)
         retries = getattr(model, "max_retries", None)
@@ -205,12 +222,24 @@ def strict_chat_model(llm: object, *, timeout: float, max_tokens: int) -> Strict
         request_kwargs=request_kwargs,
         max_tokens=max_tokens,
         provider=provider.name if provider is not None else None,
-        dialect=dialect,
-        returns_logprobs=returns_logprobs,
+        profile=found,
         bound_kwargs=bound_kwargs,
         binding_config=binding_config,
         async_session=async_session,
     )
+
+
+def profile_for(llm: object, *, profile: ModelProfile | str | None = None) -> ModelProfile:
+    """What :class:`~langchain_evidence_first.EvidenceAnswerer` will send ``llm``, as a profile.
+
+    The profile the rule table finds for the chat model's provider and name (or ``profile``,
+    as the answerer's own ``profile=``), as the model's own settings change it: extended
+    thinking, the Responses API, its own ``logprobs``. See :class:`~evidence_first.ModelProfile`.
+
+    Raises:
+        InvalidRequestError: As ``EvidenceAnswerer(llm=llm)`` would.
+    """
+    return strict_chat_model(llm, timeout=60.0, max_tokens=2048, profile=profile).profile
 
 
 def _messages(request: ModelRequest) -> list[BaseMessage]:

@@ -13,27 +13,19 @@ schema is written in the ``"gemini-json"`` dialect).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from evidence_first import ModelRequest
-from evidence_first.adapters import DialectName, schema_in
+from evidence_first import ModelProfile, ModelRequest
+from evidence_first.adapters import schema_in
 from langchain_evidence_first._provider import Provider, RequestKwargs
 
-__all__ = ["DEFAULT_TEMPERATURE", "PROVIDER"]
-
-# responseJsonSchema, JSON Schema as Gemini takes it.
-_DIALECT: DialectName = "gemini-json"
-
-DEFAULT_TEMPERATURE = re.compile(r"^(models/)?gemini-([3-9]|\d{2,})")
-"""Gemini 3 and later: Google advises their default temperature, since a lower one can make
-them loop (ai.google.dev/gemini-api/docs/gemini-3); langchain-google-genai leaves it unset."""
+__all__ = ["PROVIDER"]
 
 
 def _prepare(
-    model: BaseChatModel, timeout: float, max_tokens: int
+    model: BaseChatModel, timeout: float, max_tokens: int, profile: ModelProfile
 ) -> tuple[BaseChatModel, RequestKwargs]:
     update: dict[str, Any] = {
         "max_retries": 1,
@@ -42,14 +34,16 @@ def _prepare(
         "n": 1,
         "streaming": False,
     }
-    name = str(getattr(model, "model", ""))
-    update["temperature"] = None if DEFAULT_TEMPERATURE.match(name) else 0.0
+    # Gemini 3 and later: Google advises their default temperature (the profile's rule);
+    # langchain-google-genai leaves an unset one out.
+    update["temperature"] = 0.0 if profile.temperature else None
     strict = model.model_copy(update=update)
+    dialect = profile.dialect or "gemini-json"  # responseJsonSchema, as Gemini takes it
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
         return {
             "response_mime_type": "application/json",
-            "response_json_schema": schema_in(request.json_schema, _DIALECT),
+            "response_json_schema": schema_in(request.json_schema, dialect),
         }
 
     return strict, request_kwargs
@@ -60,5 +54,5 @@ PROVIDER = Provider(
     "ChatGoogleGenerativeAI",
     _prepare,
     lambda model: [getattr(model, "max_output_tokens", None)],
-    dialect=lambda model: _DIALECT,
+    lambda model: "google",
 )

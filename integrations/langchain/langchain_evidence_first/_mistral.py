@@ -14,9 +14,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from evidence_first import ModelRequest
+from evidence_first import ModelProfile, ModelRequest
 from evidence_first.adapters import (
-    DialectName,
     limits_in,
     openai_response_format,
     schema_in,
@@ -25,9 +24,6 @@ from evidence_first.adapters import (
 from langchain_evidence_first._provider import Provider, RequestKwargs
 
 __all__ = ["PROVIDER"]
-
-# Mistral's strict json_schema response format takes OpenAI's strict subset.
-_DIALECT: DialectName = "openai"
 
 
 class _Timed:
@@ -51,12 +47,12 @@ class _Timed:
 
 
 def _prepare(
-    model: BaseChatModel, timeout: float, max_tokens: int
+    model: BaseChatModel, timeout: float, max_tokens: int, profile: ModelProfile
 ) -> tuple[BaseChatModel, RequestKwargs]:
     update: dict[str, Any] = {
         "max_retries": 0,
-        "max_tokens": max_tokens,
-        "temperature": 0.0,
+        "max_tokens": profile.output_tokens(max_tokens),
+        "temperature": 0.0 if profile.temperature else None,
         "streaming": False,
         # ChatMistralAI puts model_kwargs last in the body: none of them may set what the
         # strict call sets.
@@ -67,6 +63,8 @@ def _prepare(
         if client is not None:
             update[name] = _Timed(client, timeout)
     strict = model.model_copy(update=update)
+    # Mistral's strict json_schema response format takes OpenAI's strict subset.
+    dialect = profile.dialect or "openai"
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
         # Mistral's custom structured outputs (docs.mistral.ai/capabilities/structured-output/
@@ -74,7 +72,7 @@ def _prepare(
         # response_format, and document no keyword subset of their own; OpenAI's strict
         # subset is the one that shape is known to accept (the engine still checks the string
         # lengths it drops).
-        schema = schema_in(request.json_schema, _DIALECT)
+        schema = schema_in(request.json_schema, dialect)
         return {"response_format": openai_response_format(request, schema=schema)}
 
     return strict, request_kwargs
@@ -84,6 +82,4 @@ def _own_limits(model: BaseChatModel) -> list[int | None]:
     return [getattr(model, "max_tokens", None), *limits_in(getattr(model, "model_kwargs", None))]
 
 
-PROVIDER = Provider(
-    "mistral", "ChatMistralAI", _prepare, _own_limits, dialect=lambda model: _DIALECT
-)
+PROVIDER = Provider("mistral", "ChatMistralAI", _prepare, _own_limits, lambda model: "mistral")

@@ -14,26 +14,28 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from evidence_first import ModelRequest
-from evidence_first.adapters import DialectName, schema_in
+from evidence_first import ModelProfile, ModelRequest
+from evidence_first.adapters import schema_in
 from langchain_evidence_first._provider import Provider, RequestKwargs
 
 __all__ = ["PROVIDER"]
 
-# Ollama turns `format` into a llama.cpp grammar: the full dialect.
-_DIALECT: DialectName = "full"
-
 
 def _prepare(
-    model: BaseChatModel, timeout: float, max_tokens: int
+    model: BaseChatModel, timeout: float, max_tokens: int, profile: ModelProfile
 ) -> tuple[BaseChatModel, RequestKwargs]:
     # Ollama's timeout is fixed when its client is built (the engine still stops waiting).
     # The options travel as fields: a per-call `options` would replace every option the
     # caller set, num_ctx among them.
-    strict = model.model_copy(update={"num_predict": max_tokens, "temperature": 0.0})
+    temperature = 0.0 if profile.temperature else None
+    strict = model.model_copy(
+        update={"num_predict": profile.output_tokens(max_tokens), "temperature": temperature}
+    )
+    # Ollama turns `format` into a llama.cpp grammar: the full dialect.
+    dialect = profile.dialect or "full"
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
-        return {"format": schema_in(request.json_schema, _DIALECT)}
+        return {"format": schema_in(request.json_schema, dialect)}
 
     return strict, request_kwargs
 
@@ -43,5 +45,5 @@ PROVIDER = Provider(
     "ChatOllama",
     _prepare,
     lambda model: [getattr(model, "num_predict", None)],
-    dialect=lambda model: _DIALECT,
+    lambda model: "ollama",
 )

@@ -5,9 +5,17 @@ It touches no private attribute of langchain-openai or openai. What it relies on
 construction (the public fields ``root_client``, ``client``, ``root_async_client``,
 ``async_client``) with the retry count, and calls through ``client``/``async_client``; so a
 copy with ``max_retries=0`` alone still retries, and the copy gets retry-free clients derived
-with the SDK's public ``with_options``. The schema is written in the dialect of the host the
-client calls (its public ``base_url``): OpenAI's strict subset for OpenAI and Azure OpenAI,
-standard JSON Schema for any other server.
+with the SDK's public ``with_options``. What the model accepts is its profile, found from the
+host the client calls (its public ``base_url``) and the model's name: the schema's dialect
+(OpenAI's strict subset for OpenAI, Azure's for Azure OpenAI, standard JSON Schema for any
+other server), the output-limit field, whether a temperature and log-probabilities are sent.
+
+A model that ChatOpenAI sends through the Responses API (its public ``use_responses_api``,
+which the class sets itself for ``reasoning=``, ``output_version="responses/v1"`` and models
+that prefer it) gets the schema as the Responses API takes it: ``text.format``, never
+``response_format``, and no log-probabilities (``logprobs`` is a chat-completions argument).
+The call's ``text`` and ``max_tokens`` are turned into the Responses API's ``text`` and
+``max_output_tokens`` by ChatOpenAI itself.
 """
 
 from __future__ import annotations
@@ -18,48 +26,59 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from evidence_first import ModelRequest
+from evidence_first import ModelProfile, ModelRequest
 from evidence_first.adapters import (
-    TOP_LOGPROBS,
-    DialectName,
-    asks_logprobs,
+    SCHEMA_NAME,
+    ProviderFamily,
+    chat_completions_settings,
+    family_for_url,
     limits_in,
-    openai_dialect_for,
     openai_response_format,
     schema_in,
     without_strict_keys,
 )
-from langchain_evidence_first._provider import (
-    NO_TEMPERATURE,
-    AsyncSession,
-    Provider,
-    RequestKwargs,
-)
+from langchain_evidence_first._provider import AsyncSession, Provider, RequestKwargs
 
 __all__ = ["PROVIDER"]
 
 
-def _dialect(model: BaseChatModel) -> DialectName:
-    """``"openai"`` for OpenAI's API and Azure OpenAI, ``"json-schema"`` for any other host.
+def _family(model: BaseChatModel) -> ProviderFamily:
+    """OpenAI's API, Azure OpenAI, or another OpenAI-compatible server, by the client's host.
 
-    OpenAI's strict mode answers a string length bound with an HTTP 400; a vLLM, llama.cpp or
-    LM Studio server takes standard JSON Schema, every bound included. A fine-tuned model
-    there (``model_name`` starting with ``ft:``) takes no array bounds either:
-    ``"openai-fine-tuned"``. An Azure deployment's name says nothing of its model, so an
-    Azure fine-tune is known by its ``model`` (``AzureChatOpenAI(model="ft:...")``).
+    An ``AzureChatOpenAI`` is Azure's whatever its endpoint's name; the client's own base URL
+    also reflects ``OPENAI_BASE_URL``, which the field does not.
     """
-    name = getattr(model, "model_name", None)
     if any(cls.__name__ == "AzureChatOpenAI" for cls in type(model).__mro__):
-        return openai_dialect_for(None, name)
-    # The client's own base URL: it also reflects OPENAI_BASE_URL, which the field does not.
+        return "azure-openai"
     root = getattr(model, "root_client", None)
-    return openai_dialect_for(
-        getattr(root, "base_url", None) or getattr(model, "openai_api_base", None), name
+    return family_for_url(
+        getattr(root, "base_url", None) or getattr(model, "openai_api_base", None)
     )
 
 
+def _model_name(model: BaseChatModel) -> str:
+    """The model's name: ``model_name``, else an Azure deployment's.
+
+    A deployment's name says nothing of its model: give ``model=`` or ``profile=`` for it.
+    """
+    name = getattr(model, "model_name", None)
+    return str(name or getattr(model, "deployment_name", None) or "")
+
+
+def _adjusted(model: BaseChatModel, profile: ModelProfile) -> ModelProfile:
+    """The profile under the caller's settings: the Responses API, its own ``logprobs``.
+
+    Through the Responses API the schema is ``text.format`` and no log-probabilities come
+    back; otherwise the caller's own ``logprobs=True`` or ``False`` says whether they do.
+    """
+    if getattr(model, "use_responses_api", None) is True:
+        return profile.replace(api="responses", logprobs=False)
+    own = getattr(model, "logprobs", None)
+    return profile.replace(logprobs=own) if isinstance(own, bool) else profile
+
+
 def _prepare(
-    model: BaseChatModel, timeout: float, max_tokens: int
+    model: BaseChatModel, timeout: float, max_tokens: int, profile: ModelProfile
 ) -> tuple[BaseChatModel, RequestKwargs]:
     update: dict[str, Any] = {"max_retries": 0, "request_timeout": timeout}
     root = getattr(model, "root_client", None)
@@ -78,38 +97,34 @@ def _prepare(
     model_kwargs = without_strict_keys(getattr(model, "model_kwargs", None) or {})
     nested_body = model_kwargs.pop("extra_body", None) or {}
     update.update(model_kwargs=model_kwargs, n=None, streaming=False, max_tokens=None)
+    if not profile.temperature:
+        update["temperature"] = None  # the model's own would be refused as well
     strict = model.model_copy(update=update)
-    send_temperature = not NO_TEMPERATURE.match(str(getattr(model, "model_name", "")))
     extra_body = {**nested_body, **without_strict_keys(getattr(model, "extra_body", None) or {})}
-    dialect = _dialect(model)
+
+    def schema(request: ModelRequest) -> dict[str, Any]:
+        if profile.dialect is None:
+            return request.json_schema
+        return schema_in(request.json_schema, profile.dialect)
 
     def request_kwargs(request: ModelRequest) -> dict[str, Any]:
+        kwargs = chat_completions_settings(request, profile)
+        if profile.api == "responses":
+            # ChatOpenAI turns max_tokens and max_completion_tokens into max_output_tokens,
+            # and routes a call that carries `text` to the Responses API.
+            text_format = {"type": "json_schema", "name": SCHEMA_NAME, "strict": True}
+            kwargs["text"] = {"format": {**text_format, "schema": schema(request)}}
+            if extra_body:
+                kwargs["extra_body"] = extra_body
+            return kwargs
         # The schema travels in the body as-is. As a `response_format` argument, ChatOpenAI
         # would route the call through the SDK's slower `.parse()`, which raises on a
         # length-limited reply instead of reporting finish_reason "length".
-        schema = schema_in(request.json_schema, dialect)
-        response_format = openai_response_format(request, schema=schema)
-        kwargs: dict[str, Any] = {
-            "max_tokens": request.max_tokens,
-            "extra_body": {**extra_body, "response_format": response_format},
-        }
-        if send_temperature:
-            kwargs["temperature"] = request.temperature
-        if request.logprobs:
-            kwargs.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        response_format = openai_response_format(request, schema=schema(request))
+        kwargs["extra_body"] = {**extra_body, "response_format": response_format}
         return kwargs
 
     return strict, request_kwargs
-
-
-def _logprobs(model: BaseChatModel) -> bool:
-    """Whether the call asks for log-probabilities, read back from ``response_metadata``.
-
-    On OpenAI's hosts unless the model is a reasoning model; elsewhere when the caller's own
-    ``ChatOpenAI(logprobs=True)`` says the server returns them.
-    """
-    name, setting = getattr(model, "model_name", None), getattr(model, "logprobs", None)
-    return asks_logprobs(_dialect(model), name, setting)
 
 
 def _own_limits(model: BaseChatModel) -> list[int | None]:
@@ -154,7 +169,8 @@ PROVIDER = Provider(
     "BaseChatOpenAI",
     _prepare,
     _own_limits,
-    dialect=_dialect,
-    logprobs=_logprobs,
+    _family,
+    model_name=_model_name,
+    adjusted=_adjusted,
     async_session=_async_session,
 )

@@ -7,17 +7,16 @@ nowhere else.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from evidence_first import ModelRequest
+from evidence_first import ModelProfile, ModelRequest
 from evidence_first.adapters import Provider as ProviderShape
 
-__all__ = ["NO_TEMPERATURE", "AsyncSession", "Prepare", "Provider", "RequestKwargs", "no_kwargs"]
+__all__ = ["AsyncSession", "Prepare", "Provider", "RequestKwargs", "no_kwargs"]
 
 AsyncSession = Callable[[BaseChatModel], AbstractAsyncContextManager[BaseChatModel]]
 """Gives one async call a copy of the chat model with HTTP clients of its own."""
@@ -25,18 +24,15 @@ AsyncSession = Callable[[BaseChatModel], AbstractAsyncContextManager[BaseChatMod
 RequestKwargs = Callable[[ModelRequest], dict[str, Any]]
 """Builds one call's keyword arguments from the request."""
 
-NO_TEMPERATURE = re.compile(r"^(o\d|gpt-5|claude-fable-5|claude-sonnet-5-5)")
-"""Model names that reject a temperature other than their default."""
-
 
 def no_kwargs(request: ModelRequest) -> dict[str, Any]:
     """No per-call keyword arguments: everything travels as the copy's fields."""
     return {}
 
 
-Prepare = Callable[[BaseChatModel, float, int], tuple[BaseChatModel, RequestKwargs]]
-"""Given the caller's model, the timeout and the output limit: a strict copy of the model and
-what to pass per call."""
+Prepare = Callable[[BaseChatModel, float, int, ModelProfile], tuple[BaseChatModel, RequestKwargs]]
+"""Given the caller's model, the timeout, the output limit and the model's profile: a strict
+copy of the model and what to pass per call."""
 
 Provider = ProviderShape[Prepare]
 """One allow-list entry, in the core's provider-table shape (``evidence_first.adapters.Provider``),

@@ -18,7 +18,7 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import patch_config
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from evidence_first import EvidenceAnswer, InvalidRequestError, local
+from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile, local
 from evidence_first.adapters import (
     AnswerOptionFields,
     AnswerOptions,
@@ -92,6 +92,13 @@ class EvidenceAnswerer(
     llm: Any = Field(default=None, exclude=True)
     """The chat model (``BaseChatModel``). ``None`` uses the embedded local model."""
 
+    profile: ModelProfile | str | None = Field(default=None, exclude=True)
+    """What the chat model accepts, when the rule table cannot tell from its provider and
+    name (an Azure deployment's name says nothing of its model): a
+    :class:`~evidence_first.ModelProfile`, or the name of a model the rules know, such as
+    ``"gpt-5"``. ``None``: found by the rules (:func:`~langchain_evidence_first.profile_for`).
+    The answerer's own options still win over the profile's answering defaults."""
+
     id_key: str | None = "id"
     """Metadata key for the source ID when ``Document.id`` is unset."""
     speaker_key: str | None = "speaker"
@@ -134,7 +141,10 @@ class EvidenceAnswerer(
         options = AnswerOptions(**self.option_values())
         if self.llm is not None:
             self._strict = strict_chat_model(
-                self.llm, timeout=self.timeout, max_tokens=self.max_output_tokens
+                self.llm,
+                timeout=self.timeout,
+                max_tokens=self.max_output_tokens,
+                profile=self.profile,
             )
             # The chat model's own, smaller output limit is the one sent; the schema's bounds
             # follow it.
@@ -164,8 +174,12 @@ class EvidenceAnswerer(
     def model_copy(
         self, *, update: Mapping[str, Any] | None = None, deep: bool = False
     ) -> EvidenceAnswerer:
-        """A new answerer with ``update`` applied, checked (and the model prepared) anew."""
-        fields = {name: getattr(self, name) for name in type(self).model_fields}
+        """A new answerer with ``update`` applied, checked (and the model prepared) anew.
+
+        Only the fields that were set are set again: an option left unset stays unset, so the
+        model's own defaults (the embedded reader's confidence floor) still apply to the copy.
+        """
+        fields = {name: getattr(self, name) for name in self.model_fields_set}
         return type(self)(**{**fields, **(update or {})})
 
     @classmethod

@@ -39,7 +39,9 @@ from evidence_first._model import (
     TokenChoice,
     TokenLogprob,
 )
+from evidence_first._request import profile_for
 from evidence_first._tokens import estimate_tokens
+from evidence_first._transport.profiles import ModelProfile
 from evidence_first._vocabulary import (
     AbstentionReason,
     AnswerStatus,
@@ -75,6 +77,7 @@ __all__ = [
     "InvalidRequestError",
     "KnowledgePolicy",
     "ModelCallError",
+    "ModelProfile",
     "ModelRequest",
     "ModelResponse",
     "OmissionReason",
@@ -88,4 +91,5 @@ __all__ = [
     "aanswer_from_evidence",
     "answer_from_evidence",
     "estimate_tokens",
+    "profile_for",
 ]

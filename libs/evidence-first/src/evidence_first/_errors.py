@@ -12,6 +12,7 @@ The tree::
 
     EvidenceFirstWarning (a UserWarning)
     └── UnenforcedSettingsWarning               a model called with the prompt alone
+        └── ModelProfileWarning                 a model name the profile rules do not know
 
 Every class is defined here, except an integration's own, which lives in its package under
 the same roots. Async calls propagate :class:`asyncio.CancelledError` unchanged when their task
@@ -29,6 +30,7 @@ __all__ = [
     "InvalidRequestError",
     "LocalModelError",
     "ModelCallError",
+    "ModelProfileWarning",
     "UnenforcedSettingsWarning",
 ]
 
@@ -97,4 +99,15 @@ class UnenforcedSettingsWarning(EvidenceFirstWarning):
     """
 
     # Integrations and evidence_first.adapters export it; tracebacks name it there.
+    __module__ = "evidence_first.adapters"
+
+
+class ModelProfileWarning(UnenforcedSettingsWarning):
+    """A known provider's model name that the profile rules do not know.
+
+    It is called with that provider's cautious profile: nothing a current model of the provider
+    is documented to refuse, so some settings (a temperature of 0, log-probabilities) are left
+    out. The message says which, and how to give the model's profile. Issued once per name.
+    """
+
     __module__ = "evidence_first.adapters"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +26,7 @@ from evidence_first._errors import (
     ModelCallError,
 )
 from evidence_first._model import ModelRequest, ModelResponse
+from evidence_first._transport.strict import connection_failure
 
 __all__ = ["call_model", "call_model_async", "has_async", "has_sync"]
 
@@ -229,7 +232,24 @@ def _call_error(exc: BaseException, timeout: float) -> EvidenceFirstError:
         msg = "the model returned an invalid ModelResponse"
     else:
         msg = f"the model call failed with {type(exc).__qualname__}"
+        unreachable = next((err for err in _chain(exc) if isinstance(err, _UNREACHABLE)), None)
+        if unreachable is not None:
+            msg += f": {connection_failure(unreachable)}"
     return ModelCallError(msg, cause_type=cause_type)
+
+
+# What a client's connection error was raised from when the endpoint could not be reached.
+_UNREACHABLE = (ConnectionError, socket.gaierror, ssl.SSLError)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, each once."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
 
 
 def _is_timeout(exc: BaseException) -> bool:
@@ -238,13 +258,8 @@ def _is_timeout(exc: BaseException) -> bool:
     Provider clients do not share a base class: httpx raises ``ReadTimeout``, openai raises
     ``APITimeoutError``, requests raises ``Timeout``. So a class named like a timeout counts.
     """
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, TimeoutError) or any(
-            "Timeout" in cls.__name__ for cls in type(current).__mro__
-        ):
-            return True
-        current = current.__cause__ or current.__context__
-    return False
+    return any(
+        isinstance(current, TimeoutError)
+        or any("Timeout" in cls.__name__ for cls in type(current).__mro__)
+        for current in _chain(exc)
+    )

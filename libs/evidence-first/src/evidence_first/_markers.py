@@ -39,6 +39,8 @@ from evidence_first._vocabulary import AnswerFlag, SegmentSupport
 __all__ = [
     "MARKER_RULE",
     "MIN_CLAIM_CHARS",
+    "UNENFORCED_MARKER_RULE",
+    "UNENFORCED_MARKER_SUFFIX",
     "AnswerSegment",
     "FactMarker",
     "MarkedAnswer",
@@ -53,6 +55,12 @@ MARKER_RULE = (
     'End each claim of "answer" with the numbers of the facts it rests on, as [F1] or [F1, F2] '
     "(F1 is the first fact)."
 )
+
+# Where no grammar holds the answer to claims (a dialect without patterns), MARKER_RULE led the
+# embedded reader to answers that were markers alone ("[F1, F2]"): 11 of the report half's
+# first 12 questions through the json-schema dialect were inconsistent_output.
+UNENFORCED_MARKER_RULE = MARKER_RULE
+UNENFORCED_MARKER_SUFFIX = "+unenforced-markers"
 
 _MARKER = re.compile(r"(?:\s*\[F[0-9]+(?:\s*,\s*F[0-9]+)*\])+")
 _NUMBER = re.compile(r"F([0-9]+)")

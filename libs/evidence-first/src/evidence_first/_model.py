@@ -27,14 +27,16 @@ class ModelRequest:
     """Everything the model callback needs for the one call it is asked to make.
 
     Map these onto your client's options: no tools, no retries, ``max_tokens`` as the output
-    limit, ``timeout``, ``temperature`` where the model allows it, and native JSON output
+    limit, ``timeout``, ``temperature`` unless it is ``None``, and native JSON output
     constrained by ``json_schema`` where the provider supports it.
 
-    A model may declare what its transport does, as attributes the engine reads: ``dialect``
-    (the JSON Schema dialect its provider is sent; the schema is checked against it before the
-    call), ``returns_logprobs`` (``True``: it returns token log-probabilities when a request
-    asks, so the engine can read the reader's confidence) and ``confidence_floors`` (its own
-    floor for the reader's confidence, by citation mode, used when the caller sets none).
+    A model declares what the engine should know of it with a ``profile`` attribute (a
+    :class:`~evidence_first.ModelProfile`); three shorthand attributes declare one of its
+    fields each: ``dialect`` (the JSON Schema dialect its provider is sent; the schema is
+    checked against it before the call), ``returns_logprobs`` (``True``: it returns token
+    log-probabilities when a request asks, so the engine can read the reader's confidence) and
+    ``confidence_floors`` (its own floor for the reader's confidence, by citation mode, used
+    when the caller sets none). See :func:`~evidence_first.profile_for`.
 
     Attributes:
         system: The fixed, versioned system prompt.
@@ -43,7 +45,8 @@ class ModelRequest:
         max_tokens: The output token limit.
         json_schema: The ledger schema for this request (source IDs as an enum, bounded sizes).
         timeout: Seconds the engine will wait; honor it in your client too.
-        temperature: The sampling temperature to use where the model allows it.
+        temperature: The sampling temperature to use; ``None`` when the model's profile says
+            it accepts none but its default (send none).
         cancel: Set when the engine stops waiting (timeout or cancellation); poll it to stop
             early. The engine stops waiting whether or not the callback honors it.
         prompt_version: The version of the prompt and ledger schema.
@@ -58,7 +61,7 @@ class ModelRequest:
     max_tokens: int
     json_schema: dict[str, Any]
     timeout: float
-    temperature: float = 0.0
+    temperature: float | None = 0.0
     cancel: threading.Event = field(default_factory=threading.Event)
     prompt_version: str
     logprobs: bool = False

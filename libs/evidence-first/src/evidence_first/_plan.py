@@ -18,7 +18,6 @@ from evidence_first._packing import PackedSources, pack_sources
 from evidence_first._passages import Passage, SentSources
 from evidence_first._prompt import UserMessage, prompt_order, serialize_source, system_prompt
 from evidence_first._request import (
-    Declared,
     checked_model,
     checked_question,
     checked_sources,
@@ -27,6 +26,7 @@ from evidence_first._request import (
 )
 from evidence_first._schema import ledger_schema
 from evidence_first._tokens import estimate_tokens
+from evidence_first._transport.profiles import ModelProfile
 from evidence_first._transport.writing import schema_in
 from evidence_first._vocabulary import OmissionReason
 
@@ -38,7 +38,8 @@ class AnswerPlan:
     """A checked request: what will be sent, and what the judge needs (``_judge.judge``).
 
     Attributes:
-        options: The options it was planned with.
+        options: The options it was planned with: the caller's, over the model profile's
+            answering defaults.
         style: The citation style (it holds no state).
         question: The question.
         offered: Every source offered, sent or not, by ID.
@@ -50,6 +51,7 @@ class AnswerPlan:
         prompt_version: The prompt's version.
         confidence_floor: The floor for the reader's confidence that applies: the caller's
             ``min_reader_confidence`` when set, else the model's own for the mode, else ``None``.
+        profile: The model's profile (:func:`~evidence_first.profile_for`).
     """
 
     options: AnswerOptions
@@ -63,6 +65,7 @@ class AnswerPlan:
     request: ModelRequest | None
     prompt_version: str
     confidence_floor: float | None = None
+    profile: ModelProfile | None = None
 
 
 async def aplan_answer(
@@ -110,11 +113,12 @@ def plan_answer(
         InvalidRequestError: The question, a source or the model breaks the contract, or the
             request's schema would exceed a limit of the dialect the model declares.
     """
+    profile = checked_model(model)
+    options = _under_profile(options, profile)
     count = options.count_tokens
     question = checked_question(question, count)
     offered = checked_sources(sources)
-    declared = checked_model(model)
-    floor = _confidence_floor(options, declared)
+    floor = _confidence_floor(options, profile)
     style = style_for(options.citation_mode)
     defences = options.defences
     # Each source considered is cut into the passages it is sent as once, here.
@@ -136,7 +140,7 @@ def plan_answer(
         scope_key=options.scope_key,
     )
     sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
-    system, prompt_version = system_prompt(style, defences)
+    system, prompt_version = system_prompt(style, defences, enforced_markers=profile.reads_patterns)
     message = UserMessage.of(
         question,
         knowledge=options.knowledge,
@@ -161,18 +165,19 @@ def plan_answer(
             user=message.with_sources(prompt_order(packed.sent, packed.serialized)),
             max_tokens=options.max_output_tokens,
             json_schema=ledger_schema(
-                style.shape(sent, patterns=declared.reads_patterns),
+                style.shape(sent, patterns=profile.reads_patterns),
                 knowledge=options.knowledge,
                 max_output_tokens=options.max_output_tokens,
                 max_response_chars=options.max_response_chars,
             ),
             timeout=options.timeout,
+            temperature=0.0 if profile.temperature else None,
             prompt_version=prompt_version,
-            logprobs=declared.returns_logprobs,
+            logprobs=profile.logprobs,
         )
-        if declared.dialect is not None:
+        if profile.dialect is not None and profile.structured_output:
             # What the provider would refuse is never sent: a limit past reach is an error now.
-            schema_in(request.json_schema, declared.dialect)
+            schema_in(request.json_schema, profile.dialect)
     # Set-aside sources follow the core's omissions. A duplicate's ID may also be in
     # used_source_ids: its first copy was sent. Each ID keeps its first reason.
     omissions = dict(packed.omissions)
@@ -192,10 +197,23 @@ def plan_answer(
         request=request,
         prompt_version=prompt_version,
         confidence_floor=floor,
+        profile=profile,
     )
 
 
-def _confidence_floor(options: AnswerOptions, declared: Declared) -> float | None:
+def _under_profile(options: AnswerOptions, profile: ModelProfile) -> AnswerOptions:
+    """The caller's options over the profile's answering defaults (the caller's win)."""
+    defaults = profile.option_defaults()
+    if not defaults.keys() - options.model_fields_set:
+        return options
+    return options.model_copy(
+        update={
+            key: value for key, value in defaults.items() if key not in options.model_fields_set
+        }
+    )
+
+
+def _confidence_floor(options: AnswerOptions, profile: ModelProfile) -> float | None:
     """The caller's floor when set (``None`` included), else the model's own for the mode.
 
     Raises:
@@ -205,11 +223,12 @@ def _confidence_floor(options: AnswerOptions, declared: Declared) -> float | Non
     if "min_reader_confidence" in options.model_fields_set:
         floor = options.min_reader_confidence
     else:
-        floor = declared.confidence_floors.get(options.citation_mode)
-    if floor is not None and not declared.returns_logprobs:
+        floor = profile.confidence_floors.get(options.citation_mode)
+    if floor is not None and not profile.logprobs:
         msg = (
             "min_reader_confidence needs the reader's confidence, and this model returns no "
-            "token log-probabilities (it does not declare returns_logprobs); set it to None"
+            "token log-probabilities (its profile says so, or it does not declare "
+            "returns_logprobs); set it to None"
         )
         raise InvalidRequestError(msg, field="min_reader_confidence")
     return floor

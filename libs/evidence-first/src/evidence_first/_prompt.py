@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences, escape_controls
 from evidence_first._limits import MAX_FACTS
-from evidence_first._markers import MARKER_RULE
+from evidence_first._markers import MARKER_RULE, UNENFORCED_MARKER_RULE, UNENFORCED_MARKER_SUFFIX
 from evidence_first._vocabulary import KnowledgePolicy
 
 if TYPE_CHECKING:
@@ -40,14 +40,14 @@ Reply with exactly one JSON object and nothing else, with these five keys:
 it first.
 """
 
-_ANSWER_KEYS = f"""\
+_ANSWER_KEYS = """\
 - "answer": a short answer to the question, or null if the sources do not answer it. \
-{MARKER_RULE}
+{marker_rule}
 - "inference": null, unless the knowledge policy allows general inference and you add a \
 recommendation or conclusion that goes beyond the facts.
 - "missing_evidence": a list of what is missing; an empty list when you answer.
 
-Facts are declarative statements, not reasoning steps. Use at most {MAX_FACTS} facts.
+Facts are declarative statements, not reasoning steps. Use at most {max_facts} facts.
 """
 
 _RESTATED_RULES = (
@@ -56,16 +56,29 @@ _RESTATED_RULES = (
 )
 
 
-def system_prompt(style: CitationStyle, defences: Defences = DEFAULT_DEFENCES) -> tuple[str, str]:
+def system_prompt(
+    style: CitationStyle, defences: Defences = DEFAULT_DEFENCES, *, enforced_markers: bool = True
+) -> tuple[str, str]:
     """The system prompt and its version for a citation style and set of defences.
 
     No worked example: small models copy an example's content verbatim, and in passage mode
     a copied example lands on real labels and verifies, answering with facts no source
     states. The shape is described in words; schema-enforcing providers get it from the
     request schema.
+
+    Args:
+        style: The citation style.
+        defences: The injection defences.
+        enforced_markers: Whether the provider enforces the answer's shape (its dialect reads
+            patterns): then the answer's claims are asked to end with fact markers
+            (:data:`~evidence_first._markers.MARKER_RULE`); otherwise with
+            :data:`~evidence_first._markers.UNENFORCED_MARKER_RULE`, and the version says so.
     """
-    system = _RULES + style.facts_rule + _ANSWER_KEYS + style.rules(defences)
-    return system, style.prompt_version + defences.version_suffix(style.defences)
+    rule = MARKER_RULE if enforced_markers else UNENFORCED_MARKER_RULE
+    answer_keys = _ANSWER_KEYS.format(marker_rule=rule, max_facts=MAX_FACTS)
+    system = _RULES + style.facts_rule + answer_keys + style.rules(defences)
+    version = style.prompt_version + defences.version_suffix(style.defences)
+    return system, version if enforced_markers else version + UNENFORCED_MARKER_SUFFIX
 
 
 _POLICY_TEXT: dict[KnowledgePolicy, str] = {

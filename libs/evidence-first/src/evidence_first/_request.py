@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import ValidationError
@@ -19,16 +18,17 @@ from evidence_first._limits import (
     MAX_SOURCES,
 )
 from evidence_first._text import utf16_units
-from evidence_first._transport.dialects import DIALECTS, Dialect
+from evidence_first._transport.dialects import DIALECTS
+from evidence_first._transport.profiles import DEFAULT_PROFILE, ModelProfile, profile_of
 
 __all__ = [
-    "Declared",
     "checked_int",
     "checked_model",
     "checked_question",
     "checked_sources",
     "evidence_error",
     "first_sources",
+    "profile_for",
     "text_chars",
 ]
 
@@ -52,46 +52,56 @@ def checked_question(question: object, count_tokens: Callable[[str], int]) -> st
     return question
 
 
-@dataclass(frozen=True)
-class Declared:
-    """What a model declares about its transport, as attributes the engine reads.
-
-    Attributes:
-        dialect: The JSON Schema dialect its provider is sent (``dialect``, one of
-            :data:`~evidence_first.adapters.DIALECTS`; any other value declares none).
-        returns_logprobs: Whether it returns token log-probabilities when asked
-            (``returns_logprobs is True``).
-        confidence_floors: Its own floor for the reader's confidence, by citation mode
-            (``confidence_floors``), used when the caller leaves ``min_reader_confidence`` unset.
-    """
-
-    dialect: Dialect | None = None
-    returns_logprobs: bool = False
-    confidence_floors: Mapping[str, float | None] = field(default_factory=dict)
-
-    @property
-    def reads_patterns(self) -> bool:
-        """Whether its provider reads a string's ``pattern`` (the ``full`` dialect)."""
-        return self.dialect is not None and self.dialect.reads_patterns
-
-
-def checked_model(model: object) -> Declared:
-    """Refuse a model with neither ``generate`` nor ``agenerate``; return what it declares."""
+def checked_model(model: object) -> ModelProfile:
+    """Refuse a model with neither ``generate`` nor ``agenerate``; return its profile."""
     if not (has_sync(model) or has_async(model)):
         msg = "model must have a generate(request) method or an async agenerate(request)"
         raise InvalidRequestError(msg, field="model")
+    return profile_for(model)
+
+
+def profile_for(model: object) -> ModelProfile:
+    """The profile the engine plans ``model``'s requests by: what it declares.
+
+    A model declares its profile with a ``profile`` attribute: a
+    :class:`~evidence_first.ModelProfile`, or the name of a model the rules know (read as a
+    caller's own model, which the rules give no dialect). Three shorthand attributes, read
+    over it, declare one field each: ``dialect`` (one of
+    :data:`~evidence_first.adapters.DIALECTS`; any other value declares none),
+    ``returns_logprobs`` (``True`` or ``False``) and ``confidence_floors`` (a mapping of
+    citation modes to floors). A model that declares nothing gets the default profile:
+    temperature 0, no log-probabilities, the schema as built.
+
+    The transports and integrations declare the profile of the model they call
+    (``ChatCompletionsModel``, ``LocalModel``, an ``EvidenceAnswerer``'s or
+    ``EvidenceSynthesizer``'s chat model): ``profile_for(ChatCompletionsModel(...))`` shows
+    what a request to it will carry.
+
+    Raises:
+        InvalidRequestError: A declaration is of the wrong type (``field="model"``).
+    """
+    try:
+        profile = profile_of(getattr(model, "profile", None)) or DEFAULT_PROFILE
+    except InvalidRequestError:
+        msg = "model.profile must be a ModelProfile or a model name the rules know"
+        raise InvalidRequestError(msg, field="model") from None
+    changes: dict[str, Any] = {}
     name = getattr(model, "dialect", None)
-    floors = getattr(model, "confidence_floors", None) or {}
-    if not isinstance(floors, Mapping) or not all(
-        floor is None or (isinstance(floor, float) and 0 <= floor <= 1) for floor in floors.values()
-    ):
+    if isinstance(name, str) and name in DIALECTS:
+        changes["dialect"] = name
+    logprobs = getattr(model, "returns_logprobs", None)
+    if isinstance(logprobs, bool):
+        changes["logprobs"] = logprobs
+    floors = getattr(model, "confidence_floors", None)
+    if floors:
+        changes["confidence_floors"] = floors
+    if not changes:
+        return profile
+    try:
+        return profile.replace(**changes)
+    except InvalidRequestError:
         msg = "model.confidence_floors must map citation modes to None or a float from 0 to 1"
-        raise InvalidRequestError(msg, field="model")
-    return Declared(
-        dialect=DIALECTS.get(name) if isinstance(name, str) else None,  # type: ignore[call-overload]
-        returns_logprobs=getattr(model, "returns_logprobs", False) is True,
-        confidence_floors=floors,
-    )
+        raise InvalidRequestError(msg, field="model") from None
 
 
 def first_sources(sources: object) -> list[object]:

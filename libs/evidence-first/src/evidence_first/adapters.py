@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
-from evidence_first._errors import UnenforcedSettingsWarning
+from evidence_first._errors import ModelProfileWarning, UnenforcedSettingsWarning
 from evidence_first._evidence import Evidence
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._metadata import json_safe_metadata, metadata_fields
@@ -43,7 +43,16 @@ from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
 from evidence_first._plan import aplan_answer, plan_answer
 from evidence_first._request import checked_int
-from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName, openai_dialect_for
+from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
+from evidence_first._transport.once import warn_once
+from evidence_first._transport.profiles import (
+    ModelProfile,
+    ProviderFamily,
+    family_for_url,
+    model_key,
+    profile_for_name,
+    profile_of,
+)
 from evidence_first._transport.providers import Provider, is_instance_of
 from evidence_first._transport.strict import (
     NESTED_SETTINGS,
@@ -51,14 +60,13 @@ from evidence_first._transport.strict import (
     STRICT_KEYS,
     TOOL_KEYS,
     TOP_LOGPROBS,
-    asks_logprobs,
+    chat_completions_settings,
     limits_in,
     normalized_finish_reason,
     openai_response_format,
     refuse_retries,
     refuse_tools,
     tool_keys_in,
-    warn_once,
     warn_unenforced_once,
     without_strict_keys,
 )
@@ -78,22 +86,28 @@ __all__ = [
     "AnswerOptions",
     "Dialect",
     "DialectName",
+    "ModelProfile",
+    "ModelProfileWarning",
     "OptionArgs",
     "Provider",
+    "ProviderFamily",
     "SourceSelection",
     "UnenforcedSettingsWarning",
     "aanswer_selection",
     "answer_selection",
-    "asks_logprobs",
+    "chat_completions_settings",
     "checked_int",
+    "family_for_url",
     "is_instance_of",
     "json_safe_metadata",
     "limits_in",
     "metadata_fields",
+    "model_key",
     "normalized_finish_reason",
-    "openai_dialect_for",
     "openai_response_format",
     "option_error",
+    "profile_for_name",
+    "profile_of",
     "refuse_retries",
     "refuse_tools",
     "schema_in",

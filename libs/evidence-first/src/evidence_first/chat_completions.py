@@ -3,14 +3,14 @@
 It makes exactly one HTTP request per call (no retries), asks for the request's JSON schema as
 the response format (and, where the server returns them, the output's token log-probabilities),
 and maps the reply to a :class:`~evidence_first.ModelResponse`. Use it for llama.cpp, vLLM,
-Ollama's OpenAI endpoint, or a hosted API.
+Ollama's OpenAI endpoint, or a hosted API. What it sends a model follows the model's profile
+(:func:`~evidence_first.profile_for`): found from the host and the model's name by the rule
+table, or given.
 """
 
 from __future__ import annotations
 
 import json
-import socket
-import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -19,11 +19,18 @@ from typing import Any
 from evidence_first._answer import TokenUsage
 from evidence_first._errors import InvalidRequestError, ModelCallError
 from evidence_first._model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
-from evidence_first._transport.dialects import DIALECTS, DialectName, openai_dialect_for
+from evidence_first._transport.dialects import DIALECTS, DialectName
+from evidence_first._transport.profiles import (
+    DEFAULT_PROFILE,
+    ModelProfile,
+    family_for_url,
+    profile_for_name,
+    profile_of,
+)
 from evidence_first._transport.strict import (
     SCHEMA_NAME,
-    TOP_LOGPROBS,
-    asks_logprobs,
+    chat_completions_settings,
+    connection_failure,
     openai_response_format,
 )
 from evidence_first._transport.writing import schema_in
@@ -32,31 +39,41 @@ __all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body", "toke
 
 
 def chat_completions_body(
-    request: ModelRequest, *, model: str, seed: int | None, dialect: DialectName = "json-schema"
+    request: ModelRequest,
+    *,
+    model: str,
+    seed: int | None,
+    profile: ModelProfile = DEFAULT_PROFILE,
 ) -> dict[str, Any]:
     """Build the OpenAI chat-completions body for ``request``: no tools, JSON-schema output.
 
-    The schema is written in ``dialect`` (:mod:`evidence_first._transport.dialects`):
-    ``"full"`` sends the answered and abstained shapes that llama.cpp's grammars enforce at
-    the top level; ``"openai"`` the strict subset OpenAI accepts.
+    What the model accepts follows ``profile``: the output-limit field (and its allowance for
+    reasoning), a temperature only where one is accepted, log-probabilities only when the
+    request asks. The schema is written in the profile's dialect
+    (:mod:`evidence_first._transport.dialects`; none: the schema as built), and left out when
+    the profile asks for JSON in the prompt only.
     """
-    schema = schema_in(request.json_schema, dialect)
+    settings = chat_completions_settings(request, profile)
+    logprobs: dict[str, Any] = {
+        key: settings.pop(key) for key in ("logprobs", "top_logprobs") if key in settings
+    }
     body: dict[str, Any] = {
         "model": model,
         "messages": [
             {"role": "system", "content": request.system},
             {"role": "user", "content": request.user},
         ],
-        "max_tokens": request.max_tokens,
-        "temperature": request.temperature,
-        "response_format": openai_response_format(request, schema=schema),
-        "stream": False,
+        **settings,
     }
+    if profile.structured_output:
+        schema = request.json_schema
+        if profile.dialect is not None:
+            schema = schema_in(schema, profile.dialect)
+        body["response_format"] = openai_response_format(request, schema=schema)
+    body["stream"] = False
     if seed is not None:
         body["seed"] = seed
-    if request.logprobs:
-        body["logprobs"] = True
-        body["top_logprobs"] = TOP_LOGPROBS
+    body.update(logprobs)
     return body
 
 
@@ -68,19 +85,27 @@ class ChatCompletionsModel:
         model: The model name to send.
         api_key: Sent as a bearer token when given. Never logged or put in errors.
         seed: A sampling seed, for providers that honour one.
-        dialect: The JSON Schema subset the server accepts (:data:`DIALECTS`): ``"full"``
-            for llama.cpp, vLLM and Ollama (the ledger as a choice of answered and
-            abstained shapes); ``"openai"`` for OpenAI's strict structured outputs, and
-            ``"openai-fine-tuned"`` for a fine-tuned model there. By default, ``"openai"`` for
-            ``api.openai.com`` and Azure OpenAI hosts (``"openai-fine-tuned"`` when ``model``
-            starts with ``ft:``), else ``"json-schema"`` (standard JSON Schema with every
-            bound, the root an object). The engine checks each request's schema against it
-            before the call.
+        dialect: The JSON Schema subset the server accepts (:data:`DIALECTS`), over the
+            profile's: ``"full"`` for llama.cpp, vLLM and Ollama (the ledger as a choice of
+            answered and abstained shapes), ``"openai"`` for OpenAI's strict structured
+            outputs. By default the profile's: ``"openai"`` for ``api.openai.com``
+            (``"openai-fine-tuned"`` when ``model`` starts with ``ft:``),
+            ``"azure-openai"`` for Azure OpenAI hosts, ``"full"`` for the embedded models'
+            names, else ``"json-schema"`` (standard JSON Schema with every bound, the root an
+            object). The engine checks each request's schema against it before the call.
         logprobs: Whether the server returns token log-probabilities (``logprobs`` and
-            ``top_logprobs``), from which the engine reads the reader's confidence. By
-            default, yes for the ``"full"`` dialect (llama.cpp) and OpenAI's hosts, except
-            their reasoning models, which refuse them; elsewhere pass ``True`` for a server that
-            returns them (vLLM does). A server that refuses the field would fail every call.
+            ``top_logprobs``), from which the engine reads the reader's confidence, over the
+            profile's: by default, yes for the embedded models and for OpenAI's and Azure's
+            chat models, never for their reasoning models, which refuse them; pass ``True``
+            for another server that returns them (vLLM does). A server that refuses the field
+            would fail every call.
+        profile: What the model accepts (:class:`~evidence_first.ModelProfile`, or the name
+            of a model the rules know, such as ``"gpt-5"``); by default found from the host
+            and ``model`` (:func:`~evidence_first.profile_for`). Give it for an Azure
+            deployment, whose name says nothing of its model.
+
+    Raises:
+        InvalidRequestError: ``base_url``, ``dialect`` or ``profile`` is not valid.
     """
 
     def __init__(
@@ -92,6 +117,7 @@ class ChatCompletionsModel:
         seed: int | None = None,
         dialect: DialectName | None = None,
         logprobs: bool | None = None,
+        profile: ModelProfile | str | None = None,
     ) -> None:
         self.base_url = _checked_base_url(base_url)
         self.model = model
@@ -99,10 +125,28 @@ class ChatCompletionsModel:
         if dialect is not None and dialect not in DIALECTS:
             msg = f"dialect must be one of {', '.join(DIALECTS)}"
             raise InvalidRequestError(msg, field="dialect")
-        self.dialect: DialectName = dialect or openai_dialect_for(self.base_url, model)
-        # Declared to the engine, which then asks for log-probabilities and reads them.
-        self.returns_logprobs = asks_logprobs(self.dialect, model, logprobs)
+        family = family_for_url(self.base_url)
+        found = profile_of(profile, family) or profile_for_name(model, family)
+        changes: dict[str, Any] = {}
+        if dialect is not None:
+            changes["dialect"] = dialect
+            # The full dialect names a llama.cpp-family server, which returns them.
+            changes["logprobs"] = found.logprobs or dialect == "full"
+        if logprobs is not None:
+            changes["logprobs"] = logprobs
+        # Declared to the engine (profile_for), which plans each request by it.
+        self.profile: ModelProfile = found.replace(**changes) if changes else found
         self._api_key = api_key
+
+    @property
+    def dialect(self) -> DialectName | None:
+        """The JSON Schema dialect the server is sent (the profile's)."""
+        return self.profile.dialect
+
+    @property
+    def returns_logprobs(self) -> bool:
+        """Whether the call asks for token log-probabilities and reads them (the profile's)."""
+        return self.profile.logprobs
 
     def __repr__(self) -> str:
         return f"ChatCompletionsModel(base_url={self.base_url!r}, model={self.model!r})"
@@ -110,7 +154,7 @@ class ChatCompletionsModel:
     def body(self, request: ModelRequest) -> dict[str, Any]:
         """The JSON body :meth:`generate` posts for ``request``."""
         return chat_completions_body(
-            request, model=self.model, seed=self.seed, dialect=self.dialect
+            request, model=self.model, seed=self.seed, profile=self.profile
         )
 
     def generate(self, request: ModelRequest) -> ModelResponse:
@@ -141,7 +185,7 @@ class ChatCompletionsModel:
             reason = exc.reason
             if isinstance(reason, TimeoutError):
                 raise reason from exc  # the engine reports it as AnswerTimeoutError
-            msg = f"the model call failed: {_connection_failure(reason)}"
+            msg = f"the model call failed: {connection_failure(reason)}"
             raise ModelCallError(msg, cause_type="urllib.error.URLError") from exc
         return _parse_reply(payload)
 
@@ -159,19 +203,6 @@ def _checked_base_url(base_url: object) -> str:
         msg = "base_url has no host, such as http://127.0.0.1:8080/v1"
         raise InvalidRequestError(msg, field="base_url")
     return base_url.rstrip("/")
-
-
-def _connection_failure(reason: object) -> str:
-    """What kind of connection failure ``reason`` is, in words that carry no payload."""
-    if isinstance(reason, ConnectionRefusedError):
-        return "the endpoint refused the connection (is the server running on that port?)"
-    if isinstance(reason, socket.gaierror):
-        return "the endpoint's host name could not be resolved (DNS)"
-    if isinstance(reason, ssl.SSLError):
-        return "the TLS handshake with the endpoint failed"
-    if isinstance(reason, OSError):
-        return f"the connection failed ({type(reason).__name__})"
-    return "the endpoint could not be reached"
 
 
 def _parse_reply(payload: Any) -> ModelResponse:

@@ -29,7 +29,8 @@ from evidence_first._evidence import Evidence
 from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptionFields
 from evidence_first._transport.dialects import DIALECTS
-from evidence_first._vocabulary import CitationMode
+from evidence_first._transport.profiles import profile_for_name
+from evidence_first._vocabulary import AnswerFlag, CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 from evidence_first.render import render_text
@@ -49,9 +50,9 @@ EXIT_ERROR = 1
 """Exit status of a typed error: a bad request, a missing extra, an unreadable file."""
 EXIT_NOTHING_ANSWERED = 3
 """Exit status when the questions were asked but none ended ``answered`` (2: a usage error)."""
-RECOMMENDED_MODE: CitationMode = "passage"
-"""The citation mode the demo and ``ask`` use by default: the better one on the embedded
-reader, measured with ``benchmarks/quality.py``."""
+RECOMMENDED_MODE: CitationMode = profile_for_name(DEFAULT_READER).citation_mode or "quote"
+"""The embedded reader's citation mode (its profile's), which the demo, ``ask`` and the library
+use with it: the better one on the reader, measured with ``benchmarks/quality.py``."""
 EXIT_INTERRUPTED = 130
 """Ctrl-C: the shell's convention for SIGINT."""
 
@@ -94,12 +95,12 @@ def _read_sources(args: argparse.Namespace) -> list[Evidence | dict[str, Any]]:
 
 # The options `ask` offers as flags: every option a command line can spell.
 _ASK_OPTIONS = tuple(name for name in AnswerOptionFields.model_fields if name != "token_counter")
-# The command's own defaults: the embedded reader is slow, and reads passages best.
-_CLI_DEFAULTS: dict[str, Any] = {
-    "citation_mode": RECOMMENDED_MODE,
-    "max_output_tokens": 512,
-    "timeout": 300.0,
-}
+# The command's own defaults: the embedded reader is slow.
+_CLI_DEFAULTS: dict[str, Any] = {"max_output_tokens": 512, "timeout": 300.0}
+# Options a model's profile may set (ModelProfile.option_defaults): left unset, its own apply.
+_PROFILE_OPTIONS = frozenset(
+    {"citation_mode", "min_reader_confidence", *typing.get_args(AnswerFlag)}
+)
 
 
 def _add_option_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> None:
@@ -122,9 +123,11 @@ def _add_option_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> 
         else:
             # An int or a datetime (question_time) is given as an int: Unix milliseconds.
             flag["type"] = int if int in kinds else kinds[0]
-        if name == "min_reader_confidence":
-            default = "the model's own floor"
         shown = "none" if default is None else default
+        if name == "min_reader_confidence":
+            shown = "the model's own floor"
+        elif name in _PROFILE_OPTIONS:
+            shown = f"the model's own, else {shown}"
         flag["help"] = f"{field.description} (default: {shown})".replace("%", "%%")
         parser.add_argument(f"--{name.replace('_', '-')}", **flag)
 

@@ -47,6 +47,8 @@ from evidence_first._local.weights import (
 )
 from evidence_first._model import ModelRequest, ModelResponse
 from evidence_first._transport.dialects import DialectName
+from evidence_first._transport.profiles import ModelProfile, profile_for_name
+from evidence_first._vocabulary import CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
 
 __all__ = [
@@ -114,10 +116,28 @@ class LocalModel:
         self._reader: ChatCompletionsModel | None = None
         # Declared to the engine. llama.cpp turns the schema into a grammar, the ledger's two
         # branches included, and returns token log-probabilities taken before the grammar; a
-        # known model's own confidence floors apply when the caller sets none.
-        self.dialect: DialectName = "full"
-        self.returns_logprobs = True
-        self.confidence_floors = dict(self.known.confidence_floors) if self.known else {}
+        # known model's profile (the rule table's, under its name) also holds its confidence
+        # floors, answer policies and citation mode, which apply where the caller sets none.
+        self.profile: ModelProfile = (
+            profile_for_name(self.known.name)
+            if self.known is not None
+            else ModelProfile(name=self.model_name, dialect="full", logprobs=True)
+        )
+
+    @property
+    def dialect(self) -> DialectName | None:
+        """The JSON Schema dialect the server is sent: ``"full"`` (its profile's)."""
+        return self.profile.dialect
+
+    @property
+    def returns_logprobs(self) -> bool:
+        """Whether it returns token log-probabilities: yes (its profile's)."""
+        return self.profile.logprobs
+
+    @property
+    def confidence_floors(self) -> dict[CitationMode, float | None]:
+        """Its floors for the reader's confidence by citation mode (its profile's)."""
+        return dict(self.profile.confidence_floors)
 
     @property
     def running(self) -> bool:
@@ -202,7 +222,7 @@ class LocalModel:
                 self.stop()
                 raise
             self._reader = ChatCompletionsModel(
-                self.base_url, model=self.model_name, seed=self.seed, dialect=self.dialect
+                self.base_url, model=self.model_name, seed=self.seed, profile=self.profile
             )
             return self
         assert last_error is not None

@@ -7,6 +7,7 @@
 from llama_index.response_synthesizers.evidence_first._streaming import StreamingNotEnabledError
 from llama_index.response_synthesizers.evidence_first._strict_call import (
     UnenforcedSettingsWarning,
+    profile_for,
 )
 from llama_index.response_synthesizers.evidence_first.query_engine import EvidenceQueryEngine
 from llama_index.response_synthesizers.evidence_first.synthesizer import EvidenceSynthesizer
@@ -16,4 +17,5 @@ __all__ = [
     "EvidenceSynthesizer",
     "StreamingNotEnabledError",
     "UnenforcedSettingsWarning",
+    "profile_for",
 ]

@@ -11,9 +11,11 @@ they change):
   a copy other clients.
 
 Public behaviour it relies on: ``Anthropic.chat`` passes ``additional_kwargs`` to
-``messages.create`` over its own arguments, which is how ``output_config`` travels;
-``is_anthropic_structured_output_supported`` names the models that take it. The schema is in
-the ``"anthropic"`` dialect (no length or numeric bounds, ``minItems`` at most 1).
+``messages.create`` over its own arguments, which is how ``output_config`` travels. The schema
+is in the ``"anthropic"`` dialect (no length or numeric bounds, ``minItems`` at most 1). Which
+models take it, and a temperature, is the model's profile (the rule table), not the package's
+own list, which lags behind the models (it lacks Claude Opus 4.7 and 4.8). Extended thinking
+(``thinking_dict``) takes no temperature and needs ``max_tokens`` above its budget.
 """
 
 from __future__ import annotations
@@ -22,14 +24,18 @@ import functools
 import inspect
 from typing import Any
 
-from evidence_first import ModelRequest
+from evidence_first import ModelProfile, ModelRequest
 from evidence_first.adapters import schema_in, warn_once, without_strict_keys
 from llama_index.response_synthesizers.evidence_first._provider import (
     Provider,
     refuse_tool_fields,
 )
 
-__all__ = ["PROVIDER", "sdk_takes", "strict_anthropic_call", "takes_output_config"]
+__all__ = ["PROVIDER", "THINKING_ALLOWANCE", "sdk_takes", "strict_anthropic_call"]
+
+THINKING_ALLOWANCE = 16_000
+"""Output tokens allowed for adaptive thinking, which has no budget of its own and counts
+against ``max_tokens`` (platform.claude.com/docs/en/build-with-claude/extended-thinking)."""
 
 
 @functools.cache
@@ -44,15 +50,26 @@ def sdk_takes(parameter: str) -> bool:
     return parameter in inspect.signature(Messages.create).parameters
 
 
-def takes_output_config(llm: Any) -> bool:
-    """Whether the call can carry the schema: the SDK sends it and the model accepts it."""
-    from llama_index.llms.anthropic.utils import is_anthropic_structured_output_supported
+def _adjusted(llm: Any, profile: ModelProfile) -> ModelProfile:
+    """The profile under the SDK and the caller's settings: output_config, extended thinking.
 
-    return sdk_takes("output_config") and is_anthropic_structured_output_supported(llm.model)
+    An SDK without ``output_config`` cannot carry the schema: JSON is asked for in the prompt.
+    Thinking "isn't compatible with temperature or top_k modifications", and its tokens
+    count against ``max_tokens``, which must exceed ``budget_tokens``
+    (platform.claude.com/docs/en/build-with-claude/extended-thinking).
+    """
+    if not sdk_takes("output_config"):
+        profile = profile.replace(structured_output=False, dialect=None)
+    thinking = llm.thinking_dict
+    if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "adaptive"):
+        return profile
+    budget = thinking.get("budget_tokens")
+    allowance = budget if isinstance(budget, int) and budget > 0 else THINKING_ALLOWANCE
+    return profile.replace(temperature=False, output_allowance=allowance)
 
 
 def strict_anthropic_call(
-    request: ModelRequest, llm: Any, is_async: bool
+    request: ModelRequest, llm: Any, is_async: bool, profile: ModelProfile
 ) -> tuple[Any, dict[str, Any]]:
     """A per-call copy of ``llm`` with retries off, the request's settings and retry-free clients.
 
@@ -60,6 +77,7 @@ def strict_anthropic_call(
         request: The request: output limit, timeout, temperature and schema.
         llm: The caller's Anthropic LLM; it is never modified.
         is_async: Unused: both clients of the copy are retry-free.
+        profile: The LLM's profile: structured output or not, temperature, output allowance.
 
     Returns:
         The copy to call, and no keyword arguments: everything travels on the copy.
@@ -67,7 +85,7 @@ def strict_anthropic_call(
     # additional_kwargs override the call's own arguments, so the ones this call sets go.
     additional_kwargs = without_strict_keys(llm.additional_kwargs)
     caller_config = additional_kwargs.pop("output_config", None) or {}
-    if takes_output_config(llm):
+    if profile.structured_output:
         # Other output settings the caller chose (effort) stay; the format is ours.
         kept = {key: value for key, value in caller_config.items() if key != "format"}
         schema = schema_in(request.json_schema, "anthropic")
@@ -78,13 +96,17 @@ def strict_anthropic_call(
     update: dict[str, Any] = {
         "max_retries": 0,
         "timeout": request.timeout,
-        "max_tokens": request.max_tokens,
+        "max_tokens": profile.output_tokens(request.max_tokens),
         "additional_kwargs": additional_kwargs,
     }
-    # Extended thinking requires its own temperature; the class itself drops the field for
-    # the models that take none.
-    if not llm.thinking_dict:
+    if request.temperature is not None:
         update["temperature"] = request.temperature
+    else:
+        # The class always sends its temperature field (a float) but for the models its own
+        # list knows; the SDK's NOT_GIVEN leaves it out of the request.
+        from anthropic import NOT_GIVEN
+
+        additional_kwargs["temperature"] = NOT_GIVEN
     strict = llm.model_copy(update=update)
     strict._client = llm._client.with_options(max_retries=0, timeout=request.timeout)
     strict._aclient = llm._aclient.with_options(max_retries=0, timeout=request.timeout)
@@ -96,12 +118,12 @@ def _refuse(llm: Any) -> None:
 
 
 def _announce(llm: Any, stacklevel: int) -> None:
-    if not takes_output_config(llm):
+    if not PROVIDER.profile(llm).structured_output:
         msg = (
-            f"{type(llm).__name__} model {llm.model!r} is not one llama-index-llms-anthropic "
-            "lists for structured outputs (or the anthropic SDK has no output_config), so its "
+            f"{type(llm).__name__} model {llm.model!r} has no structured outputs (they start "
+            "with the Claude 4.5 models), or the anthropic SDK has no output_config, so its "
             "JSON output is asked for in the prompt only. Retries are off, and the output "
-            "limit, timeout and temperature are sent."
+            "limit and timeout are sent."
         )
         warn_once((type(llm).__qualname__, llm.model), msg, stacklevel=stacklevel + 1)
 
@@ -112,7 +134,8 @@ PROVIDER = Provider(
     class_name="Anthropic",
     prepare=strict_anthropic_call,
     limits=lambda llm: [llm.max_tokens],
-    dialect=lambda llm: "anthropic" if takes_output_config(llm) else None,
+    family=lambda llm: "anthropic",
+    adjusted=_adjusted,
     refuse=_refuse,
     announce=_announce,
 )

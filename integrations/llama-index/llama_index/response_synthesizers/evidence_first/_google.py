@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from evidence_first import ModelRequest
-from evidence_first.adapters import DialectName, schema_in
+from evidence_first import ModelProfile, ModelRequest
+from evidence_first.adapters import schema_in
 from llama_index.response_synthesizers.evidence_first._provider import (
     Provider,
     refuse_tool_fields,
@@ -23,12 +23,9 @@ from llama_index.response_synthesizers.evidence_first._provider import (
 
 __all__ = ["PROVIDER", "strict_google_call"]
 
-# response_json_schema, JSON Schema as Gemini takes it.
-_DIALECT: DialectName = "gemini-json"
-
 
 def strict_google_call(
-    request: ModelRequest, llm: Any, is_async: bool
+    request: ModelRequest, llm: Any, is_async: bool, profile: ModelProfile
 ) -> tuple[Any, dict[str, Any]]:
     """A per-call copy of ``llm`` with retries off, and the request's generation config.
 
@@ -36,14 +33,16 @@ def strict_google_call(
         request: The request: output limit, timeout, temperature and schema.
         llm: The caller's GoogleGenAI LLM; it is never modified.
         is_async: Unused: the same settings serve ``chat`` and ``achat``.
+        profile: The LLM's profile: its dialect (``response_json_schema``, JSON Schema as
+            Gemini takes it) and whether it takes a temperature.
 
     Returns:
         The copy to call, and its ``generation_config`` keyword argument.
     """
     config: dict[str, Any] = {
-        "max_output_tokens": request.max_tokens,
+        "max_output_tokens": profile.output_tokens(request.max_tokens),
         "response_mime_type": "application/json",
-        "response_json_schema": schema_in(request.json_schema, _DIALECT),
+        "response_json_schema": schema_in(request.json_schema, profile.dialect or "gemini-json"),
         # Settings of the LLM's own generation config that would change this call: Gemini
         # refuses both schema fields at once, and tools are never given.
         "response_schema": None,
@@ -56,9 +55,9 @@ def strict_google_call(
             "retry_options": {"attempts": 1},
         },
     }
-    # GoogleGenAI leaves the temperature unset for Gemini 3 and newer, which may refuse one.
-    if llm.temperature is not None:
-        config["temperature"] = request.temperature
+    # Gemini 3 and later keep their default (the profile's rule); an unset key leaves the
+    # LLM's own config, so it is cleared.
+    config["temperature"] = request.temperature
     return llm.model_copy(update={"max_retries": 0}), {"generation_config": config}
 
 
@@ -71,7 +70,7 @@ PROVIDER = Provider(
     package="llama_index.llms.google_genai",
     class_name="GoogleGenAI",
     prepare=strict_google_call,
-    dialect=lambda llm: _DIALECT,
+    family=lambda llm: "google",
     limits=lambda llm: [llm.metadata.num_output],
     refuse=_refuse,
 )

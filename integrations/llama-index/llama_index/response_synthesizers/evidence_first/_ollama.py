@@ -12,21 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from evidence_first import ModelRequest
-from evidence_first.adapters import STRICT_KEYS, DialectName, schema_in
+from evidence_first import ModelProfile, ModelRequest
+from evidence_first.adapters import STRICT_KEYS, schema_in
 from llama_index.response_synthesizers.evidence_first._provider import Provider
 
 __all__ = ["PROVIDER", "strict_ollama_call"]
-
-# Ollama turns `format` into a llama.cpp grammar: the full dialect.
-_DIALECT: DialectName = "full"
 
 # Request options this call sets itself: a caller's own values for them are dropped.
 _OWN_OPTIONS = STRICT_KEYS | {"num_predict"}
 
 
 def strict_ollama_call(
-    request: ModelRequest, llm: Any, is_async: bool
+    request: ModelRequest, llm: Any, is_async: bool, profile: ModelProfile
 ) -> tuple[Any, dict[str, Any]]:
     """A per-call copy of ``llm`` with the request's options, and the schema as ``format``.
 
@@ -38,6 +35,8 @@ def strict_ollama_call(
         request: The request: output limit, timeout, temperature and schema.
         llm: The caller's Ollama LLM; it is never modified.
         is_async: Unused: the same settings serve ``chat`` and ``achat``.
+        profile: The LLM's profile: Ollama turns ``format`` into a llama.cpp grammar, the
+            ``full`` dialect.
 
     Returns:
         The copy to call, and its ``format`` keyword argument.
@@ -45,13 +44,14 @@ def strict_ollama_call(
     options = {
         key: value for key, value in llm.additional_kwargs.items() if key not in _OWN_OPTIONS
     }
-    options["num_predict"] = request.max_tokens
+    options["num_predict"] = profile.output_tokens(request.max_tokens)
     update: dict[str, Any] = {
         "temperature": request.temperature,
         "request_timeout": request.timeout,
         "additional_kwargs": options,
     }
-    return llm.model_copy(update=update), {"format": schema_in(request.json_schema, _DIALECT)}
+    schema = schema_in(request.json_schema, profile.dialect or "full")
+    return llm.model_copy(update=update), {"format": schema}
 
 
 def _limits(llm: Any) -> list[object]:
@@ -63,6 +63,6 @@ PROVIDER = Provider(
     package="llama_index.llms.ollama",
     class_name="Ollama",
     prepare=strict_ollama_call,
-    dialect=lambda llm: _DIALECT,
+    family=lambda llm: "ollama",
     limits=_limits,
 )

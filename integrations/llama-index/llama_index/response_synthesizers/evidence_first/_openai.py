@@ -9,14 +9,14 @@ they change):
   retry-free view of the caller's client (``with_options``, public), so a client the caller
   passed, its base URL, headers and connection pool are kept. There is no public way to read
   the client an LLM built, or to give a copy one (``openai_client=`` is a constructor argument).
-- ``llama_index.llms.openai.utils.O1_MODELS``: the reasoning models, whose temperature
-  ``OpenAI()`` pins to their default; the package exports no public test for them.
-
-The schema is written in the ``"openai"`` dialect for OpenAI's own API (``api.openai.com``)
-and Azure OpenAI (``*.openai.azure.com``, or LlamaIndex's ``AzureOpenAI``), whose strict mode
-refuses string lengths (``"openai-fine-tuned"``, without array bounds either, for an ``ft:``
-model), and in ``"json-schema"`` (the request's schema, unchanged) for any other server: vLLM,
-llama.cpp, a gateway.
+What the LLM accepts is its profile, found from the host its client calls and the model's name
+by the rule table: the schema's dialect (``"openai"`` for OpenAI's own API, ``"azure-openai"``
+for Azure OpenAI, ``"json-schema"`` for any other server: vLLM, llama.cpp, a gateway; ``"full"``
+for the embedded reader's names), the output-limit field, whether a temperature and
+log-probabilities are sent. The class sends its temperature field and ``max_tokens`` itself
+(renaming it only for the models its own list knows); a model that takes no temperature gets
+the openai SDK's ``NOT_GIVEN`` in its place, and one that takes ``max_completion_tokens`` gets
+it in ``additional_kwargs``.
 
 ``llama_index.llms.openai`` is never imported before the caller has: an OpenAI LLM exists only
 if they did, and this package must not depend on it.
@@ -24,31 +24,22 @@ if they did, and this package must not depend on it.
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Any
 
-from evidence_first import InvalidRequestError, ModelRequest
+from evidence_first import InvalidRequestError, ModelProfile, ModelRequest
 from evidence_first.adapters import (
     STRICT_KEYS,
-    TOP_LOGPROBS,
-    DialectName,
-    asks_logprobs,
+    ProviderFamily,
+    chat_completions_settings,
+    family_for_url,
     is_instance_of,
     limits_in,
-    openai_dialect_for,
     openai_response_format,
     schema_in,
 )
 from llama_index.response_synthesizers.evidence_first._provider import Provider
 
-__all__ = [
-    "PROVIDER",
-    "dialect_for",
-    "is_openai",
-    "is_reasoning_model",
-    "returns_logprobs",
-    "strict_openai_call",
-]
+__all__ = ["PROVIDER", "family_for", "is_openai", "strict_openai_call"]
 
 
 def is_openai(llm: object) -> bool:
@@ -56,36 +47,29 @@ def is_openai(llm: object) -> bool:
     return is_instance_of(llm, "OpenAI", "llama_index.llms.openai")
 
 
-def is_reasoning_model(model: str) -> bool:
-    """Whether ``OpenAI()`` treats ``model`` as a reasoning model (only its default temperature).
-
-    Called only for an OpenAI LLM, so its package is already imported.
-    """
-    from llama_index.llms.openai.utils import O1_MODELS
-
-    reasoning_models: Collection[str] = O1_MODELS
-    return model in reasoning_models
-
-
-def dialect_for(llm: Any, base_url: object | None = None) -> DialectName:
-    """The JSON Schema dialect of the server ``llm`` calls (at ``base_url``, default its own).
+def family_for(llm: Any, base_url: object | None = None) -> ProviderFamily:
+    """How ``llm`` is reached: OpenAI's API, Azure OpenAI, or another server (at ``base_url``).
 
     Args:
-        llm: The caller's OpenAI LLM (LlamaIndex's ``AzureOpenAI`` is OpenAI's dialect
-            whatever its endpoint's name). A fine-tuned model (its ``model`` starting with
-            ``ft:``) on OpenAI or Azure OpenAI is ``"openai-fine-tuned"``; an Azure
-            deployment's name says nothing of its model, so set ``model`` to the ``ft:`` name.
+        llm: The caller's OpenAI LLM (LlamaIndex's ``AzureOpenAI`` is Azure's whatever its
+            endpoint's name; an Azure deployment's name says nothing of its model, so set
+            ``model`` to the model's name, or give ``profile=``).
         base_url: The API root the call goes to; default the LLM's ``api_base``, from which
             its client is built.
     """
-    model = getattr(llm, "model", None)
     if is_instance_of(llm, "AzureOpenAI", "llama_index.llms.azure_openai"):
-        return openai_dialect_for(None, model)
-    return openai_dialect_for(llm.api_base if base_url is None else base_url, model)
+        return "azure-openai"
+    return family_for_url(llm.api_base if base_url is None else base_url)
+
+
+def _adjusted(llm: Any, profile: ModelProfile) -> ModelProfile:
+    """The caller's own ``logprobs=True`` or ``False`` says whether the server returns them."""
+    own = llm.logprobs
+    return profile.replace(logprobs=own) if isinstance(own, bool) else profile
 
 
 def strict_openai_call(
-    request: ModelRequest, llm: Any, is_async: bool
+    request: ModelRequest, llm: Any, is_async: bool, profile: ModelProfile
 ) -> tuple[Any, dict[str, Any]]:
     """A per-call copy of ``llm`` with retries off, the request's settings and a retry-free client.
 
@@ -93,6 +77,7 @@ def strict_openai_call(
         request: The request: output limit, timeout, temperature and schema.
         llm: The caller's OpenAI LLM; it is never modified.
         is_async: Whether the copy is for ``achat`` (its async client) or ``chat``.
+        profile: The LLM's profile: dialect, output-limit field, temperature.
 
     Returns:
         The copy to call, and no keyword arguments: everything travels on the copy.
@@ -107,24 +92,32 @@ def strict_openai_call(
     client = None
     if llm.reuse_client:
         client = llm._get_aclient() if is_async else llm._get_client()
-    dialect = dialect_for(llm)
     caller_body = additional_kwargs.get("extra_body") or {}
+    schema = request.json_schema
+    if profile.dialect is not None:
+        schema = schema_in(schema, profile.dialect)
     additional_kwargs["extra_body"] = {
         **{key: value for key, value in caller_body.items() if key not in STRICT_KEYS},
-        "response_format": openai_response_format(
-            request, schema=schema_in(request.json_schema, dialect)
-        ),
+        "response_format": openai_response_format(request, schema=schema),
     }
+    settings = chat_completions_settings(request, profile)
     update: dict[str, Any] = {
         "max_retries": 0,
         "timeout": request.timeout,
-        "max_tokens": request.max_tokens,
+        "max_tokens": settings.pop("max_tokens", None),
+        "logprobs": settings.pop("logprobs", None),
+        "top_logprobs": settings.pop("top_logprobs", 0),
         "additional_kwargs": additional_kwargs,
     }
-    if not is_reasoning_model(llm.model):
-        update["temperature"] = request.temperature
-    if request.logprobs:
-        update.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+    if "temperature" in settings:
+        update["temperature"] = settings.pop("temperature")
+    else:
+        # The class sends its temperature field whatever the model; the SDK's NOT_GIVEN
+        # leaves it out of the request.
+        from openai import NOT_GIVEN
+
+        additional_kwargs["temperature"] = NOT_GIVEN
+    additional_kwargs.update(settings)  # max_completion_tokens
     strict = llm.model_copy(update=update)
     # Without reuse_client, the copy builds and closes its own client per call from its
     # fields, where max_retries is now 0; with it, the call goes through a retry-free view of
@@ -137,18 +130,6 @@ def strict_openai_call(
         else:
             strict._client = retry_free
     return strict, {}
-
-
-def returns_logprobs(llm: Any) -> bool:
-    """Whether the call asks for log-probabilities, read back from the raw chat completion.
-
-    On OpenAI's hosts unless the model is a reasoning model (``O1_MODELS``); elsewhere when
-    the caller's own ``logprobs=True`` (``OpenAILike(logprobs=True)``) says the server returns
-    them.
-    """
-    if is_reasoning_model(llm.model):
-        return False
-    return asks_logprobs(dialect_for(llm), llm.model, llm.logprobs)
 
 
 def _refuse(llm: Any) -> None:
@@ -167,7 +148,7 @@ PROVIDER = Provider(
     class_name="OpenAI",
     prepare=strict_openai_call,
     limits=lambda llm: [llm.max_tokens, *limits_in(llm.additional_kwargs)],
-    dialect=dialect_for,
-    logprobs=returns_logprobs,
+    family=family_for,
+    adjusted=_adjusted,
     refuse=_refuse,
 )

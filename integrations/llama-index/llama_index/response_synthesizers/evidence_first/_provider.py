@@ -10,14 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evidence_first import InvalidRequestError, ModelRequest
+from evidence_first import InvalidRequestError, ModelProfile, ModelRequest
 from evidence_first.adapters import Provider as ProviderShape
 
 __all__ = ["Prepare", "Provider", "refuse_tool_fields"]
 
-Prepare = Callable[[ModelRequest, Any, bool], tuple[Any, dict[str, Any]]]
-"""Given a request, the caller's LLM and whether the call is async: the LLM to call (a strict
-copy; the caller's is never modified) and the keyword arguments for its ``chat`` or ``achat``."""
+Prepare = Callable[[ModelRequest, Any, bool, ModelProfile], tuple[Any, dict[str, Any]]]
+"""Given a request, the caller's LLM, whether the call is async and the LLM's profile: the LLM
+to call (a strict copy; the caller's is never modified) and the keyword arguments for its
+``chat`` or ``achat``."""
 
 Provider = ProviderShape[Prepare]
 """One allow-listed LLM class (and its subclasses) of a LlamaIndex ``package``. Its ``limits``

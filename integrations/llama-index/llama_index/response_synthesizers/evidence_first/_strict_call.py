@@ -18,11 +18,17 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.llms import LLM, CustomLLM
 from llama_index.core.llms.structured_llm import StructuredLLM
 
-from evidence_first import InvalidRequestError, ModelRequest, ModelResponse, TokenUsage
+from evidence_first import (
+    InvalidRequestError,
+    ModelProfile,
+    ModelRequest,
+    ModelResponse,
+    TokenUsage,
+)
 from evidence_first.adapters import (
-    DialectName,
     UnenforcedSettingsWarning,
     normalized_finish_reason,
+    profile_of,
     refuse_retries,
     refuse_tools,
     token_logprobs,
@@ -34,7 +40,14 @@ from llama_index.response_synthesizers.evidence_first._ollama import PROVIDER as
 from llama_index.response_synthesizers.evidence_first._openai import PROVIDER as OPENAI
 from llama_index.response_synthesizers.evidence_first._provider import Prepare, Provider
 
-__all__ = ["PROVIDERS", "AsyncLLMReader", "LLMReader", "UnenforcedSettingsWarning", "reader_for"]
+__all__ = [
+    "PROVIDERS",
+    "AsyncLLMReader",
+    "LLMReader",
+    "UnenforcedSettingsWarning",
+    "profile_for",
+    "reader_for",
+]
 
 PROVIDERS: tuple[Provider, ...] = (OPENAI, ANTHROPIC, GOOGLE, OLLAMA)
 """The allow-list: each entry's class and its subclasses are called strictly."""
@@ -46,25 +59,15 @@ class LLMReader:
     Args:
         llm: The LLM the caller configured; it is never modified.
         provider: Its allow-list entry, or ``None`` to call it with the prompt alone.
+        profile: What the LLM accepts and what pays for it (:func:`profile_for`).
     """
 
-    def __init__(self, llm: LLM, provider: Provider | None) -> None:
+    def __init__(self, llm: LLM, provider: Provider | None, profile: ModelProfile) -> None:
         self.llm = llm
         self._provider = provider
+        # Declared to the engine, which plans each request by it.
+        self.profile = profile
         self._prepare: Prepare = _prompt_only_call if provider is None else _strict(provider)
-
-    @property
-    def dialect(self) -> DialectName | None:
-        """The JSON Schema dialect the schema is sent in (``None``: none is sent).
-
-        Declared to the engine, which checks each request's schema against it before the call.
-        """
-        return None if self._provider is None else self._provider.dialect(self.llm)
-
-    @property
-    def returns_logprobs(self) -> bool:
-        """Whether the call asks for token log-probabilities and reads them (declared)."""
-        return self._provider is not None and self._provider.logprobs(self.llm)
 
     @property
     def max_tokens(self) -> int | None:
@@ -81,7 +84,7 @@ class LLMReader:
 
     def generate(self, request: ModelRequest) -> ModelResponse:
         """Call ``chat`` once with the system and user messages and return its text."""
-        llm, kwargs = self._prepare(request, self.llm, False)
+        llm, kwargs = self._prepare(request, self.llm, False, self.profile)
         return to_model_response(llm.chat(_messages(request), **kwargs))
 
     def __repr__(self) -> str:
@@ -93,11 +96,11 @@ class AsyncLLMReader(LLMReader):
 
     async def agenerate(self, request: ModelRequest) -> ModelResponse:
         """Await ``achat`` once with the system and user messages and return its text."""
-        llm, kwargs = self._prepare(request, self.llm, True)
+        llm, kwargs = self._prepare(request, self.llm, True, self.profile)
         return to_model_response(await llm.achat(_messages(request), **kwargs))
 
 
-def reader_for(llm: LLM) -> LLMReader:
+def reader_for(llm: LLM, profile: ModelProfile | str | None = None) -> LLMReader:
     """Check that ``llm`` can be called strictly and return the reader model for it.
 
     An allow-listed LLM (:data:`PROVIDERS`: ``OpenAI`` and ``OpenAILike``, ``Anthropic``,
@@ -105,24 +108,43 @@ def reader_for(llm: LLM) -> LLMReader:
     retries off, the output limit, the timeout, temperature and the ledger's JSON schema in
     the provider's native field and dialect; what one cannot enforce is warned about once.
     Any other LLM is called with the prompt alone, after one :class:`UnenforcedSettingsWarning`
-    per class; the core still bounds the output and the wait.
+    per class; the core still bounds the output and the wait. ``profile`` is the caller's, as
+    in :func:`profile_for`.
 
     Raises:
         InvalidRequestError: The LLM is wrapped with tools or structured output, is configured
             with tools, would retry failed calls (outside the allow-list), or (OpenAI-compatible)
             is configured for the completions endpoint.
     """
-    _refuse(llm)
+    found = profile_for(llm, profile=profile)
     provider = _provider_for(llm)
     if provider is not None:
         provider.announce(llm, 3)
-        return AsyncLLMReader(llm, provider)
+        return AsyncLLMReader(llm, provider, found)
     cls = type(llm)
     # A class with max_retries above 0 was refused; without the setting, retries are unknown.
     visible = hasattr(cls, "max_retries") or "max_retries" in getattr(cls, "model_fields", {})
     warn_unenforced_once(cls, retries_ruled_out=visible, stacklevel=3)
     reader = AsyncLLMReader if _has_native_achat(llm) else LLMReader
-    return reader(llm, None)
+    return reader(llm, None, found)
+
+
+def profile_for(llm: LLM, *, profile: ModelProfile | str | None = None) -> ModelProfile:
+    """What an ``EvidenceSynthesizer`` will send ``llm``, as a profile.
+
+    The rule table's for the LLM's provider and name (or ``profile``, as the synthesizer's
+    own ``profile=``), as the LLM's own settings change it (extended thinking, its own
+    ``logprobs``). An LLM outside the allow-list is sent no schema. See
+    :class:`~evidence_first.ModelProfile`.
+
+    Raises:
+        InvalidRequestError: As ``EvidenceSynthesizer(llm=llm)`` would.
+    """
+    _refuse(llm)
+    provider = _provider_for(llm)
+    if provider is not None:
+        return provider.profile(llm, profile)
+    return (profile_of(profile) or ModelProfile()).replace(dialect=None)
 
 
 def to_model_response(response: ChatResponse) -> ModelResponse:
@@ -181,15 +203,17 @@ def _refuse(llm: object) -> None:
 
 
 def _strict(provider: Provider) -> Prepare:
-    def prepare(request: ModelRequest, llm: Any, is_async: bool) -> tuple[Any, dict[str, Any]]:
+    def prepare(
+        request: ModelRequest, llm: Any, is_async: bool, profile: ModelProfile
+    ) -> tuple[Any, dict[str, Any]]:
         _refuse(llm)  # its settings may have changed since the last request
-        return provider.prepare(request, llm, is_async)
+        return provider.prepare(request, llm, is_async, profile)
 
     return prepare
 
 
 def _prompt_only_call(
-    request: ModelRequest, llm: Any, is_async: bool
+    request: ModelRequest, llm: Any, is_async: bool, profile: ModelProfile
 ) -> tuple[Any, dict[str, Any]]:
     _refuse(llm)
     return llm, {}

@@ -22,7 +22,7 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 from typing_extensions import Unpack
 
-from evidence_first import EvidenceAnswer, InvalidRequestError
+from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile
 from evidence_first.adapters import AnswerOptions, OptionArgs, aanswer_selection, answer_selection
 from llama_index.response_synthesizers.evidence_first._nodes import (
     DocumentTexts,
@@ -115,6 +115,11 @@ class EvidenceSynthesizer(BaseSynthesizer):
         number_sources: Write ``[n]`` source numbers into ``response.response`` after each
             segment, and the ``source_numbers`` and ``source_number_node_ids`` metadata, as
             above. Off by default: the text is the plain answer and neither key is set.
+        profile: What the LLM accepts, when the rule table cannot tell from its provider and
+            name (an Azure deployment's name says nothing of its model): a
+            :class:`~evidence_first.ModelProfile`, or the name of a model the rules know, such
+            as ``"gpt-5"``. ``None``: found by the rules (:func:`profile_for`). The options
+            still win over the profile's answering defaults.
         **options: The answering options (``knowledge``, ``citation_mode``,
             ``max_context_tokens``, ``timeout``, ``min_score``, ``scope``...), each with its
             default, range and meaning in :class:`~evidence_first.adapters.AnswerOptionFields`
@@ -139,6 +144,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         docstore: BaseDocumentStore | None = None,
         streaming: bool = False,
         number_sources: bool = False,
+        profile: ModelProfile | str | None = None,
         **options: Unpack[OptionArgs],
     ) -> None:
         for name, flag in (("streaming", streaming), ("number_sources", number_sources)):
@@ -155,6 +161,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
             "docstore": docstore,
             "streaming": streaming,
             "number_sources": number_sources,
+            "profile": profile,
             **options,
         }
         self._options = AnswerOptions(**options)
@@ -164,7 +171,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         self._documents = DocumentTexts(documents, docstore)
         # Refuse before BaseSynthesizer attaches the callback manager to the caller's LLM.
         resolved = llm or Settings.llm
-        self._reader = reader_for(resolved)
+        self._reader = reader_for(resolved, profile)
         # The LLM's own, smaller output limit is the one sent; the schema's bounds follow it.
         own = self._reader.max_tokens
         if own is not None and own < self._options.max_output_tokens:

@@ -71,7 +71,7 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> list[EvidenceAnswer]:
         tiny = LocalModel(TINY_MODEL)
         # Sent the schema of a provider that reads no patterns: under the full dialect's
         # anchored quotes its quotes could only be exact excerpts, and nothing would fail.
-        tiny.dialect = "json-schema"
+        tiny.profile = tiny.profile.replace(dialect="json-schema")
         say(
             f"\nWhat the verifier rejects: the tiny model, {tiny.title}, reads badly; it is "
             "sent the schema of a provider that does not hold quotes to the sources."

@@ -9,13 +9,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
 from evidence_first._errors import LocalModelError
-from evidence_first._vocabulary import CitationMode
 
 __all__ = [
     "DEFAULT_READER",
@@ -45,9 +43,10 @@ class KnownModel:
         size: The assembled file's size in bytes.
         sha256: The assembled file's SHA-256, checked before every start.
         extra: The ``evidence-first`` extra that installs the parts.
-        confidence_floors: The floor for the reader's confidence, by citation mode, that
-            :class:`~evidence_first.local.LocalModel` declares: calibrated on the tune half of
-            the quality set (``benchmarks/quality.py``), ``None`` where no floor helps.
+
+    What the engine knows of the model once served (its dialect, confidence floors and answer
+    policies) is its profile, in the rule table under its ``name``
+    (``evidence_first._transport.rules``).
     """
 
     name: str
@@ -57,7 +56,6 @@ class KnownModel:
     size: int
     sha256: str
     extra: str
-    confidence_floors: Mapping[CitationMode, float | None] = field(default_factory=dict)
 
     @property
     def install_hint(self) -> str:
@@ -78,11 +76,6 @@ KNOWN_MODELS: dict[str, KnownModel] = {
             size=1_117_320_768,
             sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
             extra="local",
-            # Chosen by benchmarks/quality.py's calibration rule on the tune half (q01-q45)
-            # with the fact markers' prompts (current sources first; quote mode's quotes exact
-            # excerpts), non-current answers and uncovered questions abstaining: passage keeps
-            # 12 of 33 answerable correct and abstains on 10 of 12; quote keeps 19 and 10.
-            confidence_floors={"passage": 0.78, "quote": 0.73},
         ),
         KnownModel(
             name="gemma-3-270m",

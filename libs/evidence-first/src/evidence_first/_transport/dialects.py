@@ -7,14 +7,20 @@ based on; :mod:`evidence_first._transport.writing` writes the request schema in 
 
 from __future__ import annotations
 
-import urllib.parse
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["DIALECTS", "Dialect", "DialectName", "openai_dialect_for"]
+__all__ = ["DIALECTS", "Dialect", "DialectName"]
 
 DialectName = Literal[
-    "full", "json-schema", "openai", "openai-fine-tuned", "anthropic", "gemini", "gemini-json"
+    "full",
+    "json-schema",
+    "openai",
+    "openai-fine-tuned",
+    "azure-openai",
+    "anthropic",
+    "gemini",
+    "gemini-json",
 ]
 
 _STRUCTURE = frozenset({"type", "properties", "required", "additionalProperties", "items"})
@@ -76,7 +82,11 @@ DIALECTS: dict[DialectName, Dialect] = {
     # llama.cpp (`json_schema`, converted to a grammar: tools/server/README.md,
     # grammars/README.md "JSON Schemas → GBNF"), vLLM guided decoding (xgrammar), and Ollama
     # (`format`, converted by llama.cpp's json-schema-to-grammar): everything the ledger uses,
-    # a root `anyOf` included.
+    # a root `anyOf` included. A string with a `pattern` carries no length bound besides
+    # (writing.py): llama.cpp ignores one there, and vLLM counts "a string mixing a generative
+    # constraint (pattern or format) with" length bounds among the features xgrammar does not
+    # support (vllm/v1/structured_output/backend_xgrammar.py, has_xgrammar_unsupported_json_
+    # features): it falls back to another backend, or answers 400 when xgrammar is forced.
     "full": Dialect(
         name="full",
         source="llama.cpp grammars/README.md; vLLM structured outputs (xgrammar); Ollama format",
@@ -129,6 +139,25 @@ DIALECTS: dict[DialectName, Dialect] = {
         max_properties=5000,
         object_unions=False,
     ),
+    # Azure OpenAI structured outputs (learn.microsoft.com/azure/ai-foundry/openai/how-to/
+    # structured-outputs, "JSON Schema support and limitations"): OpenAI's subset as it was
+    # first published, so no string lengths and no minItems or maxItems (listed as unsupported
+    # keywords for arrays); "A schema may have up to 100 object properties total, with up to
+    # five levels of nesting"; at most 500 enum values, 15,000 characters of property names,
+    # definition names, enum values and consts, and 7,500 characters in an enum of more than
+    # 250 values. An Azure deployment's name says nothing of its model, so its fine-tunes take
+    # this dialect too.
+    "azure-openai": Dialect(
+        name="azure-openai",
+        source="learn.microsoft.com/azure/ai-foundry/openai/how-to/structured-outputs",
+        keywords=_STRUCTURE | {"enum", "anyOf"},
+        max_enum_values=500,
+        max_name_chars=15_000,
+        max_large_enum_chars=7_500,
+        max_depth=5,
+        max_properties=100,
+        object_unions=False,
+    ),
     # Anthropic structured outputs (docs.claude.com/en/docs/build-with-claude/structured-outputs,
     # "JSON Schema limitations"): no numeric or string-length constraints, minItems 0 or 1
     # only, no maxItems, additionalProperties false on every object, no recursion; at most
@@ -166,19 +195,3 @@ DIALECTS: dict[DialectName, Dialect] = {
         property_ordering=True,
     ),
 }
-
-
-def openai_dialect_for(base_url: object, model: object = None) -> DialectName:
-    """The dialect of an OpenAI-compatible API root (``None``: OpenAI's own) and model name.
-
-    OpenAI's and Azure OpenAI's strict mode is ``"openai"``, and ``"openai-fine-tuned"`` for a
-    fine-tuned model (its name starts with ``ft:``); any other server (vLLM, llama.cpp, a
-    gateway) is sent ``"json-schema"``.
-    """
-    if base_url is None or str(base_url) == "":
-        host = "api.openai.com"
-    else:
-        host = (urllib.parse.urlsplit(str(base_url)).hostname or "").lower()
-    if not (host == "api.openai.com" or host.endswith(".openai.azure.com")):
-        return "json-schema"
-    return "openai-fine-tuned" if str(model or "").startswith("ft:") else "openai"

@@ -11,7 +11,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from evidence_first._transport.dialects import DialectName
+from evidence_first._transport.profiles import (
+    ModelProfile,
+    ProviderFamily,
+    profile_for_name,
+    profile_of,
+)
 
 __all__ = ["Provider", "is_instance_of"]
 
@@ -26,12 +31,12 @@ def _nothing_to_announce(model: Any, stacklevel: int) -> None:
     return None
 
 
-def _no_dialect(model: Any) -> DialectName | None:
-    return None
+def _as_found(model: Any, profile: ModelProfile) -> ModelProfile:
+    return profile
 
 
-def _no_logprobs(model: Any) -> bool:
-    return False
+def _model_field(model: Any) -> str:
+    return str(getattr(model, "model", None) or getattr(model, "model_name", None) or "")
 
 
 def is_instance_of(model: object, class_name: str, package: str | None = None) -> bool:
@@ -59,11 +64,11 @@ class Provider(Generic[PrepareT]):
             provider's native field and dialect. Its signature is the integration's.
         limits: The output limits the model itself is configured with (``None`` for unset);
             the smallest of them and the caller's ``max_output_tokens`` is what is sent.
-        dialect: The JSON Schema dialect the model's provider is sent the schema in
-            (``None``: no schema is sent); the engine checks each request's schema against it
-            before the call.
-        logprobs: Whether the model's call asks for and reads token log-probabilities
-            (``asks_logprobs``), from which the engine reads the reader's confidence.
+        family: How a model of the class is reached (``"anthropic"``; an OpenAI class's by
+            the host its client calls), for the rule table (:func:`profile`).
+        model_name: The model's name as the caller gave it (its ``model`` field by default).
+        adjusted: The profile as the caller's own settings of the model change it (extended
+            thinking takes no temperature; the Responses API reads no ``response_format``).
         package: The package that exports the class; ``None``: the name alone identifies it.
         refuse: Raises :class:`~evidence_first.InvalidRequestError` for settings of the
             model that cannot be called strictly; checked before each call.
@@ -77,12 +82,26 @@ class Provider(Generic[PrepareT]):
     class_name: str
     prepare: PrepareT
     limits: Callable[[Any], Iterable[object]]
-    dialect: Callable[[Any], DialectName | None] = _no_dialect
-    logprobs: Callable[[Any], bool] = _no_logprobs
+    family: Callable[[Any], ProviderFamily]
+    model_name: Callable[[Any], str] = _model_field
+    adjusted: Callable[[Any, ModelProfile], ModelProfile] = _as_found
     package: str | None = None
     refuse: Callable[[Any], None] = _nothing_to_refuse
     announce: Callable[[Any, int], None] = _nothing_to_announce
     async_session: Callable[[Any, float], Any] | None = None
+
+    def profile(self, model: object, given: ModelProfile | str | None = None) -> ModelProfile:
+        """``model``'s profile, as its own settings change it.
+
+        ``given`` (a profile, or a model name to read as), else the rule table's for the
+        model's family and name.
+
+        Raises:
+            InvalidRequestError: ``given`` is neither a profile nor a model name.
+        """
+        family = self.family(model)
+        found = profile_of(given, family) or profile_for_name(self.model_name(model), family)
+        return self.adjusted(model, found)
 
     def matches(self, model: object) -> bool:
         """Whether ``model`` is an instance of this provider's class, or of a subclass."""

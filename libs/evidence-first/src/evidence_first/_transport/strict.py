@@ -8,24 +8,24 @@ finish reason that means the output ran out of tokens.
 
 from __future__ import annotations
 
-import re
-import threading
-import warnings
-from collections.abc import Hashable, Mapping
+import socket
+import ssl
+from collections.abc import Mapping
 from typing import Any
 
-from evidence_first._errors import InvalidRequestError, UnenforcedSettingsWarning
+from evidence_first._errors import InvalidRequestError
 from evidence_first._model import ModelRequest
-from evidence_first._transport.dialects import DialectName
+from evidence_first._transport.once import warn_once
+from evidence_first._transport.profiles import ModelProfile
 
 __all__ = [
     "NESTED_SETTINGS",
-    "OPENAI_REASONING",
     "SCHEMA_NAME",
     "STRICT_KEYS",
     "TOOL_KEYS",
     "TOP_LOGPROBS",
-    "asks_logprobs",
+    "chat_completions_settings",
+    "connection_failure",
     "limits_in",
     "normalized_finish_reason",
     "openai_response_format",
@@ -56,15 +56,11 @@ STRICT_KEYS = TOOL_KEYS | {
 """Request settings the strict call sets itself: a caller's own values for them are dropped."""
 
 NESTED_SETTINGS = ("extra_body", "model_kwargs")
-
-OPENAI_REASONING = re.compile(r"^(ft:)?(o\d|gpt-5)")
-"""OpenAI's reasoning models (fine-tuned ones too): they refuse ``logprobs`` and any
-temperature but their default."""
+"""Keys under which frameworks nest more request settings; searched below as well."""
 
 TOP_LOGPROBS = 10
 """How many of the most likely tokens at each position a transport asks for: enough that both
 of the reader's decision values are among them whenever either is likely."""
-"""Keys under which frameworks nest more request settings; searched below as well."""
 
 _LIMIT_KEYS = ("max_tokens", "max_completion_tokens")
 # Finish reasons that mean the output hit its token limit: OpenAI's and Ollama's, Anthropic's.
@@ -82,24 +78,19 @@ def openai_response_format(
     }
 
 
-def asks_logprobs(dialect: DialectName | None, model: object, setting: object = None) -> bool:
-    """Whether an OpenAI-compatible transport asks for the output's token log-probabilities.
+def chat_completions_settings(request: ModelRequest, profile: ModelProfile) -> dict[str, Any]:
+    """The chat-completions sampling settings of ``request`` for a model of ``profile``.
 
-    A request the server refuses would fail every question, so they are asked for only where
-    the server is known to return them: llama.cpp-family servers (``"full"``) and OpenAI's own
-    hosts, never from a reasoning model (:data:`OPENAI_REASONING`). The caller's own setting
-    on its model (``logprobs=True`` or ``False``) decides elsewhere, and overrides the default.
-
-    Args:
-        dialect: The dialect the server is sent (:func:`~._transport.dialects.openai_dialect_for`).
-        model: The model's name.
-        setting: The caller's own ``logprobs`` setting on its model, if any.
+    The output limit under the profile's field, with its allowance for reasoning on top; the
+    temperature where the model accepts one (``request.temperature`` is then set); and, when
+    the request asks for them, ``logprobs`` with :data:`TOP_LOGPROBS` alternatives.
     """
-    if OPENAI_REASONING.match(str(model or "")):
-        return False
-    if isinstance(setting, bool):
-        return setting
-    return dialect in ("full", "openai", "openai-fine-tuned")
+    settings: dict[str, Any] = {profile.output_limit: profile.output_tokens(request.max_tokens)}
+    if request.temperature is not None:
+        settings["temperature"] = request.temperature
+    if request.logprobs:
+        settings.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+    return settings
 
 
 def limits_in(settings: object) -> list[int]:
@@ -153,29 +144,11 @@ def without_strict_keys(settings: Mapping[str, Any]) -> dict[str, Any]:
     return kept
 
 
-_warned: set[Hashable] = set()
-_warned_lock = threading.Lock()
-
-
-def warn_once(key: Hashable, message: str, *, stacklevel: int) -> None:
-    """Issue ``message`` as one :class:`UnenforcedSettingsWarning` per ``key``, from any thread.
-
-    ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
-    """
-    with _warned_lock:
-        if key in _warned:
-            return
-        _warned.add(key)
-    warnings.warn(message, UnenforcedSettingsWarning, stacklevel=stacklevel + 1)
-
-
 def warn_unenforced_once(model_class: type, *, retries_ruled_out: bool, stacklevel: int) -> None:
     """Issue one :class:`UnenforcedSettingsWarning` per model class, from any thread.
 
     ``stacklevel`` is as for :func:`warnings.warn`, counted from the caller of this function.
     """
-    if model_class in _warned:
-        return  # the message is built once; warn_once checks again under its lock
     retries = "" if retries_ruled_out else ", and retries cannot be ruled out"
     msg = (
         f"{model_class.__name__} is not on evidence-first's allow-list, so it is called with the "
@@ -210,3 +183,16 @@ def refuse_retries(model: object) -> None:
             "evidence-first cannot turn that off for this class; construct it with max_retries=0"
         )
         raise InvalidRequestError(msg, field="llm")
+
+
+def connection_failure(reason: object) -> str:
+    """What kind of connection failure ``reason`` is, in words that carry no payload."""
+    if isinstance(reason, ConnectionRefusedError):
+        return "the endpoint refused the connection (is the server running on that port?)"
+    if isinstance(reason, socket.gaierror):
+        return "the endpoint's host name could not be resolved (DNS)"
+    if isinstance(reason, ssl.SSLError):
+        return "the TLS handshake with the endpoint failed"
+    if isinstance(reason, OSError):
+        return f"the connection failed ({type(reason).__name__})"
+    return "the endpoint could not be reached"

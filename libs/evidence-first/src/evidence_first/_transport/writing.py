@@ -194,6 +194,11 @@ def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dic
                 out[key] = value
         elif key in dialect.keywords:
             out[key] = list(value) if isinstance(value, list) else value
+    if "pattern" in out:
+        # The pattern is the string's one bound: it is built to fit the length bounds, which
+        # llama.cpp ignores beside it and vLLM's xgrammar refuses beside it.
+        out.pop("minLength", None)
+        out.pop("maxLength", None)
     kinds = out.get("type")
     if dialect.nullable == "nullable-keyword" and (kinds == "null" or isinstance(kinds, list)):
         others = [kind for kind in ([kinds] if isinstance(kinds, str) else kinds) if kind != "null"]

@@ -1,0 +1,335 @@
+"""What the engine knows of a model: one frozen :class:`ModelProfile`, found by one rule table.
+
+A profile holds what a request to the model may carry (a temperature, which output-limit
+field, log-probabilities, native structured output and the schema dialect, the API surface)
+and what pays for that model (the reader's confidence floors, the answer policies, the
+citation mode). :func:`profile_for_name` finds it from the provider family a model is reached
+through and the model's name, by the rules of :mod:`evidence_first._transport.rules`, each
+naming the documentation it follows. What a model refuses follows its name wherever it is
+reached (a gateway, a proxy, a loopback server); only the schema dialect, and whether
+log-probabilities come back, depend on where it is reached.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import urllib.parse
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Literal, get_args
+
+from evidence_first._errors import InvalidRequestError, ModelProfileWarning
+from evidence_first._transport.dialects import DIALECTS, DialectName
+from evidence_first._transport.once import warn_once
+from evidence_first._transport.rules import (
+    CAUTIOUS,
+    FAMILY_VENDOR,
+    PROFILE_RULES,
+    ProfileRule,
+    Vendor,
+)
+from evidence_first._vocabulary import AnswerFlag, CitationMode, FlagPolicy
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "ApiSurface",
+    "ModelProfile",
+    "OutputLimitField",
+    "ProviderFamily",
+    "family_for_url",
+    "model_key",
+    "profile_for_name",
+]
+
+ProviderFamily = Literal[
+    "openai", "azure-openai", "anthropic", "google", "mistral", "ollama", "openai-compatible"
+]
+"""How a model is reached: OpenAI's own API, Azure OpenAI, Anthropic's Messages API, Gemini,
+Mistral, Ollama, or any other OpenAI-compatible server (vLLM, llama.cpp, a gateway)."""
+
+ApiSurface = Literal["chat-completions", "responses", "anthropic-messages", "gemini", "ollama"]
+"""Where the schema travels: chat completions ``response_format``, the Responses API's
+``text.format``, Anthropic's ``output_config.format``, Gemini's ``response_json_schema``,
+Ollama's ``format``."""
+
+OutputLimitField = Literal["max_tokens", "max_completion_tokens"]
+"""The chat-completions field that carries the output limit."""
+
+_FLAGS = frozenset(get_args(AnswerFlag))
+_POLICIES = frozenset(get_args(FlagPolicy))
+_MODES = frozenset(get_args(CitationMode))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelProfile:
+    """Everything the engine needs to know of a model, in one frozen value.
+
+    Build one to describe a model the rule table does not know (an Azure deployment whose name
+    says nothing of its model, a fine-tune behind a gateway), or take a known model's
+    (:func:`~evidence_first.profile_for`) and :meth:`replace` what differs. The caller's own
+    explicit options still win over its answering defaults.
+
+    Attributes:
+        name: What the profile describes: the rules that made it, or the caller's own name.
+        sources: The documentation its settings follow.
+        dialect: The JSON Schema dialect the schema is written in
+            (:data:`~evidence_first.adapters.DIALECTS`); ``None``: the schema as built is
+            the request's, and no dialect's limits are checked.
+        structured_output: Whether the schema is sent in the provider's native field;
+            ``False``: JSON is asked for in the prompt only.
+        temperature: Whether a temperature other than the model's default is accepted; when
+            not, none is sent (``ModelRequest.temperature`` is ``None``).
+        output_limit: The chat-completions field that carries the output limit.
+        output_allowance: Output tokens allowed on top of the ledger's ``max_output_tokens``
+            for what the model writes before it (a reasoning model's reasoning tokens count
+            against the same limit).
+        logprobs: Whether token log-probabilities come back when asked, so the engine asks
+            for them and reads the reader's confidence.
+        api: The API surface the call goes through.
+        confidence_floors: The floor for the reader's confidence by citation mode, used when
+            the caller leaves ``min_reader_confidence`` unset (``None``: no floor).
+        policies: Each answer flag's policy (``"flag"`` or ``"abstain"``) where it differs
+            from the engine's default, used when the caller leaves that option unset.
+        citation_mode: The citation mode used when the caller leaves ``citation_mode`` unset
+            (``None``: the engine's default).
+        cautious: Whether it is a known provider's cautious profile for a model name the
+            rules do not know: nothing a current model of that provider refuses is sent.
+    """
+
+    name: str = "default"
+    sources: tuple[str, ...] = ()
+    dialect: DialectName | None = None
+    structured_output: bool = True
+    temperature: bool = True
+    output_limit: OutputLimitField = "max_tokens"
+    output_allowance: int = 0
+    logprobs: bool = False
+    api: ApiSurface = "chat-completions"
+    confidence_floors: Mapping[CitationMode, float | None] = dataclasses.field(default_factory=dict)
+    policies: Mapping[AnswerFlag, FlagPolicy] = dataclasses.field(default_factory=dict)
+    citation_mode: CitationMode | None = None
+    cautious: bool = False
+
+    def __post_init__(self) -> None:
+        _check_profile(self)
+        # Frozen all the way down: a profile is shared by every request of its model.
+        object.__setattr__(
+            self, "confidence_floors", MappingProxyType(dict(self.confidence_floors))
+        )
+        object.__setattr__(self, "policies", MappingProxyType(dict(self.policies)))
+        object.__setattr__(self, "sources", tuple(self.sources))
+
+    def replace(self, **changes: Any) -> ModelProfile:
+        """A copy with ``changes`` applied, checked like construction."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def reads_patterns(self) -> bool:
+        """Whether its provider reads a string's ``pattern`` (the ``full`` dialect)."""
+        return self.dialect is not None and DIALECTS[self.dialect].reads_patterns
+
+    def output_tokens(self, max_tokens: int) -> int:
+        """The output limit to send for a ledger of at most ``max_tokens`` tokens."""
+        return max_tokens + self.output_allowance
+
+    def option_defaults(self) -> dict[str, Any]:
+        """The answering options this profile sets where the caller sets none."""
+        defaults: dict[str, Any] = {str(flag): policy for flag, policy in self.policies.items()}
+        if self.citation_mode is not None:
+            defaults["citation_mode"] = self.citation_mode
+        return defaults
+
+
+def _check_profile(profile: ModelProfile) -> None:
+    def refuse(field: str, expected: str) -> None:
+        msg = f"ModelProfile.{field} must be {expected}"
+        raise InvalidRequestError(msg, field=f"profile.{field}")
+
+    if profile.dialect is not None and profile.dialect not in DIALECTS:
+        refuse("dialect", f"None or one of {', '.join(DIALECTS)}")
+    for name in ("structured_output", "temperature", "logprobs", "cautious"):
+        if not isinstance(getattr(profile, name), bool):
+            refuse(name, "a bool")
+    if profile.output_limit not in get_args(OutputLimitField):
+        refuse("output_limit", "max_tokens or max_completion_tokens")
+    allowance = profile.output_allowance
+    if isinstance(allowance, bool) or not isinstance(allowance, int) or not allowance >= 0:
+        refuse("output_allowance", "a non-negative int")
+    if profile.api not in get_args(ApiSurface):
+        refuse("api", f"one of {', '.join(get_args(ApiSurface))}")
+    floors = profile.confidence_floors
+    if not isinstance(floors, Mapping) or not all(
+        mode in _MODES and (floor is None or (isinstance(floor, float) and 0 <= floor <= 1))
+        for mode, floor in floors.items()
+    ):
+        refuse("confidence_floors", "a mapping of citation modes to None or a float from 0 to 1")
+    policies = profile.policies
+    if not isinstance(policies, Mapping) or not all(
+        flag in _FLAGS and policy in _POLICIES for flag, policy in policies.items()
+    ):
+        refuse("policies", "a mapping of answer flags to 'flag' or 'abstain'")
+    if profile.citation_mode is not None and profile.citation_mode not in _MODES:
+        refuse("citation_mode", "None, 'quote' or 'passage'")
+
+
+DEFAULT_PROFILE = ModelProfile()
+"""A model nothing is known of: temperature 0, ``max_tokens``, no log-probabilities, the
+schema as built, and the engine's own answering defaults."""
+
+# A family's dialect where no rule sets one; None: no schema is sent in a native field.
+_FAMILY_DIALECT: dict[ProviderFamily, DialectName] = {
+    "openai": "openai",
+    "azure-openai": "azure-openai",
+    "anthropic": "anthropic",
+    "google": "gemini-json",
+    "mistral": "openai",
+    "ollama": "full",
+    "openai-compatible": "json-schema",
+}
+_FAMILY_API: dict[ProviderFamily, ApiSurface] = {
+    "anthropic": "anthropic-messages",
+    "google": "gemini",
+    "ollama": "ollama",
+}
+# Where log-probabilities are asked for when a model's rule says it returns them: OpenAI's
+# and Azure OpenAI's chat completions; a server a rule names (the embedded reader's llama.cpp)
+# sets its own dialect and keeps them anywhere.
+_LOGPROB_FAMILIES = frozenset({"openai", "azure-openai"})
+
+_VENDOR_NAMES: dict[Vendor, str] = {
+    "openai": "OpenAI",
+    "anthropic": "Anthropic",
+    "google": "Gemini",
+    "mistral": "Mistral",
+    "embedded": "embedded",
+}
+_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
+_BEDROCK_VERSION = re.compile(r"-v\d+(?::\d+)?$")
+_CLAUDE_DOTTED = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def model_key(name: object) -> str:
+    """A model name as the rules read it: lower case, without a gateway or cloud's wrapping.
+
+    ``openai/gpt-5`` and ``anthropic/claude-opus-4.7`` (OpenRouter, LiteLLM),
+    ``us.anthropic.claude-opus-4-7-20260416-v1:0`` (Bedrock), ``claude-opus-4-7@20260416``
+    (Vertex AI) and ``models/gemini-3-pro`` read as the model's own name; a dated version
+    (``gpt-5-2025-08-07``) is kept, and the rules match it by its start.
+    """
+    key = str(name or "").strip().lower()
+    key = key.split("@", 1)[0]
+    if not key.startswith("ft:"):
+        key = key.rsplit("/", 1)[-1]
+    key = _BEDROCK_VERSION.sub("", _BEDROCK.sub("", key))
+    if key.startswith("claude"):
+        key = _CLAUDE_DOTTED.sub("-", key)  # OpenRouter writes claude-opus-4.7
+    return key
+
+
+def family_for_url(base_url: object) -> ProviderFamily:
+    """The family of an OpenAI-compatible API root: OpenAI's (``None`` too), Azure's, or another."""
+    if base_url is None or str(base_url) == "":
+        return "openai"
+    host = (urllib.parse.urlsplit(str(base_url)).hostname or "").lower()
+    if host == "api.openai.com":
+        return "openai"
+    if host.endswith(".openai.azure.com"):
+        return "azure-openai"
+    return "openai-compatible"
+
+
+def profile_for_name(
+    name: object, family: ProviderFamily | None = None, *, warn: bool = True
+) -> ModelProfile:
+    """The profile of the model ``name`` reached through ``family``, by the rule table.
+
+    The model's vendor comes from its name (``claude-...``, ``gpt-...``, ``gemini-...``, the
+    embedded reader's names) or else from the family. Every rule of that vendor matching the
+    name applies, in order. A name none of them knows gets its vendor's cautious profile
+    (nothing a current model of that vendor refuses), with one :class:`ModelProfileWarning`
+    saying what was left out. The family then sets the dialect, the API surface and whether
+    log-probabilities are asked for, where no rule did.
+
+    Args:
+        name: The model's name as the caller wrote it.
+        family: How the model is reached; ``None``: a caller's own model.
+        warn: Whether an unknown name of a known vendor warns (once per family and name).
+    """
+    key = model_key(name)
+    matched = [rule for rule in PROFILE_RULES if rule.pattern.search(key)]
+    vendor: Vendor | None = matched[0].vendor if matched else _vendor_by_name(key)
+    if vendor is None and family is not None:
+        vendor = FAMILY_VENDOR.get(family)
+    settings: dict[str, Any] = {}
+    sources: list[str] = []
+    names: list[str] = []
+    if vendor is not None and not matched and vendor in CAUTIOUS:
+        cautious = CAUTIOUS[vendor]
+        settings.update(cautious.settings, cautious=True)
+        sources.append(cautious.source)
+        names.append(cautious.name)
+        if warn:
+            _warn_unknown(name, family, vendor)
+    for rule in matched:
+        settings.update(rule.settings)
+        sources.append(rule.source)
+        names.append(rule.name)
+    names_dialect = "dialect" in settings
+    if family is not None:
+        settings.setdefault("api", _FAMILY_API.get(family, "chat-completions"))
+        if not names_dialect:
+            settings["dialect"] = _family_dialect(family, key, settings)
+            if family not in _LOGPROB_FAMILIES:
+                settings["logprobs"] = False
+    elif not names_dialect:
+        settings["logprobs"] = False  # a caller's own model declares its own
+    return ModelProfile(name=" + ".join(names) or "default", sources=tuple(sources), **settings)
+
+
+def _vendor_by_name(key: str) -> Vendor | None:
+    for rule in CAUTIOUS.values():
+        if rule.pattern.search(key):
+            return rule.vendor
+    return None
+
+
+def _family_dialect(
+    family: ProviderFamily, key: str, settings: Mapping[str, Any]
+) -> DialectName | None:
+    if family == "anthropic" and settings.get("structured_output") is False:
+        return None
+    if family == "openai" and key.startswith("ft:"):
+        return "openai-fine-tuned"
+    return _FAMILY_DIALECT[family]
+
+
+def _warn_unknown(name: object, family: ProviderFamily | None, vendor: Vendor) -> None:
+    rule: ProfileRule = CAUTIOUS[vendor]
+    who = _VENDOR_NAMES[vendor]
+    where = (
+        " (an Azure deployment's name says nothing of its model)"
+        if family == "azure-openai"
+        else ""
+    )
+    msg = (
+        f"evidence-first has no rule for the {who} model {str(name)!r}{where}, so it sends only "
+        f"what every current {who} model accepts: {rule.left_out}. To send more, give its "
+        "profile: profile='<a model name the rules know>' or a ModelProfile "
+        "(docs/providers.md)."
+    )
+    warn_once(("profile", family, model_key(name)), msg, stacklevel=4, category=ModelProfileWarning)
+
+
+def profile_of(value: object, family: ProviderFamily | None = None) -> ModelProfile | None:
+    """A caller's ``profile=``: a :class:`ModelProfile`, a model name to read as, or ``None``.
+
+    Raises:
+        InvalidRequestError: ``value`` is of another type (``field="profile"``).
+    """
+    if value is None or isinstance(value, ModelProfile):
+        return value
+    if isinstance(value, str) and value.strip():
+        return profile_for_name(value, family)
+    msg = "profile must be a ModelProfile or a model name the rules know, such as 'gpt-5'"
+    raise InvalidRequestError(msg, field="profile")

@@ -1,0 +1,192 @@
+"""The rule table: what each model family's documentation says its models accept.
+
+Each :class:`ProfileRule` matches model names (as :func:`~._transport.profiles.model_key` reads
+them) and sets the :class:`~._transport.profiles.ModelProfile` fields its ``source`` documents.
+Every rule of a vendor that matches a name applies, in order. A name that no rule of its vendor
+matches gets the vendor's cautious profile (:data:`CAUTIOUS`): nothing a current model of that
+vendor is documented to refuse. A new model family is one rule here and its recorded request
+body (CONTRIBUTING).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = ["CAUTIOUS", "FAMILY_VENDOR", "PROFILE_RULES", "ProfileRule", "Vendor"]
+
+Vendor = Literal["openai", "anthropic", "google", "mistral", "embedded"]
+"""Whose models a rule describes; ``"embedded"``: the models :mod:`evidence_first.local` serves."""
+
+
+@dataclass(frozen=True)
+class ProfileRule:
+    """One documented fact about the models whose names match ``pattern``.
+
+    Attributes:
+        name: A short name, shown in the profile it helps make.
+        vendor: Whose models it describes.
+        pattern: Matched (``re.search``) against the model's key.
+        settings: The profile fields it sets.
+        source: The documentation page it follows, with the words it rests on.
+        left_out: For a cautious rule, what it leaves out, in words (its warning says so).
+    """
+
+    name: str
+    vendor: Vendor
+    pattern: re.Pattern[str]
+    settings: Mapping[str, Any]
+    source: str
+    left_out: str = field(default="", compare=False)
+
+
+# OpenAI's reasoning models (o-series, GPT-5 and later, fine-tunes of them). Reasoning tokens
+# count against max_completion_tokens, and the guide recommends "reserving at least 25,000
+# tokens for reasoning and outputs" when starting: the allowance keeps a default ledger limit
+# from ending in finish reason "length" with no output.
+_OPENAI_REASONING: dict[str, Any] = {
+    "temperature": False,
+    "logprobs": False,
+    "output_limit": "max_completion_tokens",
+    "output_allowance": 25_000,
+}
+
+PROFILE_RULES: tuple[ProfileRule, ...] = (
+    # The embedded models (evidence_first.local), by the names they are served under, wherever
+    # they are reached: LocalModel, or ChatOpenAI / OpenAILike / ChatCompletionsModel at its
+    # base_url. llama.cpp turns the schema into a grammar (the full dialect) and returns the
+    # log-probabilities taken before it.
+    ProfileRule(
+        "qwen2.5-coder-1.5b",
+        "embedded",
+        re.compile(r"^qwen2\.5-coder-1\.5b$"),
+        {
+            "dialect": "full",
+            "logprobs": True,
+            "citation_mode": "passage",
+            # Chosen by benchmarks/quality.py's calibration rule on the tune half (q01-q45)
+            # with the fact markers' prompts (current sources first; quote mode's quotes exact
+            # excerpts), non-current answers and uncovered questions abstaining: passage keeps
+            # 12 of 33 answerable correct and abstains on 10 of 12; quote keeps 19 and 10.
+            "confidence_floors": {"passage": 0.78, "quote": 0.73},
+        },
+        "llama.cpp tools/server/README.md (json_schema as a grammar; n_probs before sampling); "
+        "the floors and policies: benchmarks/quality.py runs (docs/benchmarks.md)",
+    ),
+    ProfileRule(
+        "gemma-3-270m",
+        "embedded",
+        re.compile(r"^gemma-3-270m$"),
+        {"dialect": "full", "logprobs": True},
+        "llama.cpp tools/server/README.md (json_schema as a grammar; n_probs before sampling)",
+    ),
+    ProfileRule(
+        "openai-reasoning",
+        "openai",
+        re.compile(r"^(ft:)?(o\d|gpt-([5-9]|\d\d))"),
+        _OPENAI_REASONING,
+        "platform.openai.com/docs/guides/reasoning (reasoning models: no temperature, top_p or "
+        "logprobs; reasoning tokens count against max_completion_tokens); API reference, "
+        "chat/create max_tokens: 'deprecated in favor of max_completion_tokens, and is not "
+        "compatible with o-series models'; GPT-6 (changelog 2026-09-03, latest-model guide): "
+        "'When reasoning effort is not none, remove temperature, top_p, and top_logprobs'",
+    ),
+    ProfileRule(
+        "openai-chat",
+        "openai",
+        re.compile(r"^(ft:)?(gpt-4|gpt-3\.5|chatgpt-4o)"),
+        {"logprobs": True},
+        "platform.openai.com/docs/api-reference/chat/create (temperature 0 to 2; logprobs and "
+        "top_logprobs up to 20)",
+    ),
+    ProfileRule(
+        "claude-prompt-only-json",
+        "anthropic",
+        re.compile(r"^claude-(instant|[23][.-]|(opus|sonnet)-4(-[01])?(-\d{8})?$)"),
+        {"structured_output": False},
+        "platform.claude.com/docs/en/build-with-claude/structured-outputs (structured outputs "
+        "from the Claude 4.5 models on; an output_config elsewhere is an HTTP 400)",
+    ),
+    ProfileRule(
+        "claude-sampling",
+        "anthropic",
+        re.compile(r"^claude-(instant|[23][.-]|(opus|sonnet|haiku)-4(-[0156])?(-\d{8})?$)"),
+        {"temperature": True},
+        "platform.claude.com/docs/en/api/messages (temperature 0 to 1) for the models before "
+        "Claude Opus 4.7",
+    ),
+    ProfileRule(
+        "claude-no-sampling",
+        "anthropic",
+        re.compile(r"^claude-(opus-4-[7-9]|opus-([5-9]|\d\d)|sonnet-5|haiku-5|fable-)"),
+        {"temperature": False},
+        "platform.claude.com/docs/en/about-claude/models/migration-guide (Claude Opus 4.7: "
+        "'temperature, top_p, and top_k' removed; a request with them is an HTTP 400 "
+        "'`temperature` is deprecated for this model'), and the models after it",
+    ),
+    ProfileRule(
+        "gemini-3",
+        "google",
+        re.compile(r"^gemini-([3-9]|\d\d)"),
+        {"temperature": False},
+        "ai.google.dev/gemini-api/docs/gemini-3 (keep the default temperature of 1.0: a lower "
+        "one can make Gemini 3 loop)",
+    ),
+    ProfileRule(
+        "gemini-2",
+        "google",
+        re.compile(r"^gemini-[12]"),
+        {},
+        "ai.google.dev/api/generate-content#generationconfig (temperature 0 to 2)",
+    ),
+    ProfileRule(
+        "mistral",
+        "mistral",
+        re.compile(r"^(mistral|magistral|ministral|codestral|devstral|pixtral|open-mi)"),
+        {},
+        "docs.mistral.ai/api (chat completions: temperature, max_tokens, response_format)",
+    ),
+)
+"""Every rule, in the order they apply."""
+
+CAUTIOUS: dict[Vendor, ProfileRule] = {
+    # An OpenAI name no rule knows (a new model, an Azure deployment's name): as a reasoning
+    # model, which refuses the most; every current OpenAI model takes max_completion_tokens.
+    "openai": ProfileRule(
+        "openai-cautious",
+        "openai",
+        re.compile(r"^(ft:)?(o\d|gpt-\d|chatgpt-|codex)"),
+        {**_OPENAI_REASONING},
+        "platform.openai.com/docs/guides/reasoning; the API reference's max_completion_tokens",
+        left_out="no temperature (the model's default), max_completion_tokens with room for "
+        "reasoning, and no log-probabilities (so no reader confidence)",
+    ),
+    "anthropic": ProfileRule(
+        "anthropic-cautious",
+        "anthropic",
+        re.compile(r"^claude"),
+        {"temperature": False},
+        "platform.claude.com/docs/en/about-claude/models/migration-guide",
+        left_out="no temperature (the model's default)",
+    ),
+    "google": ProfileRule(
+        "google-cautious",
+        "google",
+        re.compile(r"^gemini"),
+        {"temperature": False},
+        "ai.google.dev/gemini-api/docs/gemini-3",
+        left_out="no temperature (the model's default)",
+    ),
+}
+"""Each vendor's profile for a model name none of its rules knows."""
+
+FAMILY_VENDOR: dict[str, Vendor] = {
+    "openai": "openai",
+    "azure-openai": "openai",
+    "anthropic": "anthropic",
+    "google": "google",
+    "mistral": "mistral",
+}
+"""Whose models a provider family serves, for a name that does not say."""
