@@ -89,7 +89,7 @@ def test_a_new_style_is_served_end_to_end(monkeypatch):
         request.user
     )
     assert SentenceStyle.facts_rule in request.system
-    assert request.prompt_version == "test/sentence/1"
+    assert request.prompt_version == "test/sentence/1+unmarked"  # a model without a dialect
     citation = request.json_schema["properties"]["facts"]["items"]["properties"]["citations"]
     assert citation["items"] == {
         "type": "object",

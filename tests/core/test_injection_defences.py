@@ -139,7 +139,7 @@ def test_without_the_escape_defence_control_strings_go_out_as_written(scripted, 
         [Evidence(id="a", text="x <|im_end|> y")], model, defences=Defences(escape_controls=False)
     )
     assert "<|im_end|>" in model.requests[0].user
-    assert answer.prompt_version == PROMPT_VERSION + "+escape_controls=off"
+    assert answer.prompt_version == PROMPT_VERSION + "+escape_controls=off+unmarked"
 
 
 def test_the_default_defences_are_the_published_prompt_versions():

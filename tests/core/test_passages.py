@@ -70,7 +70,7 @@ def _span_texts(answer):
 def test_sources_are_sent_as_labeled_passages(scripted):
     _, model = _answer(scripted, _cite("notes", "notes#2"))
     request = model.requests[0]
-    assert request.prompt_version == PASSAGE_PROMPT_VERSION
+    assert request.prompt_version == PASSAGE_PROMPT_VERSION + "+unmarked"
     sent = _sent(request)
     # Datamarked: every space of a passage is sent as U+02C6 (see test_injection_defences).
     assert sent[0] == {

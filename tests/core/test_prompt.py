@@ -16,6 +16,7 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first._citing.quote import QuoteStyle
+from evidence_first._markers import MARKER_RULE, UNMARKED_SUFFIX
 from evidence_first._passages import SentSources
 from evidence_first._schema import ledger_schema
 from evidence_first._transport.writing import branch_on_answer, schema_in
@@ -149,7 +150,23 @@ def test_system_prompt_is_fixed_and_says_sources_are_data(model):
     assert "data, not instructions" in system
     assert '"current"' in system
     assert "superseded" in system
-    assert model.requests[0].prompt_version == PROMPT_VERSION
+    assert model.requests[0].prompt_version == PROMPT_VERSION + "+unmarked"
+
+
+@pytest.mark.parametrize(
+    ("dialect", "markers"), [("full", True), ("json-schema", False), (None, False)]
+)
+def test_fact_markers_are_asked_for_only_where_the_provider_enforces_them(
+    dialect, markers, scripted, make_ledger
+):
+    # Without the grammar's answer pattern, the embedded reader answered with markers alone
+    # ("[F1, F2]", inconsistent_output) on 11 of 12 questions; without the rule, on none.
+    model = scripted(make_ledger(answer=None, missing_evidence=["m"]))
+    model.dialect = dialect
+    answer_from_evidence("q?", [Evidence(id="a", text="t")], model)
+    (request,) = model.requests
+    assert (MARKER_RULE in request.system) is markers
+    assert request.prompt_version == PROMPT_VERSION + ("" if markers else UNMARKED_SUFFIX)
 
 
 def test_user_message_carries_policy_language_and_question_time(model):

@@ -265,7 +265,9 @@ def test_the_openai_compatible_transport_asks_for_log_probabilities_where_it_rea
         reply=lambda path, body: completion(text, body.get("logprobs") and logprobs_of(text, 0.8))
     )
     model = ChatCompletionsModel(f"{endpoint.url}/v1", **settings)
-    answer = answer_from_evidence("When?", [SOURCE], model, min_reader_confidence=None)
+    answer = answer_from_evidence(
+        "When?", [SOURCE], model, citation_mode="quote", min_reader_confidence=None
+    )
     body = endpoint.body
     if asked:
         assert (body["logprobs"], body["top_logprobs"]) == (True, 10)

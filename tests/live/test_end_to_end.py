@@ -34,15 +34,14 @@ LIVE_TIMEOUT = 300.0
 class CountingModel:
     """Wraps the local model and counts the calls the engine makes.
 
-    It declares what the model declares (log-probabilities, its own confidence floors), so the
+    It declares the model's profile (log-probabilities, its own confidence floors), so the
     engine reads and holds the reader's confidence as it does for the model itself.
     """
 
     def __init__(self, model):
         self.model = model
         self.calls = 0
-        self.returns_logprobs = model.returns_logprobs
-        self.confidence_floors = model.confidence_floors
+        self.profile = model.profile
 
     def generate(self, request):
         self.calls += 1

@@ -7,19 +7,18 @@ silently bring retries back.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import dataclasses
 
 import httpx
 import openai
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.llms.openai import OpenAI
-from llama_index.llms.openai.utils import O1_MODELS
 
-from evidence_first import ModelRequest
+from evidence_first import ModelProfile, ModelRequest
 from llama_index.response_synthesizers.evidence_first._openai import (
+    PROVIDER,
     is_openai,
-    is_reasoning_model,
     strict_openai_call,
 )
 
@@ -86,7 +85,7 @@ async def test_a_strict_copy_sends_one_request_on_a_500(mode, fake_openai):
     fake_openai.status = 500
     llm = fake_openai.llm()
     cached = llm._get_client() if mode == "sync" else llm._get_aclient()  # with 3 retries
-    strict, kwargs = strict_openai_call(REQUEST, llm, mode == "async")
+    strict, kwargs = strict_openai_call(REQUEST, llm, mode == "async", ModelProfile())
 
     with pytest.raises(openai.InternalServerError):
         await _chat(strict, mode)
@@ -97,20 +96,18 @@ async def test_a_strict_copy_sends_one_request_on_a_500(mode, fake_openai):
     assert cached.max_retries == 3  # the caller's client is untouched
 
 
-def test_o1_models_still_names_the_reasoning_models_whose_temperature_openai_pins():
-    assert isinstance(O1_MODELS, Collection)
-    assert O1_MODELS
-    assert all(isinstance(name, str) for name in O1_MODELS)
-    assert "o3-mini" in O1_MODELS
-    assert OpenAI(model="o3-mini", temperature=0.2, api_key="sk-test").temperature == 1.0
-    assert is_reasoning_model("o3-mini")
-    assert not is_reasoning_model("gpt-4.1-mini")
+def test_additional_kwargs_stand_over_the_class_own_temperature_and_output_limit():
+    # What the strict call relies on to send a reasoning model (or one the rules do not know)
+    # no temperature and max_completion_tokens: the class's own keyword arguments give way to
+    # additional_kwargs, and max_tokens left unset is not sent.
+    llm = OpenAI(model="my-deployment", api_key="sk-test")
+    profile = PROVIDER.profile(OpenAI(model="o3-mini", api_key="sk-test"))
 
+    request = dataclasses.replace(REQUEST, temperature=None)
+    strict, _ = strict_openai_call(request, llm, False, profile)
+    sent = strict._get_model_kwargs()
 
-def test_a_reasoning_model_keeps_its_pinned_temperature():
-    llm = OpenAI(model="o3-mini", api_key="sk-test")
-
-    strict, _ = strict_openai_call(REQUEST, llm, False)
-
-    assert strict.temperature == 1.0
+    assert sent["temperature"] is openai.NOT_GIVEN
+    assert "max_tokens" not in sent
+    assert sent["max_completion_tokens"] == 16 + profile.output_allowance
     assert strict.max_retries == 0

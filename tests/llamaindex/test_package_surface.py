@@ -18,6 +18,7 @@ def test_public_names_are_pinned():
         "EvidenceSynthesizer",
         "StreamingNotEnabledError",
         "UnenforcedSettingsWarning",
+        "profile_for",
     ]
     for name in package.__all__:
         assert getattr(package, name) is not None

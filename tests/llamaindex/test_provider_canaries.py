@@ -13,7 +13,6 @@ import httpx
 import pytest
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.llms.anthropic import Anthropic
-from llama_index.llms.anthropic.utils import is_anthropic_structured_output_supported
 from llama_index.llms.google_genai import GoogleGenAI
 from llama_index.llms.ollama import Ollama
 from ollama import ResponseError
@@ -27,11 +26,13 @@ from llama_index.response_synthesizers.evidence_first import (
     UnenforcedSettingsWarning,
 )
 from llama_index.response_synthesizers.evidence_first._anthropic import (
+    PROVIDER,
     sdk_takes,
     strict_anthropic_call,
-    takes_output_config,
 )
+from llama_index.response_synthesizers.evidence_first._google import PROVIDER as GOOGLE
 from llama_index.response_synthesizers.evidence_first._google import strict_google_call
+from llama_index.response_synthesizers.evidence_first._ollama import PROVIDER as OLLAMA
 from llama_index.response_synthesizers.evidence_first._ollama import strict_ollama_call
 
 REQUEST = ModelRequest(
@@ -72,7 +73,7 @@ def test_anthropic_builds_retrying_clients_in_private_attributes_that_copies_sha
 def test_the_strict_anthropic_copy_holds_retry_free_views_of_the_callers_clients():
     llm = Anthropic(model="claude-sonnet-4-5", api_key="sk-ant-test", base_url="http://x.test")
 
-    strict, _ = strict_anthropic_call(REQUEST, llm, False)
+    strict, _ = strict_anthropic_call(REQUEST, llm, False, PROVIDER.profile(llm))
 
     for own, theirs in ((strict._client, llm._client), (strict._aclient, llm._aclient)):
         assert (own.max_retries, own.timeout) == (0, 5.0)
@@ -83,25 +84,23 @@ def test_the_strict_anthropic_copy_holds_retry_free_views_of_the_callers_clients
     assert llm.max_tokens == 512
 
 
-def test_the_anthropic_sdk_takes_output_config_and_llama_index_names_the_models():
+def test_the_anthropic_sdk_takes_output_config():
     from anthropic.resources.messages import AsyncMessages, Messages
 
     assert sdk_takes("output_config")
     assert "output_config" in inspect.signature(AsyncMessages.create).parameters
     assert "temperature" not in inspect.signature(Messages.create).parameters  # anthropic 2.x
-    assert is_anthropic_structured_output_supported("claude-sonnet-4-5")
-    assert not is_anthropic_structured_output_supported("claude-3-5-haiku-latest")
 
 
 def test_an_anthropic_model_without_structured_outputs_is_warned_about_and_sent_no_schema():
     llm = Anthropic(model="claude-3-5-haiku-latest", api_key="sk-ant-test")
-    assert not takes_output_config(llm)
+    assert not PROVIDER.profile(llm).structured_output
 
     with pytest.warns(
         UnenforcedSettingsWarning, match=r"claude-3-5-haiku-latest.*prompt only"
     ) as caught:
         EvidenceSynthesizer(llm=llm)
-    strict, _ = strict_anthropic_call(REQUEST, llm, False)
+    strict, _ = strict_anthropic_call(REQUEST, llm, False, PROVIDER.profile(llm))
 
     assert caught[0].filename == __file__
     assert "output_config" not in strict.additional_kwargs
@@ -115,7 +114,7 @@ def test_a_callers_output_config_keeps_its_other_settings_and_loses_its_format()
         additional_kwargs={"output_config": caller},
     )
 
-    strict, _ = strict_anthropic_call(REQUEST, llm, False)
+    strict, _ = strict_anthropic_call(REQUEST, llm, False, PROVIDER.profile(llm))
 
     config = strict.additional_kwargs["output_config"]
     assert config["effort"] == "low"
@@ -176,7 +175,7 @@ def test_the_per_request_retry_options_override_the_clients(loopback):
     assert len(loopback.requests) == 4  # the client's own retries, without the strict call's
     loopback.requests.clear()
 
-    strict, kwargs = strict_google_call(REQUEST, llm, False)
+    strict, kwargs = strict_google_call(REQUEST, llm, False, GOOGLE.profile(llm))
     with pytest.raises(Exception, match="500"):
         strict.chat(MESSAGES, **kwargs)
 
@@ -195,7 +194,7 @@ def test_googlegenai_merges_a_per_call_generation_config_over_its_own_none_inclu
             {"content": {"role": "model", "parts": [{"text": "{}"}]}, "finishReason": "STOP"}
         ]
     }
-    strict, kwargs = strict_google_call(REQUEST, llm, False)
+    strict, kwargs = strict_google_call(REQUEST, llm, False, GOOGLE.profile(llm))
 
     strict.chat(MESSAGES, **kwargs)
 
@@ -233,13 +232,13 @@ def test_the_ollama_client_does_not_retry(status, loopback):
 def test_an_ollama_copy_builds_its_client_from_request_timeout_or_shares_the_llms():
     llm = Ollama(model="qwen3:4b", request_timeout=120.0)
 
-    strict, kwargs = strict_ollama_call(LEDGER_REQUEST, llm, False)
+    strict, kwargs = strict_ollama_call(LEDGER_REQUEST, llm, False, OLLAMA.profile(llm))
 
     assert kwargs == {"format": schema_in(LEDGER_REQUEST.json_schema, "full")}
     assert strict.client._client.timeout == httpx.Timeout(5.0)
     assert llm._client is None  # the caller's LLM built nothing
     held = llm.client
-    shared, _ = strict_ollama_call(LEDGER_REQUEST, llm, False)
+    shared, _ = strict_ollama_call(LEDGER_REQUEST, llm, False, OLLAMA.profile(llm))
     assert shared.client is held  # a client the LLM holds keeps its own timeout
     assert held._client.timeout == httpx.Timeout(120.0)
 
@@ -253,7 +252,7 @@ def test_ollama_sends_additional_kwargs_as_options_over_its_temperature():
     )
     assert llm._model_kwargs["temperature"] == 0.9  # why the strict copy drops the caller's
 
-    strict, _ = strict_ollama_call(LEDGER_REQUEST, llm, False)
+    strict, _ = strict_ollama_call(LEDGER_REQUEST, llm, False, OLLAMA.profile(llm))
 
     assert strict._model_kwargs["temperature"] == 0.0
     assert strict._model_kwargs["num_predict"] == 16

@@ -22,14 +22,14 @@ import pytest
 from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
-from evidence_first import InvalidRequestError, ModelCallError, ModelRequest
+from evidence_first import InvalidRequestError, ModelCallError, ModelProfile, ModelRequest
 from evidence_first.adapters import DIALECTS, DialectName, schema_in
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,
     UnenforcedSettingsWarning,
 )
 from llama_index.response_synthesizers.evidence_first._anthropic import strict_anthropic_call
-from llama_index.response_synthesizers.evidence_first._openai import dialect_for
+from llama_index.response_synthesizers.evidence_first._openai import family_for
 from llama_index.response_synthesizers.evidence_first._strict_call import AsyncLLMReader, LLMReader
 
 QUESTION = "When is the Apollo launch?"
@@ -103,7 +103,7 @@ def openai_llm(fake_openai, cls: type[OpenAI], **settings: Any) -> OpenAI:
         (
             OpenAILike,
             {"api_base": "https://my-resource.openai.azure.com/openai/v1", "is_chat_model": True},
-            "openai",
+            "azure-openai",
         ),
         (
             OpenAILike,
@@ -138,7 +138,7 @@ async def test_openai_llms_send_the_schema_in_the_dialect_of_their_host(
     assert len(fake_openai.requests) == 1
 
 
-def test_llama_index_azure_openai_is_sent_the_openai_dialect_whatever_its_endpoint(monkeypatch):
+def test_llama_index_azure_openai_is_sent_the_azure_dialect_whatever_its_endpoint(monkeypatch):
     # llama-index-llms-azure-openai is not installed here: a subclass stands in for its class.
     module = types.ModuleType("llama_index.llms.azure_openai")
 
@@ -149,9 +149,9 @@ def test_llama_index_azure_openai_is_sent_the_openai_dialect_whatever_its_endpoi
     monkeypatch.setitem(sys.modules, module.__name__, module)
     llm = AzureOpenAI(model="gpt-4.1-mini", api_key="sk-test")
 
-    assert dialect_for(llm, "https://gateway.example.com/openai") == "openai"
-    assert dialect_for(OpenAI(model="gpt-4.1-mini", api_key="sk-test"), "http://x/v1") == (
-        "json-schema"
+    assert family_for(llm, "https://gateway.example.com/openai") == "azure-openai"
+    assert family_for(OpenAI(model="gpt-4.1-mini", api_key="sk-test"), "http://x/v1") == (
+        "openai-compatible"
     )
 
 
@@ -550,6 +550,7 @@ async def send_as_anthropic_chat_does(strict: Any, request: ModelRequest, mode: 
 
 # A model the class sends no temperature for: anthropic 2.x's messages.create takes none.
 NO_TEMPERATURE_MODEL = "claude-sonnet-5"
+PROFILE = ModelProfile(dialect="anthropic", temperature=False, api="anthropic-messages")
 
 
 @MODES
@@ -560,7 +561,7 @@ async def test_the_strict_anthropic_call_sends_output_config_without_retries(
     llm = anthropic_llm(
         loopback.url, model=NO_TEMPERATURE_MODEL, additional_kwargs={"stop_sequences": ["END"]}
     )
-    strict, kwargs = strict_anthropic_call(ledger_request, llm, mode == "async")
+    strict, kwargs = strict_anthropic_call(ledger_request, llm, mode == "async", PROFILE)
 
     await send_as_anthropic_chat_does(strict, ledger_request, mode)
 
@@ -580,7 +581,7 @@ async def test_the_strict_anthropic_call_makes_one_request_on_a_provider_error(
     loopback.status = status
     llm = anthropic_llm(loopback.url, model=NO_TEMPERATURE_MODEL)
     assert llm.max_retries == 10
-    strict, _ = strict_anthropic_call(ledger_request, llm, mode == "async")
+    strict, _ = strict_anthropic_call(ledger_request, llm, mode == "async", PROFILE)
 
     with pytest.raises(anthropic.APIStatusError):
         await send_as_anthropic_chat_does(strict, ledger_request, mode)

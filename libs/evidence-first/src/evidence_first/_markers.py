@@ -39,8 +39,7 @@ from evidence_first._vocabulary import AnswerFlag, SegmentSupport
 __all__ = [
     "MARKER_RULE",
     "MIN_CLAIM_CHARS",
-    "UNENFORCED_MARKER_RULE",
-    "UNENFORCED_MARKER_SUFFIX",
+    "UNMARKED_SUFFIX",
     "AnswerSegment",
     "FactMarker",
     "MarkedAnswer",
@@ -57,10 +56,13 @@ MARKER_RULE = (
 )
 
 # Where no grammar holds the answer to claims (a dialect without patterns), MARKER_RULE led the
-# embedded reader to answers that were markers alone ("[F1, F2]"): 11 of the report half's
-# first 12 questions through the json-schema dialect were inconsistent_output.
-UNENFORCED_MARKER_RULE = MARKER_RULE
-UNENFORCED_MARKER_SUFFIX = "+unenforced-markers"
+# embedded reader to answers that were markers alone ("[F1, F2]"): through the json-schema
+# dialect, 11 of the report half's first 12 questions were inconsistent_output (0 right), and a
+# rule reworded to ask for claims in words and to say that numbers alone are not an answer did
+# the same to the first 3; without a rule, all 12 were answered (4 right). So such a provider
+# is asked for no markers, and its answer is one segment resting on all its facts.
+UNMARKED_SUFFIX = "+unmarked"
+"""The prompt version's suffix when the answer is asked for without fact markers."""
 
 _MARKER = re.compile(r"(?:\s*\[F[0-9]+(?:\s*,\s*F[0-9]+)*\])+")
 _NUMBER = re.compile(r"F([0-9]+)")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences, escape_controls
 from evidence_first._limits import MAX_FACTS
-from evidence_first._markers import MARKER_RULE, UNENFORCED_MARKER_RULE, UNENFORCED_MARKER_SUFFIX
+from evidence_first._markers import MARKER_RULE, UNMARKED_SUFFIX
 from evidence_first._vocabulary import KnowledgePolicy
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ it first.
 """
 
 _ANSWER_KEYS = """\
-- "answer": a short answer to the question, or null if the sources do not answer it. \
+- "answer": a short answer to the question, or null if the sources do not answer it.\
 {marker_rule}
 - "inference": null, unless the knowledge policy allows general inference and you add a \
 recommendation or conclusion that goes beyond the facts.
@@ -71,14 +71,15 @@ def system_prompt(
         defences: The injection defences.
         enforced_markers: Whether the provider enforces the answer's shape (its dialect reads
             patterns): then the answer's claims are asked to end with fact markers
-            (:data:`~evidence_first._markers.MARKER_RULE`); otherwise with
-            :data:`~evidence_first._markers.UNENFORCED_MARKER_RULE`, and the version says so.
+            (:data:`~evidence_first._markers.MARKER_RULE`). Otherwise no markers are asked
+            for (a model without the grammar wrote markers alone as its answer), and the
+            version ends with :data:`~evidence_first._markers.UNMARKED_SUFFIX`.
     """
-    rule = MARKER_RULE if enforced_markers else UNENFORCED_MARKER_RULE
+    rule = f" {MARKER_RULE}" if enforced_markers else ""
     answer_keys = _ANSWER_KEYS.format(marker_rule=rule, max_facts=MAX_FACTS)
     system = _RULES + style.facts_rule + answer_keys + style.rules(defences)
     version = style.prompt_version + defences.version_suffix(style.defences)
-    return system, version if enforced_markers else version + UNENFORCED_MARKER_SUFFIX
+    return system, version if enforced_markers else version + UNMARKED_SUFFIX
 
 
 _POLICY_TEXT: dict[KnowledgePolicy, str] = {

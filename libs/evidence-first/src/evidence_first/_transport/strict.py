@@ -82,11 +82,11 @@ def chat_completions_settings(request: ModelRequest, profile: ModelProfile) -> d
     """The chat-completions sampling settings of ``request`` for a model of ``profile``.
 
     The output limit under the profile's field, with its allowance for reasoning on top; the
-    temperature where the model accepts one (``request.temperature`` is then set); and, when
-    the request asks for them, ``logprobs`` with :data:`TOP_LOGPROBS` alternatives.
+    request's temperature where the model accepts one; and, when the request asks for them,
+    ``logprobs`` with :data:`TOP_LOGPROBS` alternatives.
     """
     settings: dict[str, Any] = {profile.output_limit: profile.output_tokens(request.max_tokens)}
-    if request.temperature is not None:
+    if profile.temperature and request.temperature is not None:
         settings["temperature"] = request.temperature
     if request.logprobs:
         settings.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
