@@ -846,36 +846,34 @@ def wrong_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> 
 def built_table(records: Sequence[Record]) -> list[str]:
     """How many items each kind of ledger was built for, and why the others were not."""
     sets, splits, configs, _ = _order(records)
-    built_in = " / ".join(configs)
-    header = [
-        "set",
-        "split",
-        "kind",
-        f"items built ({built_in})",
-        "not built: why (a count alone: in each)",
-    ]
+    kinds = [kind for kind in KINDS if any(r.kind == kind for r in records)]
+    each = " / ".join(configs)
+    header = ["set", "split", *(f"{kind} ({each})" for kind in kinds), "not built: why"]
     rows = []
     for name in sets:
         for split in splits:
             of = [r for r in records if r.set == name and r.split == split]
-            for kind in KINDS:
+            if not of:
+                continue
+            cells, notes = [], []
+            for kind in kinds:
                 kind_of = [r for r in of if r.kind == kind]
-                if not kind_of:
-                    continue
                 built = [
                     "-"
-                    if kind == "distractor" and c == "alone"
+                    if not kind_of or (kind == "distractor" and c == "alone")
                     else str(len({r.item for r in kind_of if r.config == c and r.built}))
                     for c in configs
                 ]
+                cells.append(" / ".join(built))
                 missing = Counter((r.reasons[0], r.config) for r in kind_of if not r.built)
                 reasons = dict.fromkeys(reason for reason, _ in missing)
-                why = "; ".join(
-                    _why(reason, [missing[reason, c] for c in configs], configs)
-                    for reason in reasons
-                )
-                rows.append([name, split, kind, " / ".join(built), why or "-"])
-    return markdown(header, rows, labels=3, notes=1)
+                if reasons:
+                    counted = [
+                        _why(why, [missing[why, c] for c in configs], configs) for why in reasons
+                    ]
+                    notes.append(f"{kind}: {', '.join(counted)}")
+            rows.append([name, split, *cells, "; ".join(notes) or "-"])
+    return markdown(header, rows, labels=2, notes=1)
 
 
 def _why(reason: str, counts: Sequence[int], configs: Sequence[str]) -> str:
@@ -1060,7 +1058,12 @@ def main(argv: list[str] | None = None) -> int:
     print(what)
     print(tables(records, args.policy))
     judged = sum(record.built for record in records)
-    print(f"\nWall time: {elapsed:.1f} s for {judged} ledgers judged, {args.workers} worker(s).")
+    if args.records is None:
+        print(
+            f"\nWall time: {elapsed:.1f} s for {judged} ledgers judged, {args.workers} worker(s)."
+        )
+    else:
+        print(f"\nTabulated {judged} stored ledgers in {elapsed:.1f} s.")
     return 0
 
 
