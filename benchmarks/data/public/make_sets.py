@@ -205,7 +205,7 @@ def xquad(raw: Path) -> list[dict[str, Any]]:
 def squad2_heldout(raw: Path) -> list[dict[str, Any]]:
     """SQuAD 2.0, held out: one answerable and one unanswerable question per paragraph.
 
-    From the half of the official dev set that chrischute/squad publishes as its dev file;
+    From the dev file chrischute/squad publishes (16 articles of the official dev set);
     paragraphs that XQuAD also holds are left out.
     """
     english = json.loads((raw / "xquad.en.json").read_text(encoding="utf-8"))["data"]
