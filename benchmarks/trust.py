@@ -341,7 +341,6 @@ def absent(phrase: str, text: str) -> bool:
 class Pool:
     """What one set offers every item: its passages and its short answers."""
 
-    items: tuple[Item, ...]
     by_id: dict[str, Item]
     passages: tuple[Item, ...]  # the first item of each distinct passage
     answers: tuple[tuple[str, str], ...]  # (item ID, its short answer) for every item with one
@@ -365,7 +364,7 @@ def pool(name: str) -> Pool:
         found = short_answer(item)
         if found is not None:
             answers.append((item.id, item.text[found[0] : found[1]]))
-    return Pool(items, items_by_id(name), tuple(distinct.values()), tuple(answers))
+    return Pool(items_by_id(name), tuple(distinct.values()), tuple(answers))
 
 
 def rng_for(item: Item, purpose: str) -> random.Random:
