@@ -30,6 +30,10 @@ endpoint)::
 
     uv run python benchmarks/quality.py [--modes quote,passage] [--quick | --limit N]
         [--json PATH] [--base-url URL --model NAME --api-key-env VAR]
+        [--set project|nq-open|clapnq|squad2] [--split tune|report|all]
+
+``--set`` asks a public set's questions instead (``public_sets.reader_set``: each question's
+own passage and a BM25 retriever's nearest others), exactly as the project's set is asked.
 
 It prints the Python version and platform, the model line, then the Markdown tables; progress
 goes to stderr. ``--json`` also writes every result (status, codes, answer, citations).
@@ -54,6 +58,7 @@ from pathlib import Path
 from typing import Any, cast, get_args
 
 from _common import machine_line
+from public_sets import HELDOUT, READER_SETS, reader_set
 
 from evidence_first import (
     AnswerTimeoutError,
@@ -83,9 +88,13 @@ MAX_OUTPUT_TOKENS = 512
 TIMEOUT_SECONDS = 300.0
 # Every question's sources fit easily; a larger allowance keeps packing from omitting any.
 MAX_CONTEXT_TOKENS = 4096
+# A public set's passages are longer: one ClapNQ passage, a 23,000-character table, alone
+# estimates at 6,897 tokens, and more in passage mode. The contract's largest allowance.
+PUBLIC_CONTEXT_TOKENS = 32_768
 MODEL_ERROR = "model_error"
 KINDS = ("single", "two-source", "superseded", "contradicted", "unanswerable")
 SPLITS = ("tune", "report")
+PROJECT_SET = "project"
 
 Span = tuple[str, int, int]
 """A source ID and a half-open ``[start, end)`` range of its text."""
@@ -102,12 +111,18 @@ class Question:
     gold_quotes: tuple[tuple[str, str], ...]
     split: str
     polarity: str | None = None  # a yes/no question's correct reply: "yes" or "no"
+    # Whether any answer counts, its citations alone deciding: a public set whose gold
+    # answers are long paraphrases (ClapNQ) has no answer string to look for.
+    judged_by_citation: bool = False
 
     def is_gold(self, answer: str) -> bool:
         """Whether ``answer`` holds a gold answer, or opens with a yes/no question's reply.
 
-        A gold answer counts only as whole words: "May 2" is not in "May 24".
+        A gold answer counts only as whole words: "May 2" is not in "May 24". A question
+        judged by its citations alone takes any answer.
         """
+        if self.judged_by_citation:
+            return True
         folded = answer.casefold()
         if any(
             re.search(rf"(?<!\w){re.escape(gold.casefold())}(?!\w)", folded)
@@ -142,6 +157,23 @@ def load_questions(path: Path = DATA / "questions.json") -> list[Question]:
         )
         for item in items
     ]
+
+
+def load_set(name: str) -> tuple[dict[str, Evidence], list[Question]]:
+    """The documents and questions of the project's eval set, or of a public set.
+
+    A public set (``public_sets.reader_set``) comes in its stable order, so the first N of a
+    split are the same sample on every run.
+    """
+    if name == PROJECT_SET:
+        return load_documents(), load_questions()
+    documents, questions = reader_set(name)
+    return documents, [Question(**fields) for fields in questions]
+
+
+def context_tokens(set_name: str) -> int:
+    """The allowance that sends every source of the set's questions."""
+    return MAX_CONTEXT_TOKENS if set_name == PROJECT_SET else PUBLIC_CONTEXT_TOKENS
 
 
 def gold_spans(question: Question, documents: dict[str, Evidence]) -> list[Span]:
@@ -355,6 +387,7 @@ def plan_one(
     *,
     defences: Defences = DEFAULT_DEFENCES,
     min_score: float | None = None,
+    max_context_tokens: int = MAX_CONTEXT_TOKENS,
 ) -> AnswerPlan:
     """The checked request for one question in one mode, before anything is sent.
 
@@ -364,7 +397,7 @@ def plan_one(
     sources = [documents[source_id] for source_id in question.sources]
     options = AnswerOptions(
         citation_mode=mode,
-        max_context_tokens=MAX_CONTEXT_TOKENS,
+        max_context_tokens=max_context_tokens,
         max_output_tokens=MAX_OUTPUT_TOKENS,
         timeout=TIMEOUT_SECONDS,
         min_score=min_score,
@@ -435,6 +468,7 @@ def run(
     *,
     model_line: str,
     store: Path | None = None,
+    max_context_tokens: int = MAX_CONTEXT_TOKENS,
 ) -> dict[CitationMode, list[Outcome]]:
     """Answer every question in every mode, alternating modes question by question.
 
@@ -447,7 +481,7 @@ def run(
     total = len(questions) * len(modes)
     for question in questions:
         for mode in modes:
-            plan = plan_one(question, mode, documents, model)
+            plan = plan_one(question, mode, documents, model, max_context_tokens=max_context_tokens)
             key = run_key(model_line, plan)
             stored = done.get(key)
             reused = stored is not None
@@ -597,15 +631,16 @@ def reason_code_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
     return markdown_table("invalid_response reason code", list(outcomes), rows)
 
 
-def kind_table(outcomes: dict[CitationMode, list[Outcome]]) -> list[str]:
+def kind_table(
+    outcomes: dict[CitationMode, list[Outcome]], kinds: Sequence[str] = KINDS
+) -> list[str]:
     rows = []
-    for kind in KINDS:
+    for kind in kinds:
         cells = []
         for runs in outcomes.values():
             of_kind = [o for o in runs if o.kind == kind]
-            cells.append(
-                abstained(of_kind) if kind == "unanswerable" else answered_accuracy(of_kind)
-            )
+            answerable = any(o.answerable for o in of_kind)
+            cells.append(answered_accuracy(of_kind) if answerable else abstained(of_kind))
         rows.append([kind, *cells])
     return markdown_table(
         "answered accuracy by kind (unanswerable: abstained)", list(outcomes), rows
@@ -685,9 +720,12 @@ def render(
     documents: int,
     split: str,
     floors: dict[str, float | None] | None = None,
+    set_name: str = PROJECT_SET,
 ) -> str:
     floors = floors or {}
     questions = next(iter(outcomes.values()))
+    kinds = KINDS if set_name == PROJECT_SET else tuple(dict.fromkeys(o.kind for o in questions))
+    named = "Eval set" if set_name == PROJECT_SET else f"Public set {set_name}"
     answerable = sum(o.answerable for o in questions)
     applied = ", ".join(
         f"{mode} {'none' if floors.get(mode) is None else floors[mode]}" for mode in outcomes
@@ -696,7 +734,7 @@ def render(
     lines = [
         machine_line(),
         model_line,
-        f"Eval set: {len(questions)} questions of the {split} split ({answerable} answerable, "
+        f"{named}: {len(questions)} questions of the {split} split ({answerable} answerable, "
         f"{len(questions) - answerable} unanswerable) over {documents} documents; "
         f"max_output_tokens {MAX_OUTPUT_TOKENS}, timeout {TIMEOUT_SECONDS:g} s, temperature 0.",
         f"Reader's confidence floor (the model's own): {applied}; flags that abstain: "
@@ -706,7 +744,7 @@ def render(
         "",
         *reason_code_table(outcomes),
         "",
-        *kind_table(decided(outcomes, floors)),
+        *kind_table(decided(outcomes, floors), kinds),
         "",
         *risk_coverage_table(outcomes),
         "",
@@ -755,6 +793,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=parse_modes,
         default=list(MODES),
         help="citation modes to compare, comma-separated (default: quote,passage)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="set_name",
+        choices=[PROJECT_SET, *READER_SETS],
+        default=PROJECT_SET,
+        help="the questions: the project's eval set (the default) or a public set "
+        "(data/public/, in a stable order: --limit 100 takes the same 100 every time)",
     )
     parser.add_argument(
         "--split",
@@ -810,16 +856,27 @@ def check_model_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    documents = load_documents()
-    questions = [q for q in load_questions() if args.split in ("all", q.split)]
+    documents, every = load_set(args.set_name)
+    # A held-out public set is always whole.
+    questions = [q for q in every if args.split in ("all", q.split) or q.split == HELDOUT]
     limit = args.limit if args.limit is not None else QUICK_QUESTIONS if args.quick else None
     questions = questions[:limit]
     with open_model(args) as (model, model_line, identity):
         outcomes = run(
-            questions, args.modes, documents, model, model_line=identity, store=args.json
+            questions,
+            args.modes,
+            documents,
+            model,
+            model_line=identity,
+            store=args.json,
+            max_context_tokens=context_tokens(args.set_name),
         )
         floors = floors_of(model)
-    print(render(outcomes, model_line, len(documents), args.split, floors))
+    split = HELDOUT if questions and questions[0].split == HELDOUT else args.split
+    # A public set's documents are many; count those its asked questions were sent.
+    sent = len({source for q in questions for source in q.sources})
+    count = len(documents) if args.set_name == PROJECT_SET else sent
+    print(render(outcomes, model_line, count, split, floors, args.set_name))
     return 0
 
 

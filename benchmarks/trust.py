@@ -1,0 +1,1070 @@
+"""Trust on public questions, with no model: every answer-level check, measured at scale.
+
+Each item of a public set (``public_sets.py``: NQ-open, ClapNQ, XQuAD by language and, held
+out, SQuAD 2.0) is answered by the real engine (``answer_from_evidence``) with a scripted
+reader that replies with a prepared ledger: a **perfect** one (what a perfect reader writes:
+the gold answer, citing exactly the gold sentence), or a **wrong** one of five kinds:
+
+- ``on_topic_non_answer``: an unanswerable item (ClapNQ, SQuAD 2.0): its on-topic passage's
+  sentence sharing most words with the question, cited as the answer;
+- ``distractor``: the best-overlapping sentence of the top other passage sent (the first
+  random one, or the retriever's nearest), cited as the answer;
+- ``superseded_only``: the gold passage sent as ``current`` beside a ``superseded`` copy in
+  which the short answer is replaced by another item's; the ledger cites the copy, with the
+  replaced answer as object and answer;
+- ``object_not_cited``: the perfect ledger with its (first) fact's object, and the answer,
+  replaced by another item's answer that the cited text lacks;
+- ``near_miss``: an item whose short answer holds a number, and whose gold passage holds
+  another: that other number, citing its sentence.
+
+Each is sent in three configurations: the gold passage ``alone``; with 2-4 ``random`` other
+items' passages; with a BM25 retriever's 3-9 nearest others (``bm25``, precomputed by
+``data/public/make_sets.py``). Counts, the gold passage's place and the other answers drawn are
+seeded by the item's ID, and source IDs are a retriever's (``doc-1``...). Both citation modes:
+in passage mode the reader cites the labels of the passages holding its sentence, read from
+the request it receives.
+
+Every check runs with the policy ``flag`` and no confidence floor, so one run gives each
+check's flags: the share of ledgers a check flags is the share it withholds when it abstains.
+The tables apply a policy to those flags, the engine's rule (an answer carrying a flag whose
+policy is ``abstain`` is withheld): today's defaults unless ``--policy`` says otherwise.
+
+Run from the workspace root::
+
+    uv run python benchmarks/trust.py [--sets nq-open,clapnq,...] [--split tune|report|all]
+        [--modes quote,passage] [--configs alone,random,bm25] [--limit N] [--quick]
+        [--json PATH] [--records PATH] [--policy CHECK=flag|abstain,...] [--workers N]
+
+It prints the machine line, then Markdown tables, then the wall time. ``--json`` writes one
+record per ledger judged (and per ledger that could not be built); ``--records`` tabulates
+stored records again, under any ``--policy``, without running anything (:func:`tables`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import random
+import re
+import time
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, cast, get_args
+
+from _common import machine_line, require
+from public_sets import (
+    HELDOUT,
+    SETS,
+    SPLITS,
+    Item,
+    Span,
+    answer_span,
+    covering,
+    find_phrase,
+    gold_spans,
+    in_split,
+    items_by_id,
+    load_items,
+    sentences,
+)
+
+from evidence_first import (
+    CitationMode,
+    Evidence,
+    EvidenceStatus,
+    ModelRequest,
+    answer_from_evidence,
+)
+from evidence_first._injection import DATAMARK
+from evidence_first._limits import MAX_PASSAGES_PER_CITATION
+from evidence_first._vocabulary import AnswerFlag, CitationFlag, FlagPolicy
+from evidence_first.adapters import AnswerOptionFields
+
+CHECKS: tuple[AnswerFlag, ...] = get_args(AnswerFlag)
+DEFAULT_POLICY: dict[str, FlagPolicy] = {
+    check: AnswerOptionFields.model_fields[check].default for check in CHECKS
+}
+"""Today's default policy of each check, from the options' declaration."""
+# The citation flags a ledger here can earn; ``contradicted_source`` takes the same path as
+# ``superseded_source`` and no source here is marked contradicted.
+CITATION_FLAGS: tuple[CitationFlag, ...] = tuple(
+    flag for flag in get_args(CitationFlag) if flag != "contradicted_source"
+)
+MODES: tuple[CitationMode, ...] = get_args(CitationMode)
+CONFIGS = ("alone", "random", "bm25")
+PERFECT = "perfect"
+WRONG_KINDS = (
+    "on_topic_non_answer",
+    "distractor",
+    "superseded_only",
+    "object_not_cited",
+    "near_miss",
+)
+KINDS = (PERFECT, *WRONG_KINDS)
+NOT_BUILT = "not_built"
+RANDOM_OTHERS = (2, 4)
+BM25_OTHERS = (3, 9)
+# Every source must be sent: the allowance holds 11 passages of any set here.
+MAX_CONTEXT_TOKENS = 32_768
+# An object drawn from a sentence: its last words, at most this many.
+OBJECT_WORDS = 12
+QUICK_SETS = ("nq-open", "clapnq")
+QUICK_LIMIT = 12
+# Draws of another item's answer before a wrong ledger is counted as not buildable.
+DRAWS = 50
+
+_STOPWORDS = frozenset(
+    """
+    a about an and are as at be by can did do does for from had has have how i in is it its
+    of on or that the their there they this to was were what when where which who whom whose
+    why will with
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+# A number: digits, with ".", "," or ":" between digits, standing apart from letters and digits
+# (a Han or kana character stands apart: Chinese writes "308分").
+_APART = r"[^\W\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]"
+_NUMBER = re.compile(rf"(?<!{_APART})\d+(?:[.,:]\d+)*(?!{_APART})")
+_MONTH = re.compile(
+    r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:tember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b",
+    re.IGNORECASE,
+)
+
+
+# ---------------------------------------------------------------------------------------
+# What is sent and what the scripted reader states
+
+
+@dataclass(frozen=True)
+class Source:
+    """One source as a case sends it."""
+
+    text: str
+    title: str
+    status: EvidenceStatus | None = None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One fact of a scripted ledger: it cites ``span`` of source ``source`` (an index)."""
+
+    source: int
+    span: Span
+    subject: str
+    relation: str
+    object: str
+
+
+@dataclass(frozen=True)
+class Case:
+    """One ledger of one kind, over the sources of one configuration, in the order sent."""
+
+    kind: str
+    config: str
+    sources: tuple[Source, ...]
+    claims: tuple[Claim, ...]
+    answer: str
+
+
+@dataclass(frozen=True)
+class Sent:
+    """A configuration's sources: where the gold passage is, and the top other passage."""
+
+    sources: tuple[Source, ...]
+    gold: int
+    top_other: int | None
+
+
+def source_id(index: int) -> str:
+    return f"doc-{index + 1}"
+
+
+def sent_passages(request: ModelRequest, texts: Mapping[str, str]) -> dict[str, list[Any]]:
+    """Each source's passages as the request sent them: ``(label, span)`` in its text.
+
+    Read from the user message's JSON array of sources. A passage is an exact span of its
+    source; the whitespace between passages belongs to none, and datamarking changes
+    characters one for one, so each span follows from the passage's length.
+    """
+    user = request.user
+    sent, _ = json.JSONDecoder().raw_decode(user, user.index("["))
+    found: dict[str, list[Any]] = {}
+    for source in sent:
+        text = texts[source["id"]]
+        at, spans = 0, []
+        for passage in source["passages"]:
+            while at < len(text) and text[at].isspace():
+                at += 1
+            piece = passage["text"]
+            end = at + len(piece)
+            require(
+                piece.replace(DATAMARK, " ") == text[at:end].replace(DATAMARK, " "),
+                f"passage {passage['label']} is not the next span of its source",
+            )
+            spans.append((passage["label"], (at, end)))
+            at = end
+        found[source["id"]] = spans
+    return found
+
+
+def label_groups(touched: Sequence[tuple[str, Span]], held: Span | None) -> list[list[str]]:
+    """The labels of a fact's passages, at most four a citation, as a careful reader cites them.
+
+    The passages that hold the object (``held``) make one citation when they are four or
+    fewer, so that one cited span holds the whole object; the passages before and after it
+    make citations of up to four.
+    """
+    most = MAX_PASSAGES_PER_CITATION
+
+    def chunks(labels: list[str]) -> list[list[str]]:
+        return [labels[n : n + most] for n in range(0, len(labels), most)]
+
+    labels = [label for label, _ in touched]
+    if held is None:
+        return chunks(labels)
+    inside = [n for n, (_, (a, b)) in enumerate(touched) if a < held[1] and held[0] < b]
+    if not inside or len(inside) > most:
+        return chunks(labels)
+    first, last = inside[0], inside[-1] + 1
+    return [*chunks(labels[:first]), labels[first:last], *chunks(labels[last:])]
+
+
+def ledger_json(case: Case, mode: CitationMode, request: ModelRequest) -> str:
+    """The case's ledger as a reader writes it: quotes, or the labels of its passages."""
+    texts = {source_id(n): source.text for n, source in enumerate(case.sources)}
+    labels = sent_passages(request, texts) if mode == "passage" else {}
+    facts = []
+    for claim in case.claims:
+        cited = source_id(claim.source)
+        start, end = claim.span
+        citations: list[dict[str, Any]]
+        if mode == "quote":
+            citations = [{"quote": texts[cited][start:end], "source_id": cited}]
+        else:
+            touched = [
+                (label, span) for label, span in labels[cited] if span[0] < end and start < span[1]
+            ]
+            found = texts[cited].find(claim.object, start, end)
+            held = None if found < 0 else (found, found + len(claim.object))
+            citations = [
+                {"source_id": cited, "passages": group, "quote": None}
+                for group in label_groups(touched, held)
+            ]
+        facts.append(
+            {
+                "subject": claim.subject,
+                "relation": claim.relation,
+                "object": claim.object,
+                "citations": citations,
+            }
+        )
+    ledger = {
+        "answerable": "yes",
+        "facts": facts,
+        "answer": case.answer,
+        "inference": None,
+        "missing_evidence": [],
+    }
+    return json.dumps(ledger, ensure_ascii=False)
+
+
+class ScriptedReader:
+    """A reader that replies with a prepared ledger, citing what the request sent."""
+
+    def __init__(self, case: Case, mode: CitationMode) -> None:
+        self.case = case
+        self.mode = mode
+
+    def generate(self, request: ModelRequest) -> str:
+        return ledger_json(self.case, self.mode, request)
+
+
+# ---------------------------------------------------------------------------------------
+# Building the cases of one item
+
+
+def content_words(text: str) -> set[str]:
+    """The text's words of two characters or more, case-folded, less common English ones."""
+    return {
+        word
+        for word in re.findall(r"\w+", text.casefold())
+        if len(word) > 1 and word not in _STOPWORDS
+    }
+
+
+def best_sentence(text: str, question: str) -> Span:
+    """The sentence sharing most words with the question (the first of equals)."""
+    asked = content_words(question)
+    return max(
+        sentences(text) or ((0, len(text)),),
+        key=lambda span: len(asked & content_words(text[span[0] : span[1]])),
+    )
+
+
+def _trimmable(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char)[0] in "PS"
+
+
+def tail_phrase(text: str, span: Span) -> Span:
+    """The span's last words (at most :data:`OBJECT_WORDS`), trailing punctuation trimmed."""
+    start, end = span
+    while end > start and _trimmable(text[end - 1]):
+        end -= 1
+    found = list(re.finditer(r"\S+", text[start:end]))
+    if not found:
+        return span
+    return start + found[max(0, len(found) - OBJECT_WORDS)].start(), end
+
+
+def absent(phrase: str, text: str) -> bool:
+    """Whether the text lacks ``phrase`` as the fact-words check reads it (independently).
+
+    Case-folded with whitespace collapsed, the phrase is not in the text, nor are all of its
+    numbers and month names (when it has any) as whole words.
+    """
+    folded = " ".join(text.casefold().split())
+    if " ".join(phrase.casefold().split()) in folded:
+        return False
+    parts = [m.group().casefold() for m in (*_NUMBER.finditer(phrase), *_MONTH.finditer(phrase))]
+    return not parts or not all(
+        re.search(rf"(?<!\w){re.escape(part)}(?!\w)", folded) for part in parts
+    )
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What one set offers every item: its passages and its short answers."""
+
+    by_id: dict[str, Item]
+    passages: tuple[Item, ...]  # the first item of each distinct passage
+    answers: tuple[tuple[str, str], ...]  # (item ID, its short answer) for every item with one
+
+
+def short_answer(item: Item) -> Span | None:
+    """The item's short answer in its passage: the gold answer, or ClapNQ's first object."""
+    if item.selected:
+        spans = gold_spans(item)
+        return tail_phrase(item.text, spans[0]) if spans else None
+    return answer_span(item) if item.answerable else None
+
+
+@functools.cache
+def pool(name: str) -> Pool:
+    items = load_items(name)
+    distinct: dict[str, Item] = {}
+    answers = []
+    for item in items:
+        distinct.setdefault(item.text, item)
+        found = short_answer(item)
+        if found is not None:
+            answers.append((item.id, item.text[found[0] : found[1]]))
+    return Pool(items_by_id(name), tuple(distinct.values()), tuple(answers))
+
+
+def rng_for(item: Item, purpose: str) -> random.Random:
+    """A generator seeded by the set, the item's ID and what it draws for (stable anywhere)."""
+    return random.Random(f"trust:{item.set}:{item.id}:{purpose}")
+
+
+def configuration(item: Item, config: str, rng: random.Random) -> Sent:
+    """The sources of one configuration, the gold passage at a seeded-random place."""
+    gold = Source(item.text, item.title)
+    others: list[Item] = []
+    if config == "random":
+        count = rng.randint(*RANDOM_OTHERS)
+        # One more than needed, so that leaving out the item's own passage leaves enough.
+        drawn = rng.sample(pool(item.set).passages, count + 1)
+        others = [other for other in drawn if other.text != item.text][:count]
+    elif config == "bm25":
+        by_id = pool(item.set).by_id
+        others = [by_id[n] for n in item.neighbours[: rng.randint(*BM25_OTHERS)]]
+    sources = [Source(other.text, other.title) for other in others]
+    place = rng.randint(0, len(sources))
+    sources.insert(place, gold)
+    top = None if not others else (0 if place > 0 else 1)
+    return Sent(tuple(sources), place, top)
+
+
+def other_answer(item: Item, *texts: str) -> str | None:
+    """Another item's short answer that each of ``texts`` lacks, drawn with a seed."""
+    own = short_answer(item)
+    mine = "" if own is None else item.text[own[0] : own[1]].casefold()
+    answers = pool(item.set).answers
+    rng = rng_for(item, "other answer")
+    for _ in range(DRAWS):
+        owner, answer = answers[rng.randrange(len(answers))]
+        if owner == item.id or not answer.strip() or (mine and mine in answer.casefold()):
+            continue
+        if all(absent(answer, text) for text in texts):
+            return answer
+    return None
+
+
+def near_miss_number(item: Item, answer: Span) -> Span | None:
+    """Another number of the gold passage than the answer's: same length first."""
+    text = item.text
+    numbers = [m.group() for m in _NUMBER.finditer(text[answer[0] : answer[1]])]
+    if not numbers:
+        return None
+    found = [
+        (m.start(), m.end())
+        for m in _NUMBER.finditer(text)
+        if (m.end() <= answer[0] or m.start() >= answer[1]) and m.group() not in numbers
+    ]
+    same = [span for span in found if span[1] - span[0] == len(numbers[0])]
+    return next(iter(same or found), None)
+
+
+def applicable_kinds(item: Item) -> tuple[str, ...]:
+    """The ledger kinds an item is meant to have (some may still not be buildable)."""
+    if not item.answerable:
+        return ("on_topic_non_answer",)
+    kinds = (PERFECT, "distractor", "superseded_only", "object_not_cited")
+    return (*kinds, "near_miss") if item.answers else kinds
+
+
+class ItemCases:
+    """The cases of one item; what cannot be built is counted with its reason."""
+
+    def __init__(self, item: Item) -> None:
+        self.item = item
+        # Why a kind of ledger could not be built, by (kind, configuration).
+        self.not_built: dict[tuple[str, str], str] = {}
+
+    def perfect_claims(self, sent: Sent) -> tuple[Claim, ...] | None:
+        item = self.item
+        spans = gold_spans(item)
+        if not spans:
+            return None
+        if item.selected:
+            return tuple(
+                Claim(
+                    sent.gold,
+                    span,
+                    item.title,
+                    "states",
+                    _slice(item.text, tail_phrase(item.text, span)),
+                )
+                for span in spans
+            )
+        found = answer_span(item)
+        assert found is not None
+        subject = item.question.strip().rstrip("?").strip()
+        return (Claim(sent.gold, spans[0], subject, "is", _slice(item.text, found)),)
+
+    def cases(self, config: str) -> list[Case]:
+        item = self.item
+        rng = rng_for(item, config)
+        sent = configuration(item, config, rng)
+        if not item.answerable:
+            span = best_sentence(item.text, item.question)
+            claim = Claim(
+                sent.gold,
+                span,
+                item.title,
+                "states",
+                _slice(item.text, tail_phrase(item.text, span)),
+            )
+            return [
+                Case(
+                    "on_topic_non_answer",
+                    config,
+                    sent.sources,
+                    (claim,),
+                    _slice(item.text, span).strip(),
+                )
+            ]
+        claims = self.perfect_claims(sent)
+        if claims is None:
+            why = (
+                "a selected sentence is not in the passage"
+                if item.selected
+                else "no selected sentence"
+                if item.long_answer is not None
+                else "the answer is not in the passage"
+            )
+            for kind in applicable_kinds(item):
+                if kind != "distractor" or config != "alone":
+                    self.not_built[kind, config] = why
+            return []
+        built = [Case(PERFECT, config, sent.sources, claims, self.perfect_answer(claims))]
+        built.extend(self.distractor(config, sent))
+        built.extend(self.superseded(config, sent, rng))
+        first = claims[0]
+        cited = item.text[first.span[0] : first.span[1]]
+        replaced = other_answer(item, cited)
+        if replaced is None:
+            self.not_built["object_not_cited", config] = "no other answer the cited text lacks"
+        else:
+            wrong = Claim(first.source, first.span, first.subject, first.relation, replaced)
+            built.append(
+                Case("object_not_cited", config, sent.sources, (wrong, *claims[1:]), replaced)
+            )
+        built.extend(self.near_miss(config, sent))
+        return built
+
+    def distractor(self, config: str, sent: Sent) -> list[Case]:
+        """The top other passage's sentence nearest the question, unless it holds an answer."""
+        if sent.top_other is None:
+            return []
+        other = sent.sources[sent.top_other]
+        span = best_sentence(other.text, self.item.question)
+        sentence = _slice(other.text, span)
+        if any(find_phrase(sentence, answer) for answer in self.item.answers):
+            self.not_built["distractor", config] = "its sentence holds a gold answer"
+            return []
+        tail = _slice(other.text, tail_phrase(other.text, span))
+        claim = Claim(sent.top_other, span, other.title, "states", tail)
+        return [Case("distractor", config, sent.sources, (claim,), sentence.strip())]
+
+    def perfect_answer(self, claims: Sequence[Claim]) -> str:
+        return self.item.long_answer or claims[0].object
+
+    def superseded(self, config: str, sent: Sent, rng: random.Random) -> list[Case]:
+        item = self.item
+        found = short_answer(item)
+        replaced = None if found is None else other_answer(item, item.text)
+        if found is None or replaced is None:
+            self.not_built["superseded_only", config] = "no other answer the gold passage lacks"
+            return []
+        start, end = found
+        copy = item.text[:start] + replaced + item.text[end:]
+        sources = list(sent.sources)
+        sources[sent.gold] = Source(item.text, item.title, "current")
+        place = rng.randint(0, len(sources))
+        sources.insert(place, Source(copy, item.title, "superseded"))
+        span = covering(copy, start, start + len(replaced))
+        claim = Claim(place, span, item.title, "states", replaced)
+        return [Case("superseded_only", config, tuple(sources), (claim,), replaced)]
+
+    def near_miss(self, config: str, sent: Sent) -> list[Case]:
+        """Another number of the passage as the answer; not for a set without short answers."""
+        item = self.item
+        found = answer_span(item)
+        if not item.answers or found is None:
+            return []
+        if not _NUMBER.search(_slice(item.text, found)):
+            self.not_built["near_miss", config] = "the answer holds no number"
+            return []
+        number = near_miss_number(item, found)
+        if number is None:
+            self.not_built["near_miss", config] = "the passage holds no other number"
+            return []
+        value = _slice(item.text, number)
+        span = covering(item.text, *number)
+        subject = item.question.strip().rstrip("?").strip()
+        claim = Claim(sent.gold, span, subject, "is", value)
+        return [Case("near_miss", config, sent.sources, (claim,), value)]
+
+
+def _slice(text: str, span: Span) -> str:
+    return text[span[0] : span[1]]
+
+
+# ---------------------------------------------------------------------------------------
+# Judging: one record per ledger
+
+
+@dataclass(frozen=True)
+class Record:
+    """One ledger judged in one mode, or one kind of ledger an item could not have.
+
+    Attributes:
+        set: The set's name.
+        split: The item's split.
+        item: The item's ID.
+        kind: ``perfect`` or a wrong kind.
+        config: ``alone``, ``random`` or ``bm25``.
+        mode: The citation mode (``-`` when not built).
+        status: The engine's status, every check flagging only; or ``not_built``.
+        reasons: An ``invalid_response``'s reason codes, or why the ledger was not built.
+        flags: The answer's flags (``EvidenceAnswer.flags``).
+        citation_flags: Every flag any of its citations carries.
+        verified: Whether every citation it produced verified.
+        sources: How many sources were sent.
+    """
+
+    set: str
+    split: str
+    item: str
+    kind: str
+    config: str
+    mode: str
+    status: str
+    reasons: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    citation_flags: tuple[str, ...] = ()
+    verified: bool = False
+    sources: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> Record:
+        values = dict(record)
+        for name in ("reasons", "flags", "citation_flags"):
+            values[name] = tuple(values[name])
+        return cls(**values)
+
+    @property
+    def built(self) -> bool:
+        return self.status != NOT_BUILT
+
+    def withheld(self, policy: Mapping[str, FlagPolicy]) -> bool:
+        """Whether the engine withholds it under ``policy`` (its rule: a flag that abstains)."""
+        return self.status == "insufficient_evidence" or (
+            self.status == "answered" and any(policy.get(f) == "abstain" for f in self.flags)
+        )
+
+    def answered(self, policy: Mapping[str, FlagPolicy]) -> bool:
+        return self.status == "answered" and not self.withheld(policy)
+
+
+def judge_case(item: Item, case: Case, mode: CitationMode) -> Record:
+    """Answer the item with the case's ledger through the engine, every check only flagging."""
+    require(
+        set(CHECKS) == {"non_current_evidence", "unsupported_facts", "uncovered_question"},
+        "a check was added: set its policy to flag below",
+    )
+    sources = [
+        Evidence(id=source_id(n), text=source.text, status=source.status)
+        for n, source in enumerate(case.sources)
+    ]
+    answer = answer_from_evidence(
+        item.question,
+        sources,
+        ScriptedReader(case, mode),
+        citation_mode=mode,
+        max_context_tokens=MAX_CONTEXT_TOKENS,
+        min_reader_confidence=None,
+        non_current_evidence="flag",
+        unsupported_facts="flag",
+        uncovered_question="flag",
+    )
+    require(len(answer.used_source_ids) == len(sources), f"{item.id}: a source was not sent")
+    checks = answer.citation_checks
+    return Record(
+        set=item.set,
+        split=item.split,
+        item=item.id,
+        kind=case.kind,
+        config=case.config,
+        mode=mode,
+        status=answer.status,
+        reasons=answer.reason_codes,
+        flags=answer.flags,
+        citation_flags=tuple(sorted({flag for check in checks for flag in check.flags})),
+        verified=bool(checks) and all(check.verdict == "verified" for check in checks),
+        sources=len(sources),
+    )
+
+
+def item_records(
+    name: str, item_id: str, configs: Sequence[str], modes: Sequence[CitationMode]
+) -> list[Record]:
+    """Every ledger of one item in every configuration and mode, and what was not built."""
+    item = pool(name).by_id[item_id]
+    cases = ItemCases(item)
+    records = [
+        judge_case(item, case, mode)
+        for config in configs
+        for case in cases.cases(config)
+        for mode in modes
+    ]
+    records.extend(
+        Record(item.set, item.split, item.id, kind, config, "-", NOT_BUILT, (why,))
+        for (kind, config), why in cases.not_built.items()
+    )
+    return records
+
+
+def _item_records(task: tuple[str, str, Sequence[str], Sequence[CitationMode]]) -> list[Record]:
+    return item_records(*task)
+
+
+def run(
+    sets: Sequence[str],
+    split: str,
+    configs: Sequence[str],
+    modes: Sequence[CitationMode],
+    *,
+    limit: int | None = None,
+    workers: int = 1,
+) -> list[Record]:
+    """Every ledger of every item of the sets' split, in the sets' and items' order.
+
+    Items are independent and seeded by their IDs, so ``workers`` processes give the same
+    records as one.
+    """
+    tasks = [
+        (name, item.id, tuple(configs), tuple(modes))
+        for name in sets
+        for item in in_split(load_items(name), split)[:limit]
+    ]
+    if workers <= 1:
+        return [record for task in tasks for record in _item_records(task)]
+    with ProcessPoolExecutor(max_workers=workers) as executor:
+        done = executor.map(_item_records, tasks, chunksize=32)
+        return [record for records in done for record in records]
+
+
+# ---------------------------------------------------------------------------------------
+# Tables
+
+
+def percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def per_mode(
+    records: Sequence[Record], modes: Sequence[str], share: Callable[[Record], bool]
+) -> str:
+    """One share per mode, ``quote / passage``."""
+    cells = []
+    for mode in modes:
+        of_mode = [record for record in records if record.mode == mode]
+        cells.append(percent(sum(map(share, of_mode)), len(of_mode)))
+    return " / ".join(cells)
+
+
+def flagged(check: str) -> Callable[[Record], bool]:
+    return lambda record: check in record.flags
+
+
+def cited_with(flag: str) -> Callable[[Record], bool]:
+    return lambda record: flag in record.citation_flags
+
+
+def markdown(
+    header: Sequence[str], rows: Iterable[Sequence[str]], *, labels: int = 2, notes: int = 0
+) -> list[str]:
+    """A Markdown table: ``labels`` text columns, then figures, then ``notes`` text columns."""
+    figures = len(header) - labels - notes
+    align = "|" + "---|" * labels + "---:|" * figures + "---|" * notes
+    lines = ["| " + " | ".join(header) + " |", align]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return lines
+
+
+def _grouped(records: Sequence[Record], *fields: str) -> dict[tuple[str, ...], list[Record]]:
+    groups: dict[tuple[str, ...], list[Record]] = {}
+    for record in records:
+        groups.setdefault(tuple(getattr(record, name) for name in fields), []).append(record)
+    return groups
+
+
+def _order(records: Sequence[Record]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """The sets, splits, configurations and modes the records hold, in the run's order."""
+    sets = list(dict.fromkeys(record.set for record in records))
+    splits = [s for s in (*SPLITS, HELDOUT) if any(record.split == s for record in records)]
+    configs = [c for c in CONFIGS if any(record.config == c for record in records)]
+    modes: list[str] = [m for m in MODES if any(record.mode == m for record in records)]
+    return sets, splits, configs, modes
+
+
+def policy_line(policy: Mapping[str, FlagPolicy]) -> str:
+    named = ", ".join(f"`{check}` {policy.get(check, 'flag')}" for check in CHECKS)
+    today = " (today's defaults)" if dict(policy) == DEFAULT_POLICY else ""
+    return f"Policy applied: {named}{today}; no confidence floor."
+
+
+def perfect_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Perfect ledgers, by set and configuration: answered under the policy, and each flag."""
+    sets, _, configs, modes = _order(records)
+    groups = _grouped([r for r in records if r.kind == PERFECT and r.built], "set", "config")
+    header = [
+        "set",
+        "config",
+        "ledgers",
+        "answered",
+        "invalid_response",
+        *(f"flagged `{check}`" for check in CHECKS),
+        "flagged by any check",
+        *(f"citation flag `{flag}`" for flag in CITATION_FLAGS),
+    ]
+    rows = []
+    for name in sets:
+        for config in configs:
+            group = groups.get((name, config), [])
+            if not group:
+                continue
+            cells = [
+                per_mode(group, modes, lambda r: r.answered(policy)),
+                per_mode(group, modes, lambda r: r.status == "invalid_response"),
+                *(per_mode(group, modes, flagged(check)) for check in CHECKS),
+                per_mode(group, modes, lambda r: bool(r.flags)),
+                *(per_mode(group, modes, cited_with(flag)) for flag in CITATION_FLAGS),
+            ]
+            rows.append([name, config, str(len(group) // len(modes)), *cells])
+    return markdown(header, rows)
+
+
+def wrong_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Wrong ledgers, by set, kind and configuration: each check's flags, and the catch."""
+    sets, _, configs, modes = _order(records)
+    wrong = [r for r in records if r.kind != PERFECT and r.built]
+    groups = _grouped(wrong, "set", "kind", "config")
+    header = [
+        "set",
+        "kind",
+        "config",
+        "ledgers",
+        "invalid_response",
+        *(f"flagged `{check}`" for check in CHECKS),
+        "flagged or withheld by any check",
+        "withheld under the policy",
+    ]
+    rows = []
+    for name in sets:
+        for kind in WRONG_KINDS:
+            for config in configs:
+                group = groups.get((name, kind, config), [])
+                if not group:
+                    continue
+                cells = [
+                    per_mode(group, modes, lambda r: r.status == "invalid_response"),
+                    *(per_mode(group, modes, flagged(check)) for check in CHECKS),
+                    per_mode(
+                        group,
+                        modes,
+                        lambda r: r.status == "insufficient_evidence" or bool(r.flags),
+                    ),
+                    per_mode(group, modes, lambda r: r.withheld(policy)),
+                ]
+                rows.append([name, kind, config, str(len(group) // len(modes)), *cells])
+    return markdown(header, rows, labels=3)
+
+
+def built_table(records: Sequence[Record]) -> list[str]:
+    """How many items each kind of ledger was built for, and why the others were not."""
+    sets, splits, configs, _ = _order(records)
+    kinds = [kind for kind in KINDS if any(r.kind == kind for r in records)]
+    each = " / ".join(configs)
+    header = ["set", "split", *(f"{kind} ({each})" for kind in kinds), "not built: why"]
+    rows = []
+    for name in sets:
+        for split in splits:
+            of = [r for r in records if r.set == name and r.split == split]
+            if not of:
+                continue
+            cells, notes = [], []
+            for kind in kinds:
+                kind_of = [r for r in of if r.kind == kind]
+                built = [
+                    "-"
+                    if not kind_of or (kind == "distractor" and c == "alone")
+                    else str(len({r.item for r in kind_of if r.config == c and r.built}))
+                    for c in configs
+                ]
+                cells.append(" / ".join(built))
+                missing = Counter((r.reasons[0], r.config) for r in kind_of if not r.built)
+                reasons = dict.fromkeys(reason for reason, _ in missing)
+                if reasons:
+                    counted = [
+                        _why(why, [missing[why, c] for c in configs], configs) for why in reasons
+                    ]
+                    notes.append(f"{kind}: {', '.join(counted)}")
+            rows.append([name, split, *cells, "; ".join(notes) or "-"])
+    return markdown(header, rows, labels=2, notes=1)
+
+
+def _why(reason: str, counts: Sequence[int], configs: Sequence[str]) -> str:
+    """A reason and its items: one count when every configuration with any has the same."""
+    some = [count for count in counts if count]
+    if len(set(some)) == 1 and len(some) >= len(configs) - 1:
+        return f"{some[0]} {reason}"
+    each = ", ".join(f"{c} {count}" for c, count in zip(configs, counts, strict=True) if count)
+    return f"{reason} ({each})"
+
+
+def invalid_table(records: Sequence[Record]) -> list[str]:
+    """Every ``invalid_response``, by set, split, kind, configuration, mode and reason code."""
+    counts = Counter(
+        (r.set, r.split, r.kind, r.config, r.mode, code)
+        for r in records
+        if r.status == "invalid_response"
+        for code in r.reasons
+    )
+    rows = [[*key, str(count)] for key, count in sorted(counts.items())]
+    if not rows:
+        rows = [["(none)", "", "", "", "", "", "0"]]
+    header = ["set", "split", "kind", "config", "mode", "reason code", "ledgers"]
+    return markdown(header, rows, labels=6)
+
+
+def tables(records: Sequence[Record], policy: Mapping[str, FlagPolicy] = DEFAULT_POLICY) -> str:
+    """The Markdown tables of a run's records under a policy (check -> ``flag``/``abstain``).
+
+    Records of any run (``--json``) can be tabulated again under another policy: the run
+    asked with every check flagging, so a policy's effect follows from the flags alone.
+    """
+    _, splits, _, modes = _order(records)
+    lines = [policy_line(policy), f"Cells: {' / '.join(modes)}."]
+    for split in splits:
+        of = [r for r in records if r.split == split]
+        items = dict.fromkeys((r.set, r.item) for r in of)
+        label = "held out (every item)" if split == HELDOUT else f"{split} split"
+        by_set = Counter(name for name, _ in items)
+        counts = ", ".join(f"{name} {count}" for name, count in by_set.items())
+        lines += [
+            "",
+            f"#### Perfect ledgers, {label} (items: {counts})",
+            "",
+            *perfect_table(of, policy),
+            "",
+            f"#### Wrong ledgers, {label}",
+            "",
+            *wrong_table(of, policy),
+        ]
+    lines += [
+        "",
+        "#### Ledgers built",
+        "",
+        *built_table(records),
+        "",
+        "#### `invalid_response` reason codes",
+        "",
+        *invalid_table(records),
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# Command line
+
+
+def _names(value: str, known: Sequence[str], what: str) -> list[str]:
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if not names or unknown or len(set(names)) != len(names):
+        msg = f"give distinct {what} from {', '.join(known)}, comma-separated"
+        raise argparse.ArgumentTypeError(msg)
+    return names
+
+
+def parse_policy(value: str) -> dict[str, FlagPolicy]:
+    """``check=flag|abstain`` pairs, comma-separated, over today's defaults."""
+    policy = dict(DEFAULT_POLICY)
+    for pair in value.split(","):
+        check, _, choice = pair.partition("=")
+        if check.strip() not in CHECKS or choice.strip() not in get_args(FlagPolicy):
+            msg = f"give check=flag|abstain pairs; the checks are {', '.join(CHECKS)}"
+            raise argparse.ArgumentTypeError(msg)
+        policy[check.strip()] = cast(FlagPolicy, choice.strip())
+    return policy
+
+
+DEFAULT_SETS = tuple(name for name, spec in SETS.items() if not spec.heldout)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--sets",
+        type=lambda v: _names(v, list(SETS), "sets"),
+        default=None,
+        help=f"public sets, comma-separated (default: {','.join(DEFAULT_SETS)}; the held-out "
+        "set only when named)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=[*SPLITS, "all"],
+        default="all",
+        help="which slice of each set (default all: both, tabulated apart); a held-out set is "
+        "always whole",
+    )
+    parser.add_argument(
+        "--modes",
+        type=lambda v: _names(v, MODES, "modes"),
+        default=list(MODES),
+        help="citation modes (default quote,passage)",
+    )
+    parser.add_argument(
+        "--configs",
+        type=lambda v: _names(v, CONFIGS, "configurations"),
+        default=list(CONFIGS),
+        help="configurations (default alone,random,bm25)",
+    )
+    parser.add_argument("--limit", type=int, default=None, help="the first N items of each set")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{','.join(QUICK_SETS)}, the first {QUICK_LIMIT} items of each",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="write every record here")
+    parser.add_argument(
+        "--records",
+        type=Path,
+        default=None,
+        help="tabulate the records of an earlier --json run instead of running",
+    )
+    parser.add_argument(
+        "--policy",
+        type=parse_policy,
+        default=dict(DEFAULT_POLICY),
+        help="check=flag|abstain pairs applied in the tables (default: today's defaults)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="processes (default: 2, or 1 on one core)",
+    )
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
+    if args.quick:
+        args.sets = args.sets or list(QUICK_SETS)
+        args.limit = args.limit or QUICK_LIMIT
+    args.sets = args.sets or list(DEFAULT_SETS)
+    return args
+
+
+def load_records(path: Path) -> list[Record]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [Record.from_json(json.loads(line)) for line in lines if line.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    start = time.perf_counter()
+    if args.records is not None:
+        records = load_records(args.records)
+        what = f"Records of {args.records}."
+    else:
+        records = run(
+            args.sets, args.split, args.configs, args.modes, limit=args.limit, workers=args.workers
+        )
+        described = "; ".join(f"{name}: {SETS[name].description}" for name in args.sets)
+        what = (
+            f"Sets: {described}. Split: {args.split}"
+            + (f", the first {args.limit} items of each" if args.limit else "")
+            + f". Configurations: {', '.join(args.configs)}; modes: {', '.join(args.modes)}."
+        )
+    if args.json is not None:
+        with args.json.open("w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps(record.as_json(), ensure_ascii=False) + "\n")
+    elapsed = time.perf_counter() - start
+    print(machine_line())
+    print(what)
+    print(tables(records, args.policy))
+    judged = sum(record.built for record in records)
+    if args.records is None:
+        print(
+            f"\nWall time: {elapsed:.1f} s for {judged} ledgers judged, {args.workers} worker(s)."
+        )
+    else:
+        print(f"\nTabulated {judged} stored ledgers in {elapsed:.1f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

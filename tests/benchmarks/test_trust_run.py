@@ -1,0 +1,214 @@
+"""The trust benchmark runs its quick configuration with no model, and its tables hold.
+
+Also: the public sets load in their stable order, and ``quality.py --set nq-open`` plans its
+questions (no model is called).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
+
+CHECKS = ["non_current_evidence", "unsupported_facts", "uncovered_question"]
+CITATION_FLAGS = ["control_string", "instruction_like", "superseded_source", "object_not_cited"]
+WRONG_KINDS = {"on_topic_non_answer", "distractor", "superseded_only", "object_not_cited"}
+
+
+def _tables(output: str) -> list[list[list[str]]]:
+    """Every Markdown table in ``output``: its rows (header first) as lists of cells."""
+    tables: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in [*output.splitlines(), ""]:
+        if line.startswith("|"):
+            current.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif current:
+            tables.append(current)
+            current = []
+    for table in tables:
+        assert set("".join(table[1])) <= set("-:"), table[1]
+    return [[table[0], *table[2:]] for table in tables]
+
+
+@pytest.fixture(scope="module")
+def trust():
+    """``benchmarks/trust.py`` as a module, once for the whole file."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS))
+        spec = importlib.util.spec_from_file_location("benchmark_trust", BENCHMARKS / "trust.py")
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        patch.setitem(sys.modules, spec.name, module)  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+        yield module
+
+
+@pytest.fixture(scope="module")
+def ran(trust, tmp_path_factory):
+    """The quick run's output and its records (one worker: no process pool in a test)."""
+    path = tmp_path_factory.mktemp("trust") / "records.jsonl"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert trust.main(["--quick", "--workers", "1", "--json", str(path)]) == 0
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return printed.getvalue(), records
+
+
+def test_quick_run_prints_the_machine_line_the_sets_and_every_table(ran):
+    output, _ = ran
+    assert output.startswith("Python ")
+    assert "Sets: nq-open: " in output
+    assert "clapnq: " in output
+    assert "the first 12 items of each" in output
+    assert "Policy applied: `non_current_evidence` abstain" in output
+    assert "(today's defaults)" in output
+    assert "Wall time: " in output
+    tables = _tables(output)
+    # Per split: perfect and wrong ledgers; then the ledgers built and the reason codes.
+    assert len(tables) == 2 * 2 + 2
+    perfect, wrong = tables[0], tables[1]
+    assert perfect[0] == [
+        "set",
+        "config",
+        "ledgers",
+        "answered",
+        "invalid_response",
+        *(f"flagged `{check}`" for check in CHECKS),
+        "flagged by any check",
+        *(f"citation flag `{flag}`" for flag in CITATION_FLAGS),
+    ]
+    assert {(row[0], row[1]) for row in perfect[1:]} == {
+        (name, config) for name in ("nq-open", "clapnq") for config in ("alone", "random", "bm25")
+    }
+    for row in perfect[1:]:
+        assert all(len(cell.split(" / ")) == 2 for cell in row[3:]), row  # quote / passage
+    assert wrong[0][:4] == ["set", "kind", "config", "ledgers"]
+    assert wrong[0][-2:] == ["flagged or withheld by any check", "withheld under the policy"]
+    assert {row[1] for row in wrong[1:]} <= WRONG_KINDS | {"near_miss"}
+    assert not [row for row in wrong[1:] if row[1] == "distractor" and row[2] == "alone"]
+    assert tables[-1] == [
+        ["set", "split", "kind", "config", "mode", "reason code", "ledgers"],
+        ["(none)", "", "", "", "", "", "0"],
+    ]
+
+
+def test_every_ledger_verifies_and_no_perfect_ledger_is_rejected(ran):
+    _, records = ran
+    built = [record for record in records if record["status"] != "not_built"]
+    kinds = {record["kind"] for record in built}
+    assert {"perfect", *WRONG_KINDS} <= kinds
+    assert {record["mode"] for record in built} == {"quote", "passage"}
+    assert {record["config"] for record in built} == {"alone", "random", "bm25"}
+    for record in built:
+        assert record["status"] == "answered", record
+        assert record["verified"], record
+        assert record["reasons"] == [], record
+
+
+def test_superseded_only_is_flagged_non_current_and_object_not_cited_unsupported(ran):
+    _, records = ran
+    superseded = [record for record in records if record["kind"] == "superseded_only"]
+    not_cited = [record for record in records if record["kind"] == "object_not_cited"]
+    assert superseded
+    assert not_cited
+    for record in superseded:
+        assert "non_current_evidence" in record["flags"], record
+        assert "superseded_source" in record["citation_flags"], record
+    for record in not_cited:
+        assert "unsupported_facts" in record["flags"], record
+        assert "object_not_cited" in record["citation_flags"], record
+
+
+def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran):
+    _, stored = ran
+    records = [trust.Record.from_json(record) for record in stored]
+    only_flag = dict.fromkeys(CHECKS, "flag")
+    perfect = _tables(trust.tables(records, only_flag))[0]
+    # No check abstains and every perfect ledger verified: every one is answered.
+    assert {row[3] for row in perfect[1:]} == {"100.0% / 100.0%"}
+    # Today's defaults withhold exactly the perfect ledgers whose flags abstain by default.
+    withheld = {
+        (record.item, record.config, record.mode)
+        for record in records
+        if record.kind == "perfect"
+        and {"uncovered_question", "non_current_evidence"} & set(record.flags)
+    }
+    assert withheld == {
+        (record.item, record.config, record.mode)
+        for record in records
+        if record.kind == "perfect" and not record.answered(trust.DEFAULT_POLICY)
+    }
+    assert trust.DEFAULT_POLICY == {
+        "non_current_evidence": "abstain",
+        "unsupported_facts": "flag",
+        "uncovered_question": "abstain",
+    }
+
+
+def test_records_tabulate_again_as_the_run_printed_them(trust, ran, capsys, tmp_path):
+    output, stored = ran
+    path = tmp_path / "again.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in stored), encoding="utf-8")
+    assert trust.main(["--records", str(path)]) == 0
+    again = capsys.readouterr().out
+    assert _tables(again) == _tables(output)
+
+
+def test_items_are_seeded_so_a_rerun_gives_the_same_records(trust):
+    first = trust.item_records("clapnq", trust.load_items("clapnq")[0].id, trust.CONFIGS, ["quote"])
+    again = trust.item_records("clapnq", trust.load_items("clapnq")[0].id, trust.CONFIGS, ["quote"])
+    assert first == again
+
+
+def test_public_sets_are_split_once_and_kept_in_a_stable_order(load_benchmark):
+    public_sets = load_benchmark("public_sets")
+    for name in public_sets.SETS:
+        items = public_sets.load_items(name)
+        assert items, name
+        assert [item.order for item in items] == sorted(item.order for item in items)
+        splits = {item.split for item in items}
+        assert splits == ({"heldout"} if public_sets.SETS[name].heldout else {"tune", "report"})
+        assert all(len(item.neighbours) == 9 for item in items)
+        assert all(item.id not in item.neighbours for item in items)
+
+
+def test_quality_set_nq_open_plans_its_questions_without_a_model_call(load_benchmark):
+    quality = load_benchmark("quality")
+
+    class NoCall:
+        def generate(self, request):
+            raise AssertionError("planning must not call the model")
+
+    args = quality.parse_args(["--set", "nq-open", "--split", "tune", "--limit", "5"])
+    assert args.set_name == "nq-open"
+    documents, questions = quality.load_set(args.set_name)
+    tune = [question for question in questions if question.split == "tune"]
+    assert len(tune) > 1000
+    # The same first questions on every load: the set's stable order.
+    assert [q.id for q in tune[:5]] == [
+        q.id for q in quality.load_set("nq-open")[1] if q.split == "tune"
+    ][:5]
+    for question in tune[: args.limit]:
+        assert question.kind == "nq-open"
+        assert question.answerable
+        assert len(question.sources) == 4
+        assert question.gold_answers
+        assert quality.gold_spans(question, documents)
+        for mode in quality.MODES:
+            plan = quality.plan_one(
+                question,
+                mode,
+                documents,
+                NoCall(),
+                max_context_tokens=quality.context_tokens(args.set_name),
+            )
+            assert [source.id for source in plan.packed.sent] == list(question.sources)
+    assert quality.parse_args([]).set_name == "project"
