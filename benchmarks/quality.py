@@ -810,6 +810,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "what the docs report), or all",
     )
     parser.add_argument(
+        "--kinds",
+        default=None,
+        help="only questions of these kinds, comma-separated (such as clapnq-unanswerable)",
+    )
+    parser.add_argument(
         "--quick", action="store_true", help=f"the first {QUICK_QUESTIONS} questions only"
     )
     parser.add_argument("--limit", type=int, default=None, help="the first N questions only")
@@ -859,6 +864,9 @@ def main(argv: list[str] | None = None) -> int:
     documents, every = load_set(args.set_name)
     # A held-out public set is always whole.
     questions = [q for q in every if args.split in ("all", q.split) or q.split == HELDOUT]
+    if args.kinds:
+        kinds = {kind.strip() for kind in args.kinds.split(",")}
+        questions = [q for q in questions if q.kind in kinds]
     limit = args.limit if args.limit is not None else QUICK_QUESTIONS if args.quick else None
     questions = questions[:limit]
     with open_model(args) as (model, model_line, identity):

@@ -6,6 +6,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.messages.content import ContentBlock, create_text_block
 
 from evidence_first import EvidenceAnswer
+from evidence_first.adapters import answer_metadata
 from langchain_evidence_first.content_blocks import to_content_blocks
 
 __all__ = ["answer_message", "outcome_text"]
@@ -45,9 +46,5 @@ def answer_message(answer: EvidenceAnswer) -> AIMessage:
         blocks = [create_text_block(outcome_text(answer))]
     return AIMessage(
         content_blocks=blocks,
-        response_metadata={
-            "evidence_answer": answer,
-            "evidence_status": answer.status,
-            "reader_confidence": answer.reader_confidence,
-        },
+        response_metadata=answer_metadata(answer),
     )

@@ -121,7 +121,7 @@ class AnswerOptionFields(BaseModel):
         "flagged, or an abstention",
     )
     uncovered_question: FlagPolicy = Field(
-        "abstain",
+        "flag",
         description="an answer whose cited sources hold fewer than 2 in 3 of the (English) "
         "question's words: flagged, or an abstention",
     )

@@ -32,6 +32,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
@@ -94,6 +95,7 @@ __all__ = [
     "SourceSelection",
     "UnenforcedSettingsWarning",
     "aanswer_selection",
+    "answer_metadata",
     "answer_selection",
     "chat_completions_settings",
     "checked_int",
@@ -118,6 +120,24 @@ __all__ = [
     "warn_unenforced_once",
     "without_strict_keys",
 ]
+
+
+def answer_metadata(answer: EvidenceAnswer) -> dict[str, Any]:
+    """What both integrations put beside an answer, under the same keys.
+
+    LangChain's message ``response_metadata`` and LlamaIndex's ``Response.metadata`` hold:
+    ``evidence_answer`` (the :class:`~evidence_first.EvidenceAnswer`), ``evidence_status``,
+    ``evidence_flags`` (the answer flags, a list: what deserves a second look, also on an
+    answer that stands), ``evidence_abstention`` (which check made an abstention, or
+    ``None``) and ``reader_confidence``.
+    """
+    return {
+        "evidence_answer": answer,
+        "evidence_status": answer.status,
+        "evidence_flags": list(answer.flags),
+        "evidence_abstention": answer.abstention,
+        "reader_confidence": answer.reader_confidence,
+    }
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,13 @@ from llama_index.core.types import RESPONSE_TEXT_TYPE
 from typing_extensions import Unpack
 
 from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile
-from evidence_first.adapters import AnswerOptions, OptionArgs, aanswer_selection, answer_selection
+from evidence_first.adapters import (
+    AnswerOptions,
+    OptionArgs,
+    aanswer_selection,
+    answer_metadata,
+    answer_selection,
+)
 from llama_index.response_synthesizers.evidence_first._nodes import (
     DocumentTexts,
     MetadataKeys,
@@ -39,7 +45,6 @@ __all__ = ["EvidenceSynthesizer"]
 # (llama-index-core re-exports get_dispatcher without declaring it, hence the type ignore.)
 dispatcher = get_dispatcher(__name__)
 
-_EVIDENCE_ANSWER_KEY = "evidence_answer"
 _SOURCE_NUMBERS_KEY = "source_numbers"
 _SOURCE_NUMBER_NODE_IDS_KEY = "source_number_node_ids"
 
@@ -55,6 +60,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         response.response                       # the answer, or None unless answered
         response.source_nodes                   # the nodes sent to the model, in order
         response.metadata["evidence_answer"]    # the EvidenceAnswer: status, facts, citations
+        response.metadata["evidence_flags"]     # what deserves a second look, even if answered
         response.metadata["reader_confidence"]  # the reader's own confidence, or None
 
     With ``streaming=True`` it returns LlamaIndex's ``StreamingResponse`` (from
@@ -344,10 +350,7 @@ def _response(
     is_async: bool,
     number_sources: bool,
 ) -> RESPONSE_TYPE:
-    metadata: dict[str, Any] = {
-        _EVIDENCE_ANSWER_KEY: answer,
-        "reader_confidence": answer.reader_confidence,
-    }
+    metadata = answer_metadata(answer)
     if additional_source_nodes:
         metadata["additional_source_nodes"] = list(additional_source_nodes)
     text = answer.answer if answer.status == "answered" else None
