@@ -3,8 +3,10 @@
 ``question_is_covered`` reads English questions: their words of two characters or more, less
 function words, each looked for in the cited sources' text as a word, or (both 4 characters or
 more) as the start of one, or with an inflection. A word only the other sources sent hold is
-left out. Under 2 in 3 held, the answer is flagged ``uncovered_question``, and by default it
-abstains (``abstention == "uncovered_question"``).
+left out. Under 2 in 3 held, the answer is flagged ``uncovered_question``; by default it only
+flags, since on natural questions the check would withhold a large share of right answers
+(``benchmarks/trust.py``), and with ``uncovered_question="abstain"`` it abstains
+(``abstention == "uncovered_question"``).
 """
 
 from __future__ import annotations
@@ -150,8 +152,16 @@ def _ask(question: str, sources: list[Evidence], cited: Evidence, quote: str, **
     return answer_from_evidence(question, sources, Reader(cited, quote), **options)
 
 
-def test_an_answer_to_a_nearby_question_abstains_by_default():
+def test_by_default_an_answer_to_a_nearby_question_stands_flagged():
     answer = _ask(HALF, [RENT], RENT, QUOTE)
+
+    assert answer.status == "answered"
+    assert answer.flags == ("uncovered_question",)
+    assert answer.as_dict()["flags"] == ["uncovered_question"]
+
+
+def test_under_abstain_an_answer_to_a_nearby_question_abstains():
+    answer = _ask(HALF, [RENT], RENT, QUOTE, uncovered_question="abstain")
 
     assert answer.status == "insufficient_evidence"
     assert answer.abstention == "uncovered_question"
@@ -164,14 +174,6 @@ def test_an_answer_to_a_nearby_question_abstains_by_default():
     assert "question's words" in answer.missing_evidence[0]
 
 
-def test_under_flag_the_answer_stands_flagged():
-    answer = _ask(HALF, [RENT], RENT, QUOTE, uncovered_question="flag")
-
-    assert answer.status == "answered"
-    assert answer.flags == ("uncovered_question",)
-    assert answer.as_dict()["flags"] == ["uncovered_question"]
-
-
 def test_an_answer_to_the_question_asked_is_not_flagged():
     answer = _ask("How much is the plot rent per year?", [RENT], RENT, QUOTE)
 
@@ -182,10 +184,10 @@ def test_an_answer_to_the_question_asked_is_not_flagged():
 def test_the_other_sources_sent_only_leave_words_out():
     # "half" and "cost" are in a source sent but not cited: left out, "plot" is held.
     minutes = Evidence(id="minutes", text="Half plots cost 20 pounds a year from April.")
-    assert _ask(HALF, [RENT, minutes], RENT, QUOTE).status == "answered"
+    assert _ask(HALF, [RENT, minutes], RENT, QUOTE).flags == ()
     # A source sent that holds none of the missing words changes nothing.
     shed = Evidence(id="shed", text="The tool shed code changes monthly.")
-    assert _ask(HALF, [RENT, shed], RENT, QUOTE).abstention == "uncovered_question"
+    assert _ask(HALF, [RENT, shed], RENT, QUOTE).flags == ("uncovered_question",)
 
 
 def test_the_option_takes_only_its_two_values():

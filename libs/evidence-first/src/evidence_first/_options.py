@@ -49,7 +49,7 @@ class AnswerOptionFields(BaseModel):
         "evidence-only", description="the opt-in keeps an `inference` apart from the facts"
     )
     citation_mode: CitationMode = Field(
-        "quote", description="how the model cites: exact quotes, or labeled passages"
+        "quote", description="how the model cites; left unset, the model's own (the reader's)"
     )
     output_language: str | None = Field(
         None,
@@ -123,7 +123,7 @@ class AnswerOptionFields(BaseModel):
     uncovered_question: FlagPolicy = Field(
         "flag",
         description="an answer whose cited sources hold fewer than 2 in 3 of the (English) "
-        "question's words: flagged, or an abstention",
+        "question's words: flagged, or an abstention; unset, the model's own",
     )
     unmarked_segments: UnmarkedSegments = Field(
         "list", description="answer text that no marker ties to a fact: listed, or rejected"

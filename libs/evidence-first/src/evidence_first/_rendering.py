@@ -12,7 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from evidence_first._evidence import Evidence, format_timestamp
-from evidence_first._vocabulary import ANSWER_FLAG_DESCRIPTIONS, FLAG_DESCRIPTIONS, CitationFlag
+from evidence_first._vocabulary import (
+    ABSTENTION_DESCRIPTIONS,
+    ANSWER_FLAG_DESCRIPTIONS,
+    FLAG_DESCRIPTIONS,
+    CitationFlag,
+)
 
 if TYPE_CHECKING:  # types only: the answer renders itself in notebooks with these modules
     from evidence_first._answer import Citation, EvidenceAnswer
@@ -64,8 +69,14 @@ class Excerpt:
 
 
 def notes(answer: EvidenceAnswer) -> list[str]:
-    """The reader's confidence against its floor, and why an answer deserves a second look."""
+    """The reader's confidence against its floor, and why an answer deserves a second look.
+
+    An abstention says which check made it and which option changes it, right after the
+    confidence, so that a confidence at or above the floor never stands alone beside it.
+    """
     notes = [f"Flagged: {ANSWER_FLAG_DESCRIPTIONS[flag]}." for flag in answer.flags]
+    if answer.abstention is not None:
+        notes.insert(0, f"Abstained: {ABSTENTION_DESCRIPTIONS[answer.abstention]}.")
     confidence, floor = answer.reader_confidence, answer.confidence_floor
     if confidence is not None or floor is not None:
         shown = "not read (no log-probabilities)" if confidence is None else f"{confidence:.2f}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 __all__ = [
+    "ABSTENTION_DESCRIPTIONS",
     "ANSWER_FLAG_DESCRIPTIONS",
     "DECISION_KEY",
     "FLAG_DESCRIPTIONS",
@@ -37,6 +38,22 @@ was below the floor (or unreadable while a floor applied); the answer rested onl
 superseded or contradicted sources, on facts whose words their cited text does not hold, or on
 sources that hold too few of the question's words, under an option that makes those abstain;
 or too few sources could be sent to call it."""
+
+ABSTENTION_DESCRIPTIONS: dict[AbstentionReason, str] = {
+    "reader": "the reader found that the sources do not state the answer",
+    "confidence_floor": "the reader's confidence was below the floor (min_reader_confidence; "
+    "left unset, the model's own floor applies, and None sets none)",
+    "non_current_evidence": "the answer rests only on superseded or contradicted sources, "
+    "while a current one was sent (non_current_evidence='flag' keeps such an answer, flagged)",
+    "unsupported_facts": "a fact's object is not in its cited text "
+    "(unsupported_facts='flag' keeps such an answer, flagged)",
+    "uncovered_question": "the cited sources hold fewer than 2 in 3 of the question's words "
+    "(uncovered_question='flag' keeps such an answer, flagged)",
+    "no_model_call": "too few sources could be sent, so the model was not called "
+    "(min_evidence, max_context_tokens, min_score and scope decide what is sent)",
+}
+"""How the renderers and the CLI word each abstention: which check made it, and which option
+changes it."""
 
 AnswerFlag = Literal["non_current_evidence", "unsupported_facts", "uncovered_question"]
 """Why an answer deserves a second look (``EvidenceAnswer.flags``): it rests only on superseded

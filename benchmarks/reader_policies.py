@@ -1,0 +1,251 @@
+"""The embedded reader's answer policies, old and new, judged again from the same stored replies.
+
+The reader's runs (``quality.py --json``, stored in ``results/``) ask with no confidence floor
+and every answer flag only flagging, and keep each reply and its confidence. This script judges
+every stored reply again with today's engine, then applies each candidate policy, the engine's
+own rule, so no model runs:
+
+- ``old``: the policies the reader had before (a floor of 0.78 in passage mode; answers resting
+  only on non-current sources and uncovered questions abstain);
+- ``flag``: the engine's defaults for any model (only non-current answers abstain) under a
+  confidence floor;
+- ``joint``: the same, and an answer flagged ``uncovered_question`` abstains only when the
+  reader's confidence is also below a second, higher floor: low overlap and low confidence
+  must agree.
+
+``--choose`` picks the floors of ``flag`` and ``joint`` on the tune runs (the project's tune
+half and the public sets' tune slices together): the most correct answers at a precision of
+``answered`` no lower than ``old``'s on the same runs; ties go to the higher precision, then
+the lower floors. The report runs are then judged with the chosen floors. Run from the
+workspace root::
+
+    uv run python benchmarks/reader_policies.py [--choose] [--floor F --uncovered-floor G]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import machine_line
+from quality import (
+    PROJECT_SET,
+    Outcome,
+    Question,
+    context_tokens,
+    gold_spans,
+    load_set,
+    markdown_table,
+    plan_one,
+    precision,
+    share,
+)
+
+from evidence_first import profile_for
+from evidence_first.adapters import profile_for_name
+
+RESULTS = Path(__file__).parent / "results"
+READER = "qwen2.5-coder-1.5b"
+MODE = "passage"
+# The stored runs per split: (set, file).
+RUNS: dict[str, tuple[tuple[str, str], ...]] = {
+    split: (
+        (PROJECT_SET, f"quality-{split}-{READER}.jsonl"),
+        ("nq-open", f"quality-nq-open-{split}-{READER}.jsonl"),
+        ("clapnq", f"quality-clapnq-{split}-{READER}.jsonl"),
+    )
+    for split in ("tune", "report")
+}
+OLD_FLOOR = 0.78
+
+
+class _Reader:
+    """Plans requests as the embedded reader is sent them (its profile), and is never called."""
+
+    profile = profile_for_name(READER)
+
+    def generate(self, request: Any) -> str:
+        raise AssertionError("the stored replies are judged again; nothing is sent")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How an answer that verified is decided: a floor, and when ``uncovered_question`` abstains.
+
+    Attributes:
+        name: Shown in the tables.
+        floor: The reader's confidence floor (``None``: none).
+        uncovered: ``"abstain"``, ``"flag"``, or a float: abstain only below that confidence.
+    """
+
+    name: str
+    floor: float | None
+    uncovered: str | float
+
+    def decide(self, outcome: Outcome) -> Outcome:
+        if outcome.status != "answered":
+            return outcome
+        confidence = outcome.reader_confidence
+        flags = set(outcome.answer_flags)
+        withheld = (
+            (self.floor is not None and (confidence is None or confidence < self.floor))
+            or "non_current_evidence" in flags
+            or (
+                "uncovered_question" in flags
+                and (
+                    self.uncovered == "abstain"
+                    or (
+                        isinstance(self.uncovered, float)
+                        and (confidence is None or confidence < self.uncovered)
+                    )
+                )
+            )
+        )
+        if withheld:
+            return dataclasses.replace(outcome, status="insufficient_evidence", correct=False)
+        return outcome
+
+
+def judged(set_name: str, path: Path) -> list[Outcome]:
+    """Every stored passage-mode reply of ``path``, judged again by today's engine."""
+    if not path.exists():
+        return []
+    documents, questions = load_set(set_name)
+    by_id: dict[str, Question] = {q.id: q for q in questions}
+    reader = _Reader()
+    assert profile_for(reader).citation_mode == MODE
+    outcomes = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record["mode"] != MODE or record["id"] not in by_id:
+            continue
+        question = by_id[record["id"]]
+        plan = plan_one(
+            question,
+            MODE,
+            documents,
+            reader,
+            max_context_tokens=context_tokens(set_name),
+        )
+        gold = tuple(gold_spans(question, documents))
+        outcomes.append(Outcome.judged_again(record, question, plan, gold))
+    return outcomes
+
+
+def figures(outcomes: Sequence[Outcome], policy: Policy) -> tuple[int, int, int, int, int]:
+    """Correct, answerable, answered, unanswerable abstained, unanswerable under ``policy``."""
+    decided = [policy.decide(o) for o in outcomes]
+    answerable = [o for o in decided if o.answerable]
+    unanswerable = [o for o in decided if not o.answerable]
+    return (
+        sum(o.correct for o in answerable),
+        len(answerable),
+        sum(o.status == "answered" for o in decided),
+        sum(o.status != "answered" for o in unanswerable),
+        len(unanswerable),
+    )
+
+
+def row(name: str, outcomes: Sequence[Outcome], policy: Policy) -> list[str]:
+    correct, answerable, answered, held, unanswerable = figures(outcomes, policy)
+    decided = [policy.decide(o) for o in outcomes]
+    return [
+        name,
+        policy.name,
+        share(correct, answerable),
+        precision(decided),
+        share(held, unanswerable),
+        str(answered),
+    ]
+
+
+def choose(outcomes: Sequence[Outcome], baseline: Policy) -> tuple[Policy, Policy]:
+    """The ``flag`` and ``joint`` policies the rule picks on ``outcomes`` (see the module)."""
+    base_correct, _, base_answered, _, _ = figures(outcomes, baseline)
+    base_precision = base_correct / base_answered if base_answered else 1.0
+    floors = [None, *(step / 100 for step in range(1, 100))]
+
+    def best(policies: Iterable[Policy]) -> Policy:
+        chosen, key = None, None
+        for policy in policies:
+            correct, _, answered, _, _ = figures(outcomes, policy)
+            held_precision = correct / answered if answered else 1.0
+            if held_precision < base_precision:
+                continue
+            candidate = (correct, held_precision)
+            if key is None or candidate > key:
+                chosen, key = policy, candidate
+        assert chosen is not None
+        return chosen
+
+    flag = best(Policy("flag", floor, "flag") for floor in floors)
+    joint = best(
+        Policy("joint", floor, float(upper))
+        for floor in floors
+        for upper in (step / 100 for step in range(1, 100))
+        if floor is None or upper > floor
+    )
+    return flag, joint
+
+
+def describe(policy: Policy) -> str:
+    floor = "none" if policy.floor is None else f"{policy.floor:.2f}"
+    if isinstance(policy.uncovered, float):
+        return f"{policy.name}: floor {floor}, uncovered abstains below {policy.uncovered:.2f}"
+    return f"{policy.name}: floor {floor}, uncovered {policy.uncovered}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--choose", action="store_true", help="choose floors on the tune runs")
+    parser.add_argument("--floor", type=float, default=None)
+    parser.add_argument("--uncovered-floor", type=float, default=None)
+    args = parser.parse_args(argv)
+    runs = {
+        split: {name: judged(name, RESULTS / file) for name, file in files}
+        for split, files in RUNS.items()
+    }
+    old = Policy("old", OLD_FLOOR, "abstain")
+    if args.choose:
+        tune = [o for outcomes in runs["tune"].values() for o in outcomes]
+        flag, joint = choose(tune, old)
+    else:
+        flag = Policy("flag", args.floor, "flag")
+        joint = Policy("joint", args.floor, args.uncovered_floor or "flag")
+    policies = (old, Policy("flag, no floor", None, "flag"), flag, joint)
+    print(machine_line())
+    print("Policies: " + "; ".join(describe(p) for p in policies) + ".")
+    for split, by_set in runs.items():
+        rows = []
+        every = [o for outcomes in by_set.values() for o in outcomes]
+        for name, outcomes in [*by_set.items(), ("all", every)]:
+            if outcomes:
+                rows.extend(row(f"{name} ({len(outcomes)})", outcomes, p) for p in policies)
+        print(f"\n{split}\n")
+        print(
+            "\n".join(
+                markdown_table(
+                    "set (questions)",
+                    [
+                        "policy",
+                        "correct / answerable",
+                        "precision of answered",
+                        "unanswerable abstained",
+                        "answered",
+                    ],
+                    rows,
+                )
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
+    raise SystemExit(main())
