@@ -100,7 +100,9 @@ def verify_citations(
                         update={"verdict": "verified", "citation": outcome, "flags": flags(outcome)}
                     )
                 )
-        texts = [span.text for citation in citations for span in citation.evidence_spans]
+        # A citation's passages read together, as they stand in the source: an object may run
+        # across two of them ("Y. p. orientalis" is cut after each initial).
+        texts = [" ".join(span.text for span in c.evidence_spans) for c in citations]
         if len(citations) < len(fact.citations):
             unverified.add(fact_index)
         if check_objects and citations and object_is_cited(fact.object, texts) is False:
