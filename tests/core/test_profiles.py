@@ -232,13 +232,16 @@ def test_the_request_carries_no_temperature_for_a_model_that_takes_none():
 AZURE = "https://x.openai.azure.com/openai/v1"
 
 
-def test_azure_openai_is_sent_its_documented_subset(wire):
-    chat = ChatCompletionsModel(AZURE, model="gpt-4.1")
+@pytest.mark.parametrize(
+    "root", [AZURE, "https://proj-resource.cognitiveservices.azure.com/openai/v1"]
+)
+def test_azure_openai_is_sent_its_documented_subset(root, wire):
+    chat = ChatCompletionsModel(root, model="gpt-4.1")
     assert chat.dialect == "azure-openai"
     for mode in ("quote", "passage"):
         wire.requests.clear()
         answer_from_evidence(QUESTION, [SOURCE], chat, citation_mode=mode)
-        assert wire.requests[0].full_url == f"{AZURE}/chat/completions"
+        assert wire.requests[0].full_url == f"{root}/chat/completions"
         schema = wire.body["response_format"]["json_schema"]["schema"]
         assert not keywords(schema) & AZURE_REFUSES
         assert keywords(schema) <= DIALECTS["azure-openai"].keywords
@@ -481,6 +484,11 @@ def test_a_wrapped_or_dated_name_finds_the_models_own_rules(name, rules):
         ("https://API.OPENAI.COM/v1/", "openai"),
         ("https://x.openai.azure.com/openai/v1", "azure-openai"),
         ("https://my-resource.openai.azure.com", "azure-openai"),
+        # An Azure AI Foundry resource serves Azure OpenAI under /openai, other APIs elsewhere.
+        ("https://proj-resource.cognitiveservices.azure.com/openai/v1", "azure-openai"),
+        ("https://proj-resource.cognitiveservices.azure.com/openai/deployments/d", "azure-openai"),
+        ("https://proj-resource.cognitiveservices.azure.com/language", "openai-compatible"),
+        ("https://proj-resource.cognitiveservices.azure.com/openaix", "openai-compatible"),
         ("http://127.0.0.1:8080/v1", "openai-compatible"),
         ("https://openrouter.ai/api/v1", "openai-compatible"),
         ("https://api.openai.com.attacker.example/v1", "openai-compatible"),
