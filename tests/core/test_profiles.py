@@ -190,9 +190,10 @@ def test_openai_reasoning_models_get_max_completion_tokens_and_no_temperature_or
     assert answer.reader_confidence is None
 
 
+@pytest.mark.parametrize("prefix", ["", "openai/"], ids=["own-name", "gateway-name"])
 @pytest.mark.parametrize("name", REASONING)
-def test_openai_reasoning_models_are_sent_the_same_through_a_gateway(name, loopback_server):
-    assert_sent_as_reasoning_model(posted(loopback_server, f"openai/{name}"))
+def test_openai_reasoning_models_are_sent_the_same_on_any_host(name, prefix, loopback_server):
+    assert_sent_as_reasoning_model(posted(loopback_server, f"{prefix}{name}"))
 
 
 def test_a_chat_model_like_gpt_4_1_keeps_temperature_0_and_logprobs_on_openais_host(wire):
