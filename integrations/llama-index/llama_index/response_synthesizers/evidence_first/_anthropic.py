@@ -15,7 +15,9 @@ Public behaviour it relies on: ``Anthropic.chat`` passes ``additional_kwargs`` t
 is in the ``"anthropic"`` dialect (no length or numeric bounds, ``minItems`` at most 1). Which
 models take it, and a temperature, is the model's profile (the rule table), not the package's
 own list, which lags behind the models (it lacks Claude Opus 4.7 and 4.8). Extended thinking
-(``thinking_dict``) takes no temperature and needs ``max_tokens`` above its budget.
+(``thinking_dict``) takes no temperature and needs ``max_tokens`` above its budget. A model
+that takes none is passed the SDK's ``NOT_GIVEN`` for it where the SDK's ``messages.create`` has
+the parameter, and nothing where it has not (anthropic 2.x, which refuses the argument).
 """
 
 from __future__ import annotations
@@ -101,9 +103,11 @@ def strict_anthropic_call(
     }
     if request.temperature is not None:
         update["temperature"] = request.temperature
-    else:
+    elif sdk_takes("temperature"):
         # The class always sends its temperature field (a float) but for the models its own
-        # list knows; the SDK's NOT_GIVEN leaves it out of the request.
+        # list knows; the SDK's NOT_GIVEN leaves it out of the request. An SDK without the
+        # parameter (anthropic 2.x) sends no temperature, and refuses the argument itself,
+        # NOT_GIVEN included, with a TypeError.
         from anthropic import NOT_GIVEN
 
         additional_kwargs["temperature"] = NOT_GIVEN

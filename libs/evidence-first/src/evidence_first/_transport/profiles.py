@@ -228,13 +228,23 @@ def model_key(name: object) -> str:
 
 
 def family_for_url(base_url: object) -> ProviderFamily:
-    """The family of an OpenAI-compatible API root: OpenAI's (``None`` too), Azure's, or another."""
+    """The family of an OpenAI-compatible API root: OpenAI's (``None`` too), Azure's, or another.
+
+    Azure OpenAI is reached at ``<resource>.openai.azure.com``, and under ``/openai`` at an
+    Azure AI Foundry resource's ``<resource>.cognitiveservices.azure.com`` (the endpoint the
+    Foundry portal shows for a deployment); the same host's other paths serve other APIs.
+    """
     if base_url is None or str(base_url) == "":
         return "openai"
-    host = (urllib.parse.urlsplit(str(base_url)).hostname or "").lower()
+    parts = urllib.parse.urlsplit(str(base_url))
+    host = (parts.hostname or "").lower()
     if host == "api.openai.com":
         return "openai"
     if host.endswith(".openai.azure.com"):
+        return "azure-openai"
+    if host.endswith(".cognitiveservices.azure.com") and (
+        parts.path.rstrip("/") == "/openai" or parts.path.startswith("/openai/")
+    ):
         return "azure-openai"
     return "openai-compatible"
 

@@ -53,6 +53,12 @@ _OPENAI_REASONING: dict[str, Any] = {
     "output_allowance": 25_000,
 }
 
+# The embedded models' server: llama.cpp's own documentation of its HTTP API.
+_LLAMA_CPP_SERVER = (
+    "github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md (json_schema as a "
+    "grammar; n_probs before sampling)"
+)
+
 PROFILE_RULES: tuple[ProfileRule, ...] = (
     # The embedded models (evidence_first.local), by the names they are served under, wherever
     # they are reached: LocalModel, or ChatOpenAI / OpenAILike / ChatCompletionsModel at its
@@ -72,15 +78,15 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
             # 12 of 33 answerable correct and abstains on 10 of 12; quote keeps 19 and 10.
             "confidence_floors": {"passage": 0.78, "quote": 0.73},
         },
-        "llama.cpp tools/server/README.md (json_schema as a grammar; n_probs before sampling); "
-        "the floors and policies: benchmarks/quality.py runs (docs/benchmarks.md)",
+        f"{_LLAMA_CPP_SERVER}; the floors and policies: benchmarks/quality.py runs "
+        "(docs/benchmarks.md)",
     ),
     ProfileRule(
         "gemma-3-270m",
         "embedded",
         re.compile(r"^gemma-3-270m$"),
         {"dialect": "full", "logprobs": True},
-        "llama.cpp tools/server/README.md (json_schema as a grammar; n_probs before sampling)",
+        _LLAMA_CPP_SERVER,
     ),
     ProfileRule(
         "openai-reasoning",
