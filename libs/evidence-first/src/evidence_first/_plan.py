@@ -203,14 +203,12 @@ def plan_answer(
 
 def _under_profile(options: AnswerOptions, profile: ModelProfile) -> AnswerOptions:
     """The caller's options over the profile's answering defaults (the caller's win)."""
-    defaults = profile.option_defaults()
-    if not defaults.keys() - options.model_fields_set:
-        return options
-    return options.model_copy(
-        update={
-            key: value for key, value in defaults.items() if key not in options.model_fields_set
-        }
-    )
+    unset = {
+        name: value
+        for name, value in profile.option_defaults().items()
+        if name not in options.model_fields_set
+    }
+    return options.model_copy(update=unset) if unset else options
 
 
 def _confidence_floor(options: AnswerOptions, profile: ModelProfile) -> float | None:
