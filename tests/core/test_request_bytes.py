@@ -7,13 +7,15 @@ prompt, the schema or a dialect shows here as a changed file, never unseen.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from datetime import datetime, timezone
 from typing import Any, get_args
 
 import pytest
 
 from evidence_first import Evidence, ModelCallError, answer_from_evidence
-from evidence_first.adapters import DialectName
+from evidence_first._transport.rules import CAUTIOUS, PROFILE_RULES
+from evidence_first.adapters import DialectName, ModelProfileWarning, model_key
 from evidence_first.chat_completions import ChatCompletionsModel
 
 SOURCES = [
@@ -56,3 +58,18 @@ def test_the_posted_body_is_the_recorded_one(
         answer_from_evidence(QUESTION, SOURCES, model, citation_mode=mode, **OPTIONS[options])
     (received,) = endpoint.posts
     golden_request(f"core-{dialect}", f"{mode}-{options}", received.raw)
+
+
+@pytest.mark.parametrize("rule", [*PROFILE_RULES, *CAUTIOUS.values()], ids=lambda rule: rule.name)
+def test_each_profile_rule_posts_its_recorded_body(rule, loopback_server, golden_request):
+    # Its example model, reached at a server of no known host: what the model refuses follows
+    # its name wherever it is reached (only the dialect follows the host).
+    assert rule.pattern.search(model_key(rule.example))
+    endpoint = loopback_server(reply={"choices": [{"message": {"content": "{}"}}]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelProfileWarning)  # the cautious rules' examples
+        model = ChatCompletionsModel(f"{endpoint.url}/v1", model=rule.example, seed=0)
+    with contextlib.suppress(ModelCallError):
+        answer_from_evidence(QUESTION, SOURCES, model, max_output_tokens=300)
+    (received,) = endpoint.posts
+    golden_request("core-profiles", rule.name, received.raw)

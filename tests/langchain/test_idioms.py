@@ -110,10 +110,14 @@ def test_the_message_metadata_holds_the_evidence_answer_itself(quoting_model):
     assert set(message.response_metadata) == {
         "evidence_answer",
         "evidence_status",
+        "evidence_flags",
+        "evidence_abstention",
         "reader_confidence",
     }
     answer = _verified(message)
     assert message.response_metadata["reader_confidence"] == answer.reader_confidence
+    assert message.response_metadata["evidence_flags"] == list(answer.flags)
+    assert message.response_metadata["evidence_abstention"] is None
     assert answer.question == QUESTION
     assert answer.answer == LAUNCH
     assert answer.used_source_ids == ("standup-04-28", "email-budget")

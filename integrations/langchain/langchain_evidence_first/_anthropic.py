@@ -62,6 +62,9 @@ def _prepare(
         # None leaves the model's default: ChatAnthropic then sends no temperature.
         "temperature": 0.0 if profile.temperature else None,
     }
+    if not profile.temperature:
+        # Claude Opus 4.7 and later refuse top_p and top_k too, and thinking refuses top_k.
+        update.update(top_p=None, top_k=None)
     name = str(getattr(model, "model", ""))
     strict = model.model_copy(update=update)
     for cached in CACHED_CLIENTS:

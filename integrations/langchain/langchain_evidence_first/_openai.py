@@ -98,7 +98,8 @@ def _prepare(
     nested_body = model_kwargs.pop("extra_body", None) or {}
     update.update(model_kwargs=model_kwargs, n=None, streaming=False, max_tokens=None)
     if not profile.temperature:
-        update["temperature"] = None  # the model's own would be refused as well
+        # The model's own would be refused as well: reasoning models take no top_p either.
+        update.update(temperature=None, top_p=None)
     strict = model.model_copy(update=update)
     extra_body = {**nested_body, **without_strict_keys(getattr(model, "extra_body", None) or {})}
 

@@ -78,8 +78,9 @@ class ModelProfile:
             the request's, and no dialect's limits are checked.
         structured_output: Whether the schema is sent in the provider's native field;
             ``False``: JSON is asked for in the prompt only.
-        temperature: Whether a temperature other than the model's default is accepted; when
-            not, none is sent (``ModelRequest.temperature`` is ``None``).
+        temperature: Whether sampling settings other than the model's defaults are accepted;
+            when not, no temperature is sent (``ModelRequest.temperature`` is ``None``), and
+            the integrations leave out a ``top_p`` or ``top_k`` the caller's model sets.
         output_limit: The chat-completions field that carries the output limit.
         output_allowance: Output tokens allowed on top of the ledger's ``max_output_tokens``
             for what the model writes before it (a reasoning model's reasoning tokens count

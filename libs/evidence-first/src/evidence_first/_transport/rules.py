@@ -31,6 +31,8 @@ class ProfileRule:
         pattern: Matched (``re.search``) against the model's key.
         settings: The profile fields it sets.
         source: The documentation page it follows, with the words it rests on.
+        example: A model name it matches: its request body is recorded under the rule's name
+            (``tests/golden/requests/core-profiles.json``), and a test checks the match.
         left_out: For a cautious rule, what it leaves out, in words (its warning says so).
     """
 
@@ -39,6 +41,7 @@ class ProfileRule:
     pattern: re.Pattern[str]
     settings: Mapping[str, Any]
     source: str
+    example: str
     left_out: str = field(default="", compare=False)
 
 
@@ -80,6 +83,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         },
         f"{_LLAMA_CPP_SERVER}; the floors and policies: benchmarks/quality.py runs "
         "(docs/benchmarks.md)",
+        example="qwen2.5-coder-1.5b",
     ),
     ProfileRule(
         "gemma-3-270m",
@@ -87,6 +91,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         re.compile(r"^gemma-3-270m$"),
         {"dialect": "full", "logprobs": True},
         _LLAMA_CPP_SERVER,
+        example="gemma-3-270m",
     ),
     ProfileRule(
         "openai-reasoning",
@@ -98,6 +103,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         "chat/create max_tokens: 'deprecated in favor of max_completion_tokens, and is not "
         "compatible with o-series models'; GPT-6 (changelog 2026-09-03, latest-model guide): "
         "'When reasoning effort is not none, remove temperature, top_p, and top_logprobs'",
+        example="gpt-5-2025-08-07",
     ),
     ProfileRule(
         "openai-chat",
@@ -106,6 +112,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         {"logprobs": True},
         "platform.openai.com/docs/api-reference/chat/create (temperature 0 to 2; logprobs and "
         "top_logprobs up to 20)",
+        example="gpt-4.1-mini",
     ),
     ProfileRule(
         "claude-prompt-only-json",
@@ -114,6 +121,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         {"structured_output": False},
         "platform.claude.com/docs/en/build-with-claude/structured-outputs (structured outputs "
         "from the Claude 4.5 models on; an output_config elsewhere is an HTTP 400)",
+        example="claude-opus-4-1-20250805",
     ),
     ProfileRule(
         "claude-sampling",
@@ -122,6 +130,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         {"temperature": True},
         "platform.claude.com/docs/en/api/messages (temperature 0 to 1) for the models before "
         "Claude Opus 4.7",
+        example="claude-sonnet-4-5-20250929",
     ),
     ProfileRule(
         "claude-no-sampling",
@@ -131,6 +140,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         "platform.claude.com/docs/en/about-claude/models/migration-guide (Claude Opus 4.7: "
         "'temperature, top_p, and top_k' removed; a request with them is an HTTP 400 "
         "'`temperature` is deprecated for this model'), and the models after it",
+        example="claude-opus-4-7",
     ),
     ProfileRule(
         "gemini-3",
@@ -139,6 +149,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         {"temperature": False},
         "ai.google.dev/gemini-api/docs/gemini-3 (keep the default temperature of 1.0: a lower "
         "one can make Gemini 3 loop)",
+        example="gemini-3-pro-preview",
     ),
     ProfileRule(
         "gemini-2",
@@ -146,6 +157,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         re.compile(r"^gemini-[12]"),
         {},
         "ai.google.dev/api/generate-content#generationconfig (temperature 0 to 2)",
+        example="gemini-2.5-flash",
     ),
     ProfileRule(
         "mistral",
@@ -153,6 +165,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         re.compile(r"^(mistral|magistral|ministral|codestral|devstral|pixtral|open-mi)"),
         {},
         "docs.mistral.ai/api (chat completions: temperature, max_tokens, response_format)",
+        example="mistral-large-latest",
     ),
 )
 """Every rule, in the order they apply."""
@@ -166,6 +179,7 @@ CAUTIOUS: dict[Vendor, ProfileRule] = {
         re.compile(r"^(ft:)?(o\d|gpt-\d|chatgpt-|codex)"),
         {**_OPENAI_REASONING},
         "platform.openai.com/docs/guides/reasoning; the API reference's max_completion_tokens",
+        example="codex-mini-latest",
         left_out="no temperature (the model's default), max_completion_tokens with room for "
         "reasoning, and no log-probabilities (so no reader confidence)",
     ),
@@ -175,6 +189,7 @@ CAUTIOUS: dict[Vendor, ProfileRule] = {
         re.compile(r"^claude"),
         {"temperature": False},
         "platform.claude.com/docs/en/about-claude/models/migration-guide",
+        example="claude-nova-1",
         left_out="no temperature (the model's default)",
     ),
     "google": ProfileRule(
@@ -183,6 +198,7 @@ CAUTIOUS: dict[Vendor, ProfileRule] = {
         re.compile(r"^gemini"),
         {"temperature": False},
         "ai.google.dev/gemini-api/docs/gemini-3",
+        example="gemini-flash-latest",
         left_out="no temperature (the model's default)",
     ),
 }
