@@ -18,6 +18,7 @@ import pytest
 
 from evidence_first import Citation, Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
 from evidence_first._citing import quote as quote_module
+from evidence_first._text import has_text
 
 FRAGMENTS = (
     "The launch moved to June 15. ",
@@ -176,7 +177,7 @@ def _check(
     ]
     utf16, utf8 = text.encode("utf-16-le"), text.encode("utf-8")
     for quote, start, end, u16s, u16e, u8s, u8e in spans:
-        if text[start:end] != quote or not quote.strip():
+        if text[start:end] != quote or not has_text(quote):
             return "a span is not the original text at its code-point offsets"
         if utf16[2 * u16s : 2 * u16e].decode("utf-16-le") != quote:
             return "a span is not the original text at its UTF-16 offsets"

@@ -5,7 +5,8 @@ library would add a dependency and, for most, data downloads). A passage ends af
 sentence terminator followed by whitespace (``.`` ``!`` ``?`` ``…`` with closing quotes or
 brackets), right after a CJK terminator (``。`` ``！`` ``？`` ``；``), and at every line break,
 which keeps code lines and list items apart. Passages longer than a bound are cut at a space.
-Whitespace between passages belongs to none; each passage is an exact span of the source.
+Whitespace between passages belongs to none, and a stretch with no visible character is no
+passage; each passage is an exact span of the source.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from evidence_first._evidence import Evidence
-from evidence_first._text import UnitOffsets
+from evidence_first._text import UnitOffsets, has_text
 
 __all__ = [
     "MAX_PASSAGE_CHARS",
@@ -104,7 +105,13 @@ def _cut(
         stripped_start = position + len(segment) - len(segment.lstrip())
         stripped_end = position + len(segment.rstrip())
         if stripped_start < stripped_end:
-            spans.extend(_bounded(text, stripped_start, stripped_end))
+            # A passage holds a visible character: one of zero-width or format characters
+            # only is blank (_text.has_text), like the whitespace between passages.
+            spans.extend(
+                span
+                for span in _bounded(text, stripped_start, stripped_end)
+                if has_text(text[span[0] : span[1]])
+            )
         if match is not None:
             position = match.end()
     return spans
