@@ -101,9 +101,10 @@ def verify_citations(
                     )
                 )
         texts = [span.text for citation in citations for span in citation.evidence_spans]
+        cut_from = [sent.by_id[source_id].text for source_id in {c.source_id: 0 for c in citations}]
         if len(citations) < len(fact.citations):
             unverified.add(fact_index)
-        if check_objects and citations and object_is_cited(fact.object, texts) is False:
+        if check_objects and citations and object_is_cited(fact.object, texts, cut_from) is False:
             unsupported.add(fact_index)
             fact_checks = [
                 c.model_copy(update={"flags": (*c.flags, "object_not_cited")})
