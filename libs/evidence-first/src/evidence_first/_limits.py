@@ -28,9 +28,10 @@ MAX_SOURCE_UTF16_UNITS = 262_144
 # counting), then by its estimated tokens, with the request's own token counter.
 MAX_QUESTION_UTF16_UNITS = 262_144
 MAX_QUESTION_TOKENS = 2048
-# Past this much source text, async planning runs on a worker thread (tens of milliseconds of
-# CPU in passage mode at this size).
-LARGE_INPUT_CHARS = 262_144
+# Past this much source text, async planning runs on a worker thread: cutting it into passages
+# costs 4 to 8 ms at this size, and about 49 ms at 262,144 characters (one maximum-size source
+# with a long whitespace run, benchmarks/scale.py's "d" rows).
+LARGE_INPUT_CHARS = 32_768
 
 # The ledger: enforced by parsing, with their own reason codes.
 MAX_FACTS = 32
