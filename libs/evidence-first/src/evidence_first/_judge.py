@@ -308,6 +308,7 @@ def _answer(plan: AnswerPlan, **fields: Any) -> EvidenceAnswer:
     scores = [source.score for source in sent if source.score is not None]
     return EvidenceAnswer.of_offered(
         plan.offered,
+        plan.sent.offsets,
         question=plan.question,
         citations_verified=any(fact.citations for fact in fields["facts"]),
         used_source_ids=tuple(source.id for source in sent),
