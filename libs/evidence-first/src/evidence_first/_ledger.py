@@ -119,6 +119,13 @@ def parse_response(
         return _fail("tool_call_not_allowed", "$", "the response carries tool calls")
     if response.finish_reason in _TRUNCATED_FINISH_REASONS:
         return _fail("output_truncated", "$", "the output hit the token limit")
+    if response.over_limit is not None:
+        what = "bytes" if response.over_limit == "reply_bytes" else "log-probability entries"
+        return _fail(
+            "response_too_large",
+            "$",
+            f"the reply passed the transport's limit on {what}; it was not read further",
+        )
     text = response.text
     if len(text) > max_response_chars:
         return _fail(

@@ -169,6 +169,7 @@ def plan_answer(
             timeout=options.timeout,
             prompt_version=prompt_version,
             logprobs=declared.returns_logprobs,
+            max_response_chars=options.max_response_chars,
         )
         if declared.dialect is not None:
             # What the provider would refuse is never sent: a limit past reach is an error now.
