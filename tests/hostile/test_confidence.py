@@ -13,7 +13,10 @@ import json
 import math
 from collections.abc import Sequence
 
+import httpx
 import pytest
+from langchain_core.documents import Document
+from langchain_openai import ChatOpenAI
 
 from evidence_first import (
     Evidence,
@@ -24,6 +27,7 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first.chat_completions import ChatCompletionsModel
+from langchain_evidence_first import EvidenceAnswerer
 
 SOURCE = Evidence(id="notes", text="Standup, June 11. The launch moved to June 15. Ana owns it.")
 QUESTION = "When did the launch move?"
@@ -167,6 +171,49 @@ def test_an_overflowing_log_probability_through_the_http_client_is_no_error(loop
     model = ChatCompletionsModel(f"{server.url}/v1", logprobs=True)
     answer = answer_from_evidence(
         QUESTION, [SOURCE], model, min_reader_confidence=FLOOR, max_output_tokens=2048
+    )
+    assert answer.reader_confidence is None
+    assert answer.status == "insufficient_evidence"
+
+
+def test_an_overflowing_log_probability_through_chat_openai_is_no_error():
+    # ChatOpenAI on OpenAI's host is asked for log-probabilities; the reply lies about one.
+    content = [
+        {
+            "token": char,
+            "logprob": -0.01,
+            "bytes": list(char.encode()),
+            "top_logprobs": [
+                {
+                    "token": char,
+                    "logprob": 1000.0 if at == DECISION else -0.01,
+                    "bytes": list(char.encode()),
+                }
+            ],
+        }
+        for at, char in enumerate(LEDGER)
+    ]
+
+    def reply(request: httpx.Request) -> httpx.Response:
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": LEDGER},
+            "finish_reason": "stop",
+            "logprobs": {"content": content},
+        }
+        body = {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4.1-mini"}
+        return httpx.Response(200, json={**body, "choices": [choice]})
+
+    transport = httpx.MockTransport(reply)
+    llm = ChatOpenAI(
+        model="gpt-4.1-mini",
+        api_key="sk-test",
+        http_client=httpx.Client(transport=transport),
+        http_async_client=httpx.AsyncClient(transport=transport),
+    )
+    document = Document(page_content=SOURCE.text, id="notes")
+    answer = EvidenceAnswerer(llm=llm, min_reader_confidence=FLOOR).invoke(
+        {"question": QUESTION, "sources": [document]}
     )
     assert answer.reader_confidence is None
     assert answer.status == "insufficient_evidence"

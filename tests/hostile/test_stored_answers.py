@@ -77,6 +77,14 @@ def _edited(stored: dict[str, Any], edit: str) -> dict[str, Any]:
         stored["answer"], stored["missing_evidence"] = None, ["the date"]
     elif edit == "status":
         stored.update(status="answered", facts=[], citations_verified=False, segments=[])
+    elif edit == "passage label":
+        citation["passages"] = ["elsewhere#1"]
+    elif edit == "check verdict":
+        stored["citation_checks"][0].update(verdict="rejected", code="quote_not_in_source")
+    elif edit == "sources sent":
+        stored["used_source_ids"] = ["notes", "secret-plans"]
+    elif edit == "confidence":
+        stored.update(confidence_floor=0.9, reader_confidence=0.2)
     return stored
 
 
@@ -89,6 +97,10 @@ EDITS = [
     "check",
     "verified flag",
     "status",
+    "passage label",
+    "check verdict",
+    "sources sent",
+    "confidence",
 ]
 
 # "A stored answer (`as_dict()` output loaded with `EvidenceAnswer.model_validate`) is checked on

@@ -105,6 +105,8 @@ def _citation_problem(citation: Citation, text: str, offsets: UnitOffsets) -> st
     )
     if len(spans) > 1 and spans[1] != spans[0]:
         return "its first span is not its origin span"
+    if any(label.rpartition("#")[0] != c.source_id for label in c.passages):
+        return "a passage label is not one of its source's"
     for quote, start, end, utf16_start, utf16_end, utf8_start, utf8_end in spans:
         if not 0 <= start < end <= len(text) or text[start:end] != quote:
             return "a quote is not its source's text at its offsets"
@@ -117,9 +119,20 @@ def _citation_problem(citation: Citation, text: str, offsets: UnitOffsets) -> st
 
 
 def _status_problem(answer: EvidenceAnswer) -> str | None:
-    """The status rules every result is built to: what each status holds and lacks."""
+    """The rules every result is built to: what each status holds and lacks, and the verdicts."""
+    if answer.used_source_ids != tuple(source.id for source in answer.evidence):
+        return "used_source_ids are not the sources the answer holds"
+    for k, check in enumerate(answer.citation_checks):
+        verified = check.verdict == "verified"
+        if verified != (check.citation is not None) or verified == (check.code is not None):
+            return f"citation_checks[{k}]: a verdict without its citation or its reason code"
+        if verified and check.citation is not None and check.citation.source_id != check.source_id:
+            return f"citation_checks[{k}]: the citation is of another source than the check's"
     if answer.citations_verified != any(fact.citations for fact in answer.facts):
         return "citations_verified does not say whether the facts hold citations"
+    floor, confidence = answer.confidence_floor, answer.reader_confidence
+    if answer.status == "answered" and floor is not None and (confidence or 0.0) < floor:
+        return "an answered result's reader confidence is below its floor"
     if answer.status == "answered" and not (
         has_text(answer.answer)
         and answer.facts
