@@ -73,13 +73,14 @@ def stored_problem(
     """
     texts = {source.id: source.text for source in answer.evidence}
     known = dict(offsets or {})
+    checked: set[tuple[object, ...]] = set()  # a fact's citation is also its check's
     for path, citation in _citations(answer):
         text = texts.get(citation.source_id)
         if text is None:
             return f"{path} cites a source the answer does not hold"
         if citation.source_id not in known:
             known[citation.source_id] = UnitOffsets(text)
-        problem = _citation_problem(citation, text, known[citation.source_id])
+        problem = _citation_problem(citation, text, known[citation.source_id], checked)
         if problem is not None:
             return f"{path}: {problem}"
     return _status_problem(answer)
@@ -94,7 +95,9 @@ def _citations(answer: EvidenceAnswer) -> Iterator[tuple[str, Citation]]:
             yield f"citation_checks[{k}].citation", check.citation
 
 
-def _citation_problem(citation: Citation, text: str, offsets: UnitOffsets) -> str | None:
+def _citation_problem(
+    citation: Citation, text: str, offsets: UnitOffsets, checked: set[tuple[object, ...]]
+) -> str | None:
     c = citation
     spans = [
         (c.quote, c.char_start, c.char_end, c.utf16_start, c.utf16_end, c.utf8_start, c.utf8_end)
@@ -107,14 +110,20 @@ def _citation_problem(citation: Citation, text: str, offsets: UnitOffsets) -> st
         return "its first span is not its origin span"
     if any(label.rpartition("#")[0] != c.source_id for label in c.passages):
         return "a passage label is not one of its source's"
-    for quote, start, end, utf16_start, utf16_end, utf8_start, utf8_end in spans:
+    for span in spans:
+        if (c.source_id, *span) in checked:
+            continue
+        quote, start, end, utf16_start, utf16_end, utf8_start, utf8_end = span
         if not 0 <= start < end <= len(text) or text[start:end] != quote:
             return "a quote is not its source's text at its offsets"
-        if offsets.at(start) != (utf16_start, utf8_start) or offsets.at(end) != (
-            utf16_end,
-            utf8_end,
+        units = len(quote) if quote.isascii() else len(quote.encode("utf-16-le")) // 2
+        size = len(quote) if quote.isascii() else len(quote.encode("utf-8"))
+        if offsets.at(start) != (utf16_start, utf8_start) or (utf16_end, utf8_end) != (
+            utf16_start + units,
+            utf8_start + size,
         ):
             return "a span's UTF-16 or UTF-8 offsets are not its code-point offsets'"
+        checked.add((c.source_id, *span))
     return None
 
 

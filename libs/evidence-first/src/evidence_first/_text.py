@@ -70,19 +70,25 @@ class UnitOffsets:
     """A text's UTF-16 and UTF-8 offsets at any code-point position, computed as far as asked.
 
     The offsets at every 16,384th position are kept once computed, so the positions of many
-    spans cost one pass over the text up to the last of them, not one pass per span.
+    spans cost one pass over the text up to the last of them, not one pass per span; and each
+    position asked for is kept, so asking again (the check every answer gets on construction)
+    costs nothing.
     """
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._ascii = text.isascii()
         self._marks: list[tuple[int, int]] = [(0, 0)]
+        self._known: dict[int, tuple[int, int]] = {}
         self._lock = threading.Lock()
 
     def at(self, position: int) -> tuple[int, int]:
         """``(utf16, utf8)``: the offsets of code-point ``position``, in units and bytes."""
         if self._ascii:
             return position, position
+        known = self._known.get(position)
+        if known is not None:
+            return known
         text, block = self._text, position // _BLOCK
         with self._lock:
             while len(self._marks) <= block:
@@ -92,7 +98,9 @@ class UnitOffsets:
                     _advanced(utf16, utf8, text[index * _BLOCK : (index + 1) * _BLOCK])
                 )
             utf16, utf8 = self._marks[block]
-        return _advanced(utf16, utf8, text[block * _BLOCK : position])
+        found = _advanced(utf16, utf8, text[block * _BLOCK : position])
+        self._known[position] = found
+        return found
 
 
 def _advanced(utf16: int, utf8: int, part: str) -> tuple[int, int]:

@@ -266,9 +266,13 @@ def _logprobs(logprobs: object, limits: ReplyLimits) -> tuple[TokenLogprob, ...]
 
 
 def _is_entry(token: object, logprob: object) -> bool:
-    """A token and its log-probability as the core's types take them, checked beforehand."""
-    number = isinstance(logprob, (int, float)) and not isinstance(logprob, bool)
-    return isinstance(token, str) and number
+    """A token and its log-probability as the core's types take them, checked beforehand.
+
+    A JSON integer too large for a float would fail in the type's conversion: none is taken.
+    """
+    if isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+        return False
+    return isinstance(token, str) and (isinstance(logprob, float) or abs(logprob) < 1 << 1000)
 
 
 def _field(source: object, name: str) -> Any:
