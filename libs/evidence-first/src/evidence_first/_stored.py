@@ -73,16 +73,19 @@ def stored_problem(
     """
     texts = {source.id: source.text for source in answer.evidence}
     known = dict(offsets or {})
-    checked: set[tuple[object, ...]] = set()  # a fact's citation is also its check's
+    checked: set[int] = set()  # a fact's citation is its check's too, the same object
     for path, citation in _citations(answer):
+        if id(citation) in checked:
+            continue
         text = texts.get(citation.source_id)
         if text is None:
             return f"{path} cites a source the answer does not hold"
         if citation.source_id not in known:
             known[citation.source_id] = UnitOffsets(text)
-        problem = _citation_problem(citation, text, known[citation.source_id], checked)
+        problem = _citation_problem(citation, text, known[citation.source_id])
         if problem is not None:
             return f"{path}: {problem}"
+        checked.add(id(citation))
     return _status_problem(answer)
 
 
@@ -95,35 +98,36 @@ def _citations(answer: EvidenceAnswer) -> Iterator[tuple[str, Citation]]:
             yield f"citation_checks[{k}].citation", check.citation
 
 
-def _citation_problem(
-    citation: Citation, text: str, offsets: UnitOffsets, checked: set[tuple[object, ...]]
-) -> str | None:
+def _citation_problem(citation: Citation, text: str, offsets: UnitOffsets) -> str | None:
     c = citation
-    spans = [
-        (c.quote, c.char_start, c.char_end, c.utf16_start, c.utf16_end, c.utf8_start, c.utf8_end)
-    ]
-    spans.extend(
-        (s.text, s.char_start, s.char_end, s.utf16_start, s.utf16_end, s.utf8_start, s.utf8_end)
-        for s in citation.evidence_spans
+    origin = (
+        c.quote,
+        c.char_start,
+        c.char_end,
+        c.utf16_start,
+        c.utf16_end,
+        c.utf8_start,
+        c.utf8_end,
     )
-    if len(spans) > 1 and spans[1] != spans[0]:
+    spans = [
+        (s.text, s.char_start, s.char_end, s.utf16_start, s.utf16_end, s.utf8_start, s.utf8_end)
+        for s in c.evidence_spans
+    ] or [origin]
+    if spans[0] != origin:
         return "its first span is not its origin span"
     if any(label.rpartition("#")[0] != c.source_id for label in c.passages):
         return "a passage label is not one of its source's"
-    for span in spans:
-        if (c.source_id, *span) in checked:
-            continue
-        quote, start, end, utf16_start, utf16_end, utf8_start, utf8_end = span
+    for quote, start, end, utf16_start, utf16_end, utf8_start, utf8_end in spans:
         if not 0 <= start < end <= len(text) or text[start:end] != quote:
             return "a quote is not its source's text at its offsets"
-        units = len(quote) if quote.isascii() else len(quote.encode("utf-16-le")) // 2
-        size = len(quote) if quote.isascii() else len(quote.encode("utf-8"))
+        ascii_quote = quote.isascii()
+        units = len(quote) if ascii_quote else len(quote.encode("utf-16-le")) // 2
+        size = len(quote) if ascii_quote else len(quote.encode("utf-8"))
         if offsets.at(start) != (utf16_start, utf8_start) or (utf16_end, utf8_end) != (
             utf16_start + units,
             utf8_start + size,
         ):
             return "a span's UTF-16 or UTF-8 offsets are not its code-point offsets'"
-        checked.add((c.source_id, *span))
     return None
 
 
