@@ -20,12 +20,12 @@ What is matched, exactly:
   on the facts its marker names. Text of punctuation only (a dash, an ellipsis) joins the
   segment before it, if there is one; anything else visible, an emoji or an enclosed letter
   included, is a claim of its own. A marker with no text before it joins the next segment.
-
-The answer is read in one pass, in time linear in its length: no pattern backtracks over a
-run of whitespace.
 - Text after the last marker is an unmarked segment: nothing ties it to a fact. An answer
   with no marker at all is one segment resting on every fact, assigned rather than marked.
   Together the segments cover every visible character of the answer.
+
+The answer is read in one pass, in time linear in its length: no pattern backtracks over a
+run of whitespace.
 """
 
 from __future__ import annotations
