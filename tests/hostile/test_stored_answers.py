@@ -14,6 +14,7 @@ import pickle
 from typing import Any
 
 import pytest
+from langchain_core.load import dumpd, load
 from langchain_core.messages import AIMessage, message_to_dict, messages_from_dict
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import ValidationError
@@ -159,6 +160,21 @@ def test_an_edited_answer_in_a_stored_langchain_message_does_not_load():
     (back,) = messages_from_dict([stored])
     with pytest.raises(ValidationError):
         EvidenceAnswer.model_validate(back.response_metadata["evidence_answer"])
+
+
+@pytest.mark.filterwarnings("ignore:The function `load` is in beta")
+def test_langchains_dumpd_and_load_never_bring_an_answer_back_unchecked():
+    # dumpd keeps the live answer as a `not_implemented` stub (docs/langchain.md): load
+    # refuses it, or drops it; an answer never comes back that way, edited or not.
+    message = AIMessage(content="June 15.", response_metadata={"evidence_answer": _answered()})
+    stored = json.loads(json.dumps(dumpd(message)))
+    stub = stored["kwargs"]["response_metadata"]["evidence_answer"]
+    assert stub["type"] == "not_implemented"
+    stub["repr"] = stub["repr"].replace(LAUNCH, FORGED)
+    with pytest.raises(NotImplementedError):
+        load(stored, allowed_objects="messages")
+    back = load(stored, allowed_objects="messages", ignore_unserializable_fields=True)
+    assert back.response_metadata["evidence_answer"] is None
 
 
 @pytest.mark.parametrize("render", [render_html, render_markdown, render_text])
