@@ -55,6 +55,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "evidence_first._errors",
         "evidence_first._evidence",
         "evidence_first._answer",
+        "evidence_first._stored",
         "evidence_first._markers",
         "evidence_first._model",
         "evidence_first._metadata",

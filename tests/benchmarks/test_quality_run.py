@@ -153,7 +153,8 @@ def test_the_marker_rows_count_marked_answers_supported_segments_and_invalid_mar
     fact = {"subject": "s", "relation": "r", "object": "o", "citations": []}
     reply = {"facts": [fact], "answer": "A [F1]. B [F2]. C [F0]", "missing_evidence": []}
     assert quality.invalid_markers(json.dumps(reply)) == 2
-    assert quality.invalid_markers(json.dumps({**reply, "answer": 'He said "[F9]" [F1]'})) == 0
+    # A quoted marker is a marker too: a quote mark cannot hide one from the checks.
+    assert quality.invalid_markers(json.dumps({**reply, "answer": 'He said "[F9]" [F1]'})) == 1
     assert quality.invalid_markers("not JSON") == 0
     assert quality.invalid_markers(None) == 0
 

@@ -83,14 +83,24 @@ def test_scale_prints_the_pack_and_verify_scenarios(capsys, load_benchmark):
         ("b: verify the ledger", "mixed-script text"),
         ("c: verify, maximum-size sources", "ASCII prose"),
         ("c: verify, maximum-size sources", "mixed-script text"),
+        ("d: a whitespace run in a source", "a run of spaces"),
+        ("d: a whitespace run in a source", "a run of U+3000"),
+        ("d: the same, passage mode", "a run of spaces"),
+        ("d: the same, passage mode", "a run of U+3000"),
+        ("d: a whitespace run in the answer", "a run of spaces"),
+        ("d: a whitespace run in the answer", "a run of U+3000"),
     ]
     assert all(len(row) == 14 for row in rows)
     # (a) offers sources larger than the budget: all omitted. (b) and (c) send all and verify
-    # all: (c) at the size limit, one fact per source.
+    # all: (c) at the size limit, one fact per source. (d) sends its one source and verifies
+    # the one citation.
     assert [row[2:6] for row in rows] == (
-        [["4", "0", "4", "0"]] * 4 + [["8", "8", "0", "32"]] * 2 + [["4", "4", "0", "32"]] * 2
+        [["4", "0", "4", "0"]] * 4
+        + [["8", "8", "0", "32"]] * 2
+        + [["4", "4", "0", "32"]] * 2
+        + [["1", "1", "0", "1"]] * 6
     )
-    # The event-loop stall is measured where an async entry is timed: (a) and (c).
+    # The event-loop stall is measured where an async entry is timed: (a), (c) and (d).
     assert all(float(row[11]) >= 0 for row in [*rows[:4], *rows[6:]])
     assert [row[11] for row in rows[4:6]] == ["-", "-"]
     assert all(row[-1] in {"yes", "NO"} for row in rows)

@@ -26,6 +26,7 @@ from evidence_first._injection import DATAMARK, Defences, datamark, escape_contr
 from evidence_first._passages import passages_of
 from evidence_first._plan import plan_answer
 from evidence_first._prompt import system_prompt
+from evidence_first._text import has_text
 from evidence_first.adapters import AnswerOptions
 from evidence_first.cli import render_report
 from evidence_first.render import render_html, render_markdown
@@ -262,7 +263,7 @@ def copied_ledgers(draw: st.DrawFn) -> dict[str, Any]:
     The excerpt is cut anywhere in the sent JSON string, even inside an escape, and pasted
     into the reply's JSON as written: what a model that copies its prompt would produce.
     """
-    text = draw(texts.filter(lambda t: t.strip()))
+    text = draw(texts.filter(has_text))
     encoded = escape_controls(json.dumps(text, ensure_ascii=draw(st.booleans())))[1:-1]
     start = draw(st.integers(0, max(0, len(encoded) - 1)))
     end = draw(st.integers(start, len(encoded)))
@@ -289,7 +290,7 @@ def test_quotes_copied_from_the_sent_form_verify_only_as_exact_excerpts_of_the_o
         assert answer.reason_codes == ("invalid_json",)
         return
     (check,) = answer.citation_checks
-    if decoded.strip() and decoded in text:
+    if has_text(decoded) and decoded in text:
         assert answer.status == "answered"
         assert check.citation is not None
         assert text[check.citation.char_start : check.citation.char_end] == decoded
@@ -300,7 +301,7 @@ def test_quotes_copied_from_the_sent_form_verify_only_as_exact_excerpts_of_the_o
 
 
 @settings(max_examples=150, deadline=None)
-@given(texts.filter(lambda t: t.strip()), st.booleans())
+@given(texts.filter(has_text), st.booleans())
 def test_each_sent_passage_is_its_span_of_the_original_and_citations_index_the_original(
     text, marked
 ):

@@ -26,6 +26,7 @@ from evidence_first import (
     TokenUsage,
     answer_from_evidence,
 )
+from evidence_first._text import has_text
 
 REASON_CODES = frozenset(get_args(ReasonCode))
 STATUSES = frozenset(get_args(AnswerStatus))
@@ -251,7 +252,7 @@ def _likely_sent(sources: list[Evidence], budget: int | None) -> list[Evidence]:
     """The sources packing should send; only used to aim citations, never asserted on."""
     sent, used = [], 0
     for source in sources:
-        if not source.text.strip():
+        if not has_text(source.text):
             continue
         if budget is not None:
             if used + _cost(source) > budget:
@@ -281,7 +282,7 @@ def clean_ledgers(
     def own_citation(draw: st.DrawFn) -> dict[str, str]:
         source = draw(st.sampled_from(sent))
         quote = draw(excerpts(source.text))
-        return {"source_id": source.id, "quote": quote if quote.strip() else source.text}
+        return {"source_id": source.id, "quote": quote if has_text(quote) else source.text}
 
     terms = st.text(alphabet=CHARS, max_size=10)
     facts = draw(
@@ -705,7 +706,7 @@ def test_a_citation_verifies_exactly_when_it_is_an_excerpt_of_a_sent_source(scen
         source_id, quote = cited["source_id"], cited["quote"]
         if source_id not in sent:
             expected = "unknown_source"
-        elif not quote.strip():
+        elif not has_text(quote):
             expected = "empty_quote"
         elif quote not in texts[source_id]:
             expected = "quote_not_in_source"

@@ -81,14 +81,14 @@ def test_the_decision_is_renormalized_over_the_allowed_values():
     text = json.dumps(ANSWERED)
     # "maybe" and a line break are no allowed value: only yes (0.6) and no (0.2) count.
     tokens = tokens_of(text, {' "y': 0.6, ' "n': 0.2, ' "maybe': 0.15, "\n": 0.05})
-    assert decision_confidence(tokens, "answerable", VALUES) == pytest.approx(0.75)
+    assert decision_confidence(tokens, text, "answerable", VALUES) == pytest.approx(0.75)
 
 
 def test_alternatives_spelled_with_other_whitespace_or_whole_words_count_for_their_value():
     text = json.dumps(ANSWERED)
     tokens = tokens_of(text, {' "yes': 0.5, '"no': 0.25, ' "': 0.2, ' "No': 0.05})
     # '"no' is the same place without the space; ' "' alone decides nothing; "No" is no value.
-    assert decision_confidence(tokens, "answerable", VALUES) == pytest.approx(0.5 / 0.75)
+    assert decision_confidence(tokens, text, "answerable", VALUES) == pytest.approx(0.5 / 0.75)
 
 
 def test_a_value_token_after_a_lone_quote_token_is_found():
@@ -103,27 +103,35 @@ def test_a_value_token_after_a_lone_quote_token_is_found():
         ),
         TokenLogprob(token=text[at + 3 :], logprob=0.0),
     )
-    assert decision_confidence(tokens, "answerable", VALUES) == pytest.approx(0.9)
+    assert decision_confidence(tokens, text, "answerable", VALUES) == pytest.approx(0.9)
 
 
 def test_a_code_fence_the_server_stripped_from_the_text_is_still_in_the_tokens():
     text = json.dumps(ANSWERED)
     tokens = (TokenLogprob(token="```json\n", logprob=0.0), *tokens_of(text, {' "n': 1.0}))
-    assert decision_confidence(tokens, "answerable", VALUES) == 0.0
+    assert decision_confidence(tokens, text, "answerable", VALUES) == 0.0
 
 
 @pytest.mark.parametrize(
-    ("tokens", "why"),
+    ("tokens", "text", "why"),
     [
-        (None, "no log-probabilities"),
-        ((), "no tokens"),
-        (tokens_of(json.dumps(ANSWERED), {' "maybe': 0.9, "\n": 0.1}), "no allowed value"),
-        ((TokenLogprob(token=json.dumps({"facts": []}), logprob=0.0),), "no decision key"),
+        (None, json.dumps(ANSWERED), "no log-probabilities"),
+        ((), json.dumps(ANSWERED), "no tokens"),
+        (
+            tokens_of(json.dumps(ANSWERED), {' "maybe': 0.9, "\n": 0.1}),
+            json.dumps(ANSWERED),
+            "no allowed value",
+        ),
+        (
+            (TokenLogprob(token=json.dumps({"facts": []}), logprob=0.0),),
+            json.dumps({"facts": []}),
+            "no decision key",
+        ),
     ],
-    ids=lambda value: value if isinstance(value, str) else "",
+    ids=["none", "empty", "no-value", "no-key"],
 )
-def test_no_readable_decision_is_no_confidence(tokens, why):
-    assert decision_confidence(tokens, "answerable", VALUES) is None, why
+def test_no_readable_decision_is_no_confidence(tokens, text, why):
+    assert decision_confidence(tokens, text, "answerable", VALUES) is None, why
 
 
 # The engine: asked only of a model that declares it, read into reader_confidence, held to a floor.

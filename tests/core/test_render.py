@@ -69,7 +69,7 @@ def test_html_highlights_exactly_each_cited_span(scripted):
     assert marked == expected
     # Each excerpt is the source text around the span, unchanged once unescaped.
     for block in re.findall(r"<blockquote>(.*?)</blockquote>", page, re.S):
-        plain = html.unescape(re.sub(r"</?mark>", "", block)).strip("…")
+        plain = html.unescape(re.sub(r"</?(?:mark|bdi)>", "", block)).strip("…")
         assert any(plain in source.text for source in SOURCES)
 
 
@@ -94,19 +94,29 @@ def test_html_escapes_source_text_and_model_output(scripted):
         "code",
         "blockquote",
         "mark",
+        "bdi",
     }
 
 
 def test_html_numbers_citations_and_links_them(scripted):
-    page = render_html(_answered(scripted))
+    page = render_html(_answered(scripted), anchor="a1")
     # Three distinct spans; the repeated one keeps its number.
-    assert re.findall(r'<li id="evidence-(\d+)">', page) == ["1", "2", "3"]
-    assert page.count('href="#evidence-1"') == 3  # the answer and both facts cite it
+    assert re.findall(r'<li id="a1-(\d+)">', page) == ["1", "2", "3"]
+    assert page.count('href="#a1-1"') == 3  # the answer and both facts cite it
+
+
+def test_each_html_rendering_has_anchors_of_its_own_unless_given_one(scripted):
+    answer = _answered(scripted)
+    first, second = render_html(answer), render_html(answer)
+    (anchor,) = set(re.findall(r'<li id="(evidence-[0-9a-f]{8})-\d+">', first))
+    assert anchor not in second
+    assert render_html(answer, anchor="x") == render_html(answer, anchor="x")
 
 
 def test_notebooks_show_the_html_view(scripted):
     answer = _answered(scripted)
-    assert answer._repr_html_() == render_html(answer)
+    shown = re.sub(r"evidence-[0-9a-f]{8}", "evidence-x", answer._repr_html_())
+    assert shown == render_html(answer, anchor="evidence-x")
 
 
 def test_markdown_bolds_each_span_and_escapes_markup(scripted):
@@ -162,7 +172,7 @@ def test_every_renderer_shows_the_same_window_around_a_span(scripted):
     text = render_markdown(answer, context_chars=6)
     report = render_text(answer, context_chars=6)
     for before, span, after in windows:
-        assert f"<blockquote>{before}<mark>{span}</mark>{after}</blockquote>" in page
+        assert f"<blockquote><bdi>{before}<mark>{span}</mark>{after}</bdi></blockquote>" in page
         md = [part.replace(".", "\\.") for part in (before, span, after)]
         assert f"> {md[0]}**{md[1]}**{md[2]}" in text
         assert f": {before}⟦{span}⟧{after}\n" in report + "\n"
@@ -455,7 +465,7 @@ def test_html_footnotes_follow_each_segment_and_link_to_its_highlighted_span(scr
     assert "More &lt;script&gt;x&lt;/script&gt;." in page
     assert fragment.tags <= {
         *("div", "p", "strong", "em", "sup", "a", "ol", "ul", "li", "code", "blockquote"),
-        *("mark", "span", "small"),
+        *("mark", "span", "small", "bdi"),
     }
 
 
@@ -502,9 +512,9 @@ def test_an_answer_with_no_marker_has_its_footnotes_after_the_whole(scripted):
     ((segment,),) = [answer.segments]
     assert segment.support == "assigned"
     assert (
-        '<p class="answer">June 15, and Ravi owns it.<sup><a href="#evidence-1">[1]</a></sup>'
-        '<sup><a href="#evidence-2">[2]</a></sup><sup><a href="#evidence-3">[3]</a></sup></p>'
-    ) in render_html(answer)
+        '<p class="answer"><bdi>June 15, and Ravi owns it.</bdi><sup><a href="#e-1">[1]</a></sup>'
+        '<sup><a href="#e-2">[2]</a></sup><sup><a href="#e-3">[3]</a></sup></p>'
+    ) in render_html(answer, anchor="e")
     assert "**Answer:** June 15, and Ravi owns it\\. [1][2][3]\n" in render_markdown(answer)
     assert "Answer: June 15, and Ravi owns it. [1][2][3]\n" in render_text(answer)
     assert "segment" not in render_html(answer)
@@ -517,12 +527,12 @@ def test_a_stored_answer_from_before_segments_renders_as_before(scripted):
     old = EvidenceAnswer.model_validate(stored)
     assert old.segments == ()
     # The answer's text, then every span its facts cite; no notes.
-    page = render_html(old)
+    page = render_html(old, anchor="e")
     assert (
-        '<p class="answer">June 15. Ravi owns it. The budget is 62%. '
-        "More &lt;script&gt;x&lt;/script&gt;."
-        '<sup><a href="#evidence-1">[1]</a></sup><sup><a href="#evidence-2">[2]</a></sup>'
-        '<sup><a href="#evidence-3">[3]</a></sup></p>'
+        '<p class="answer"><bdi>June 15. Ravi owns it. The budget is 62%. '
+        "More &lt;script&gt;x&lt;/script&gt;.</bdi>"
+        '<sup><a href="#e-1">[1]</a></sup><sup><a href="#e-2">[2]</a></sup>'
+        '<sup><a href="#e-3">[3]</a></sup></p>'
     ) in page
     assert "segment" not in page
     assert (

@@ -15,9 +15,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from evidence_first import Citation, Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from evidence_first import _stored as stored_module
 from evidence_first._citing import quote as quote_module
+from evidence_first._text import has_text
 
 FRAGMENTS = (
     "The launch moved to June 15. ",
@@ -176,7 +179,7 @@ def _check(
     ]
     utf16, utf8 = text.encode("utf-16-le"), text.encode("utf-8")
     for quote, start, end, u16s, u16e, u8s, u8e in spans:
-        if text[start:end] != quote or not quote.strip():
+        if text[start:end] != quote or not has_text(quote):
             return "a span is not the original text at its code-point offsets"
         if utf16[2 * u16s : 2 * u16e].decode("utf-16-le") != quote:
             return "a span is not the original text at its UTF-16 offsets"
@@ -240,7 +243,7 @@ def test_no_hostile_ledger_gets_a_false_citation_accepted(mode, hostile_cases, t
     assert report.false_accepts == []
 
 
-def test_the_oracle_catches_a_lenient_verifier(monkeypatch, tally):
+def _plant_lenient_verifier(monkeypatch: pytest.MonkeyPatch) -> None:
     real = quote_module.locate_quote
 
     def case_insensitive(source: Evidence, quote: str, offsets: Any = None) -> Citation | None:
@@ -251,6 +254,21 @@ def test_the_oracle_catches_a_lenient_verifier(monkeypatch, tally):
         return None if lenient is None else lenient.model_copy(update={"quote": quote})
 
     monkeypatch.setattr(quote_module, "locate_quote", case_insensitive)
+
+
+def test_the_oracle_catches_a_lenient_verifier(monkeypatch, tally):
+    _plant_lenient_verifier(monkeypatch)
+    # The answer's own check on construction would refuse these answers first (the next
+    # test): it is set aside here, so that what is tested is the oracle.
+    monkeypatch.setattr(stored_module, "stored_problem", lambda answer, offsets=None: None)
     report = run_fuzz("quote", 300, seed=7)
     tally["planted lenient verifier: false accepts caught"] += len(report.false_accepts)
     assert report.false_accepts
+
+
+def test_a_lenient_verifier_is_refused_by_the_answers_own_check_too(monkeypatch):
+    # "A stored answer [...] is checked on load" (DESIGN), and so is every answer the engine
+    # builds: a citation whose quote is not its source's text never leaves it.
+    _plant_lenient_verifier(monkeypatch)
+    with pytest.raises(ValidationError, match="not an answer evidence-first returned"):
+        run_fuzz("quote", 300, seed=7)

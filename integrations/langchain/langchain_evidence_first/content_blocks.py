@@ -31,7 +31,9 @@ def to_content_blocks(
     every fact. An ``"unmarked"`` segment rests on no fact and gets no ``Citation``: find it
     in ``answer.segments``.
 
-    Each annotation's ``cited_text`` is the quote; ``title`` and ``url`` come from the
+    Each annotation's ``cited_text`` is the cited span of the source's own text
+    (``source.text[char_start:char_end]``, never a quote the answer carries); ``title`` and
+    ``url`` come from the
     source's metadata keys when present; ``extras`` holds the source ID and the source spans,
     and, for a segment's citation, ``segment_index`` (into ``answer.segments``),
     ``fact_index`` (into ``answer.facts``) and the segment's ``support``. An answer stored
@@ -55,14 +57,14 @@ def to_content_blocks(
         span: tuple[int, int] | None = None,
         placement: dict[str, Any] | None = None,
     ) -> Citation:
-        metadata = answer.source(citation.source_id).metadata
-        title, url = metadata.get(title_key), metadata.get(url_key)
+        source = answer.source(citation.source_id)
+        title, url = source.metadata.get(title_key), source.metadata.get(url_key)
         block: Citation = create_citation(
             title=title if isinstance(title, str) else None,
             url=url if isinstance(url, str) else None,
             start_index=None if span is None else span[0],
             end_index=None if span is None else span[1],
-            cited_text=citation.quote,
+            cited_text=source.text[citation.char_start : citation.char_end],
         )
         # Set directly: create_citation(extras=...) would nest them one level deeper.
         block["extras"] = {

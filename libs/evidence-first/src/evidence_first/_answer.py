@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evidence_first._evidence import Evidence
 from evidence_first._markers import AnswerSegment, FactMarker
+from evidence_first._stored import OFFSETS, CheckedOnLoad
+from evidence_first._text import UnitOffsets
 from evidence_first._vocabulary import (
     AbstentionReason,
     AnswerFlag,
@@ -36,7 +38,8 @@ __all__ = [
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # A stored answer's fields are evidence and model output: an error names where, never what.
+    model_config = ConfigDict(frozen=True, extra="forbid", hide_input_in_errors=True)
 
 
 class DocumentSpan(_Frozen):
@@ -175,7 +178,7 @@ class TokenUsage(_Frozen):
     cached_input_tokens: int | None = None
 
 
-class EvidenceAnswer(_Frozen):
+class EvidenceAnswer(CheckedOnLoad, _Frozen):
     """The outcome of one answer: answered, an honest abstention, or a fail-closed rejection.
 
     Attributes:
@@ -258,9 +261,19 @@ class EvidenceAnswer(_Frozen):
     _offered: dict[str, Evidence] = PrivateAttr(default_factory=dict)
 
     @classmethod
-    def of_offered(cls, offered: Mapping[str, Evidence], **fields: Any) -> EvidenceAnswer:
-        """Build the answer for a request, keeping every source offered to it by ID."""
-        answer = cls(**fields)
+    def of_offered(
+        cls,
+        offered: Mapping[str, Evidence],
+        offsets: Mapping[str, UnitOffsets] | None = None,
+        **fields: Any,
+    ) -> EvidenceAnswer:
+        """Build the answer for a request, keeping every source offered to it by ID.
+
+        ``offsets`` is the request's offsets cache by source ID, so the check every answer
+        gets on construction (:class:`~evidence_first._stored.CheckedOnLoad`) costs no second
+        pass over a source.
+        """
+        answer = cls.model_validate(fields, context={OFFSETS: offsets or {}})
         answer._offered = dict(offered)
         return answer
 

@@ -14,7 +14,6 @@ from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import Evidence
 from evidence_first._invoke import call_model, call_model_async
 from evidence_first._judge import judge, without_model_call
-from evidence_first._limits import LARGE_INPUT_CHARS
 from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptions, OptionArgs
 from evidence_first._plan import AnswerPlan, aplan_answer, plan_answer
@@ -86,15 +85,12 @@ def run_plan(plan: AnswerPlan, model: object, *, cancel: threading.Event | None)
 
 
 async def arun_plan(plan: AnswerPlan, model: object) -> EvidenceAnswer:
-    """Async :func:`run_plan`: a reply over large sources is judged on a worker thread.
+    """Async :func:`run_plan`: the reply is judged on a worker thread, whatever its size.
 
-    Looking for each quote is a search of its whole source, so past
-    :data:`~evidence_first._limits.LARGE_INPUT_CHARS` of sent text the judging runs off the
-    event loop, as planning does.
+    Judging reads the reply and searches the sources for each quote: its cost follows what the
+    model wrote as well as what was sent, so it never runs on the event loop.
     """
     if plan.request is None:
         return without_model_call(plan)
     response = await call_model_async(model, plan.request)
-    if sum(len(source.text) for source in plan.sent.sources) > LARGE_INPUT_CHARS:
-        return await asyncio.to_thread(judge, plan, response)
-    return judge(plan, response)
+    return await asyncio.to_thread(judge, plan, response)

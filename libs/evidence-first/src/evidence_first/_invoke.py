@@ -68,7 +68,12 @@ def call_model(
             worker.abandon()
             raise _timeout_error(request.timeout)
         wait = remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS)
-        if worker.done.wait(wait):
+        done = worker.done.wait(wait)
+        # The deadline is checked after every wait: a reply that came after it is never used.
+        if time.monotonic() > deadline:
+            worker.abandon()
+            raise _timeout_error(request.timeout)
+        if done:
             break
         if cancel is not None and cancel.is_set():
             worker.abandon()
@@ -84,13 +89,17 @@ async def call_model_async(model: object, request: ModelRequest) -> ModelRespons
 
     The call runs as its own task, and the engine stops waiting at the deadline even if the
     model swallows its cancellation: the task is cancelled and left behind, and whatever it
-    returns late is never judged. Cancelling the awaiting task does the same, sets
-    ``request.cancel`` and propagates :class:`asyncio.CancelledError`.
+    returns late is never judged, even when a model that held the event loop past the deadline
+    hands it back at once. Cancelling the awaiting task does the same, sets ``request.cancel``
+    and propagates :class:`asyncio.CancelledError`; a model that raises
+    :class:`asyncio.CancelledError` by itself, with the caller's task cancelled by no one, has
+    failed, as it has on the sync path.
 
     Raises:
         AnswerTimeoutError: No answer within ``request.timeout``, or the client timed out.
         ModelCallError: The callback raised or returned something other than a response.
     """
+    deadline = time.monotonic() + request.timeout
     if has_async(model):
         call = asyncio.ensure_future(_await_agenerate(model, request))
     else:
@@ -100,9 +109,13 @@ async def call_model_async(model: object, request: ModelRequest) -> ModelRespons
     except asyncio.CancelledError:
         _leave_behind(call, request)
         raise
-    if not done:
+    if not done or time.monotonic() > deadline:
         _leave_behind(call, request)
         raise _timeout_error(request.timeout)
+    if call.cancelled():
+        # Nothing cancelled the caller (its wait returned): the model cancelled itself.
+        msg = "the model call was cancelled by the model itself"
+        raise ModelCallError(msg, cause_type="asyncio.CancelledError")
     try:
         result = call.result()
     except _SAFELY_WORDED:

@@ -71,7 +71,7 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
     common["confidence_floor"] = plan.confidence_floor
     if ledger.answerable is not None:
         common["reader_confidence"] = decision_confidence(
-            response.logprobs, DECISION_KEY, get_args(ReaderDecision)
+            response.logprobs, response.text, DECISION_KEY, get_args(ReaderDecision)
         )
     if not has_text(ledger.answer):
         return _abstained(plan, verdict.facts, tuple(ledger.missing_evidence), "reader", common)
@@ -308,6 +308,7 @@ def _answer(plan: AnswerPlan, **fields: Any) -> EvidenceAnswer:
     scores = [source.score for source in sent if source.score is not None]
     return EvidenceAnswer.of_offered(
         plan.offered,
+        plan.sent.offsets,
         question=plan.question,
         citations_verified=any(fact.citations for fact in fields["facts"]),
         used_source_ids=tuple(source.id for source in sent),

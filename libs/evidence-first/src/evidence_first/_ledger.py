@@ -26,18 +26,21 @@ from evidence_first._text import is_unicode_text
 from evidence_first._vocabulary import ReaderDecision
 
 __all__ = [
+    "LEADING_THINK",
     "Ledger",
     "LedgerCitationBase",
     "LedgerFact",
     "ParsedResponse",
     "StrictModel",
     "json_path",
+    "ledger_body",
     "parse_response",
 ]
 
 _TRUNCATED_FINISH_REASONS = frozenset({"length", "max_tokens"})
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-_LEADING_THINK = re.compile(r"\A\s*<think>.*?</think>", re.DOTALL)
+LEADING_THINK = re.compile(r"\s*<think>.*?</think>", re.DOTALL)
+"""A leading ``<think>`` block, to ``match`` at the start of a text."""
 _FENCE = re.compile(r"\A```[A-Za-z0-9_-]*[ \t]*\r?\n(?P<body>.*?)\r?\n?```\Z", re.DOTALL)
 # Schema errors beyond this many are summarized; one hostile response should not produce
 # thousands of issues.
@@ -116,6 +119,13 @@ def parse_response(
         return _fail("tool_call_not_allowed", "$", "the response carries tool calls")
     if response.finish_reason in _TRUNCATED_FINISH_REASONS:
         return _fail("output_truncated", "$", "the output hit the token limit")
+    if response.over_limit is not None:
+        what = "bytes" if response.over_limit == "reply_bytes" else "log-probability entries"
+        return _fail(
+            "response_too_large",
+            "$",
+            f"the reply passed the transport's limit on {what}; it was not read further",
+        )
     text = response.text
     if len(text) > max_response_chars:
         return _fail(
@@ -161,12 +171,17 @@ def _all_strings_are_unicode(value: object) -> bool:
     return True
 
 
+def ledger_body(text: str) -> str:
+    """What stage 2 parses of a reply: without one leading think block and one code fence."""
+    think = LEADING_THINK.match(text)
+    body = text[think.end() if think is not None else 0 :].strip()
+    fenced = _FENCE.match(body)
+    return body if fenced is None else fenced.group("body").strip()
+
+
 def _decode_one_object(text: str) -> dict[str, Any] | ValidationIssue:
     """Stage 2: the text must be exactly one JSON object of valid Unicode strings."""
-    body = _LEADING_THINK.sub("", text, count=1).strip()
-    fenced = _FENCE.match(body)
-    if fenced is not None:
-        body = fenced.group("body").strip()
+    body = ledger_body(text)
 
     def invalid(detail: str) -> ValidationIssue:
         return ValidationIssue(code="invalid_json", path="$", detail=detail)

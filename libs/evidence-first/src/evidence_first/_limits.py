@@ -11,10 +11,12 @@ __all__ = [
     "MAX_ENUM_VALUES",
     "MAX_FACTS",
     "MAX_MISSING_ITEMS",
+    "MAX_OUTPUT_TOKENS",
     "MAX_PASSAGES_PER_CITATION",
     "MAX_QUESTION_TOKENS",
     "MAX_QUESTION_UTF16_UNITS",
     "MAX_QUOTE_CHARS",
+    "MAX_RESPONSE_CHARS",
     "MAX_SOURCES",
     "MAX_SOURCE_UTF16_UNITS",
     "MAX_TERM_CHARS",
@@ -28,9 +30,14 @@ MAX_SOURCE_UTF16_UNITS = 262_144
 # counting), then by its estimated tokens, with the request's own token counter.
 MAX_QUESTION_UTF16_UNITS = 262_144
 MAX_QUESTION_TOKENS = 2048
-# Past this much source text, async planning runs on a worker thread (tens of milliseconds of
-# CPU in passage mode at this size).
-LARGE_INPUT_CHARS = 262_144
+# Past this much source text, async planning runs on a worker thread: cutting it into passages
+# costs 4 to 8 ms at this size, and about 49 ms at 262,144 characters (one maximum-size source
+# with a long whitespace run, benchmarks/scale.py's "d" rows).
+LARGE_INPUT_CHARS = 32_768
+# The largest output an answer may ask for and read: the upper bounds of the options
+# max_output_tokens and max_response_chars (a model request made by hand gets these).
+MAX_OUTPUT_TOKENS = 8192
+MAX_RESPONSE_CHARS = 131_072
 
 # The ledger: enforced by parsing, with their own reason codes.
 MAX_FACTS = 32

@@ -12,28 +12,32 @@ What is matched, exactly:
 - A marker is ``[``, ``F`` and digits, then any further ``,`` ``F`` and digits (spaces allowed
   around the commas), then ``]``. Markers separated only by whitespace are one marker. The
   whitespace before a marker is part of its spelling: it goes when the marker goes.
-- Quoted text is not searched: between ``"`` and the next ``"``, and between ``“`` and ``”``, a
-  marker-like string is text.
+- Every marker-like string is a marker, quoted or not: a quote mark cannot hide one from the
+  checks (a stray ``"`` once did).
 - The punctuation right after a marker (``. , ; : ! ? …``, their full-width forms, and closing
   brackets) belongs to the segment before it: "June 8 [F1]." is the segment "June 8.".
 - A segment is the text since the previous marker, without surrounding whitespace, and rests
-  on the facts its marker names. Text with no letter or digit (an emoji, a dash) joins the
-  segment before it, if there is one; a marker with no text before it joins the next segment.
+  on the facts its marker names. Text of punctuation only (a dash, an ellipsis) joins the
+  segment before it, if there is one; anything else visible, an emoji or an enclosed letter
+  included, is a claim of its own. A marker with no text before it joins the next segment.
 - Text after the last marker is an unmarked segment: nothing ties it to a fact. An answer
   with no marker at all is one segment resting on every fact, assigned rather than marked.
   Together the segments cover every visible character of the answer.
+
+The answer is read in one pass, in time linear in its length: no pattern backtracks over a
+run of whitespace.
 """
 
 from __future__ import annotations
 
-import bisect
 import re
-from collections.abc import Collection
+import unicodedata
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
 
-from evidence_first._text import UnitOffsets, has_text
+from evidence_first._text import UnitOffsets, has_text, is_visible
 from evidence_first._vocabulary import AnswerFlag, SegmentSupport
 
 __all__ = [
@@ -64,9 +68,11 @@ MARKER_RULE = (
 UNMARKED_SUFFIX = "+unmarked"
 """The prompt version's suffix when the answer is asked for without fact markers."""
 
-_MARKER = re.compile(r"(?:\s*\[F[0-9]+(?:\s*,\s*F[0-9]+)*\])+")
+
+# One marker, without the whitespace before it: that is found by stripping the text between
+# markers, so that no pattern starts in a run of whitespace and backtracks over it.
+_MARKER = re.compile(r"\[F[0-9]+(?:\s*,\s*F[0-9]+)*\]")
 _NUMBER = re.compile(r"F([0-9]+)")
-_QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 _ATTACHED = re.compile(r"[.,;:!?…。、)\]}\uff0c\uff1b\uff1a\uff01\uff1f]*")
 # A fact number past this many digits names no fact of any ledger (at most 32 facts).
 _MAX_DIGITS = 6
@@ -165,24 +171,18 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
     ``flagged`` are the 0-based indices of facts whose citations carry ``object_not_cited``: a
     segment resting only on those is flagged ``unsupported_facts``.
     """
-    quoted = [match.span() for match in _QUOTED.finditer(answer)]  # in order, apart
-    quote_starts = [start for start, _ in quoted]
     kept: list[str] = []
     removed: list[tuple[str, int, list[int]]] = []  # spelling, offset without markers, numbers
     last = length = 0
-    for match in _MARKER.finditer(answer):
-        bracket = answer.index("[", match.start())
-        inside = bisect.bisect_left(quote_starts, bracket) - 1
-        if inside >= 0 and bracket < quoted[inside][1]:
-            continue
-        kept.append(answer[last : match.start()])
-        length += match.start() - last
+    for start, end in _marker_spans(answer):
+        kept.append(answer[last:start])
+        length += start - last
+        spelling = answer[start:end]
         numbers = [
-            int(digits) if len(digits) <= _MAX_DIGITS else 0
-            for digits in _NUMBER.findall(match.group())
+            int(digits) if len(digits) <= _MAX_DIGITS else 0 for digits in _NUMBER.findall(spelling)
         ]
-        removed.append((match.group(), length, numbers))
-        last = match.end()
+        removed.append((spelling, length, numbers))
+        last = end
     kept.append(answer[last:])
     text = "".join(kept)
     all_numbers = tuple(number for _, _, numbers in removed for number in numbers)
@@ -242,15 +242,42 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
         cursor = end
     rest = _visible(text, cursor, len(text))
     if rest is not None and parts and not _has_word(text[cursor:]):
-        parts[-1].end = rest[1]  # trailing text with no letter or digit ends the last part
+        parts[-1].end = rest[1]  # trailing punctuation ends the last part
     elif rest is not None:
         parts.append(_Open(*rest, pending.numbers, pending.markers))
     segments = tuple(segment(part, "marked" if part.markers else "unmarked") for part in parts)
     return MarkedAnswer(text, segments, all_numbers)
 
 
+def _marker_spans(answer: str) -> Iterator[tuple[int, int]]:
+    """The ``[start, end)`` of each marker's spelling, in order.
+
+    The whitespace before a marker is part of its spelling, and markers with only whitespace
+    between them are one. Found without a pattern that starts in whitespace: each stretch of
+    text is stripped once, so the cost is linear in the answer's length.
+    """
+    pending: tuple[int, int] | None = None
+    for match in _MARKER.finditer(answer):
+        start, end = match.span()
+        if pending is not None and not answer[pending[1] : start].strip():
+            pending = (pending[0], end)  # whitespace only since the last: the same marker
+            continue
+        if pending is not None:
+            yield pending
+        since = pending[1] if pending is not None else 0
+        gap = answer[since:start]
+        pending = (start - (len(gap) - len(gap.rstrip())), end)
+    if pending is not None:
+        yield pending
+
+
 def _has_word(part: str) -> bool:
-    return any(char.isalnum() for char in part)
+    """Whether ``part`` states something: a visible character other than punctuation.
+
+    A dash or an ellipsis after a claim is part of it; an emoji or an enclosed letter is not
+    punctuation, and so a claim of its own.
+    """
+    return any(is_visible(char) and not unicodedata.category(char).startswith("P") for char in part)
 
 
 def _visible(text: str, start: int, end: int) -> tuple[int, int] | None:

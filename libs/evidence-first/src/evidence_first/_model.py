@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import ConfigDict, StrictStr
 from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from evidence_first._answer import TokenUsage
+from evidence_first._limits import MAX_RESPONSE_CHARS
 
 __all__ = [
     "AsyncEvidenceReaderModel",
@@ -53,6 +54,9 @@ class ModelRequest:
         logprobs: Whether the engine asks for the output's token log-probabilities (with the
             most likely alternatives at each position); only a model that declares
             ``returns_logprobs`` is asked.
+        max_response_chars: The longest message text the engine will read; a transport
+            bounds what it reads of a reply by it
+            (``evidence_first.chat_completions.reply_limits``).
     """
 
     system: str
@@ -65,6 +69,7 @@ class ModelRequest:
     cancel: threading.Event = field(default_factory=threading.Event)
     prompt_version: str
     logprobs: bool = False
+    max_response_chars: int = MAX_RESPONSE_CHARS
 
 
 @pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
@@ -103,6 +108,10 @@ class ModelResponse:
         usage: Token counts, when the provider reports them.
         logprobs: The output's tokens with their log-probabilities, when the request asked
             for them and the provider returned them; ``None`` otherwise.
+        over_limit: Set by a transport that stopped reading the reply at its documented
+            limit: ``"reply_bytes"`` (the body's bytes) or ``"logprob_entries"`` (more tokens
+            or alternatives than the request allows). The text is then empty, and the
+            answer fails closed as ``response_too_large``.
     """
 
     text: StrictStr
@@ -110,6 +119,7 @@ class ModelResponse:
     finish_reason: str | None = None
     usage: TokenUsage | None = None
     logprobs: tuple[TokenLogprob, ...] | None = None
+    over_limit: Literal["reply_bytes", "logprob_entries"] | None = None
 
 
 @runtime_checkable

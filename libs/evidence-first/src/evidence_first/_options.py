@@ -24,7 +24,7 @@ from evidence_first._evidence import format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._request import checked_int
-from evidence_first._text import is_unicode_text
+from evidence_first._text import has_text, is_unicode_text
 from evidence_first._tokens import estimate_tokens
 from evidence_first._vocabulary import CitationMode, FlagPolicy, KnowledgePolicy, UnmarkedSegments
 
@@ -160,8 +160,8 @@ class AnswerOptionFields(BaseModel):
     def _language(cls, value: object) -> object:
         if value is None:
             return None
-        if not isinstance(value, str) or not value.strip():
-            msg = "output_language must be None or a non-blank string"
+        if not isinstance(value, str) or not has_text(value):
+            msg = "output_language must be None or a string with a visible character"
             raise InvalidRequestError(msg, field="output_language")
         if not is_unicode_text(value):
             msg = "output_language contains a lone surrogate, which is not valid Unicode"

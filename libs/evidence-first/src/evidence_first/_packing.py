@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from evidence_first._evidence import Evidence
 from evidence_first._prompt import serialize_source
+from evidence_first._text import has_text
 from evidence_first._vocabulary import OmissionReason
 
 __all__ = ["PackedSources", "pack_sources"]
@@ -90,6 +91,6 @@ def _filter_reason(
             return "out_of_scope"
     if min_score is not None and (source.score is None or source.score < min_score):
         return "below_min_score"
-    if not source.text.strip():
+    if not has_text(source.text):
         return "empty"
     return None

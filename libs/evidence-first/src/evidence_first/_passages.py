@@ -5,7 +5,8 @@ library would add a dependency and, for most, data downloads). A passage ends af
 sentence terminator followed by whitespace (``.`` ``!`` ``?`` ``…`` with closing quotes or
 brackets), right after a CJK terminator (``。`` ``！`` ``？`` ``；``), and at every line break,
 which keeps code lines and list items apart. Passages longer than a bound are cut at a space.
-Whitespace between passages belongs to none; each passage is an exact span of the source.
+Whitespace between passages belongs to none, and a stretch with no visible character is no
+passage; each passage is an exact span of the source.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from evidence_first._evidence import Evidence
-from evidence_first._text import UnitOffsets
+from evidence_first._text import UnitOffsets, has_text
 
 __all__ = [
     "MAX_PASSAGE_CHARS",
@@ -29,13 +30,16 @@ __all__ = [
 MAX_PASSAGE_CHARS = 400
 
 # A boundary ends the passage at the end of group "end" (the terminator and its closing
-# quotes or brackets), or, for a line break, where the match starts.
+# quotes or brackets), or, for a line break, where the match starts; the whitespace before a
+# line break is stripped from the passage it ends (_cut). Every alternative starts at a
+# character that is not whitespace or at the line break itself, so no attempt starts inside a
+# run of whitespace and backtracks over it: the scan is linear in the text.
 _BOUNDARY = re.compile(
     r"""
-    (?=[.!?…。！？；\s])  # where a boundary can start: a first-character test, twice as fast
+    (?=[.!?…。！？；\n])  # where a boundary can start: a first-character test, twice as fast
     (?: (?P<end>[.!?…]["'”’)\]]*)(?=\s)\s*  # a sentence end followed by whitespace
       | (?P<cjk>[。！？；][」』”’）】]*)\s*   # a CJK sentence end (no space follows in CJK)
-      | \s*\n\s*                           # a line break
+      | \n\s*                              # a line break
     )
     """,
     re.VERBOSE,
@@ -104,7 +108,13 @@ def _cut(
         stripped_start = position + len(segment) - len(segment.lstrip())
         stripped_end = position + len(segment.rstrip())
         if stripped_start < stripped_end:
-            spans.extend(_bounded(text, stripped_start, stripped_end))
+            # A passage holds a visible character: one of zero-width or format characters
+            # only is blank (_text.has_text), like the whitespace between passages.
+            spans.extend(
+                span
+                for span in _bounded(text, stripped_start, stripped_end)
+                if has_text(text[span[0] : span[1]])
+            )
         if match is not None:
             position = match.end()
     return spans

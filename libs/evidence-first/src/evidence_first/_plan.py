@@ -174,6 +174,7 @@ def plan_answer(
             temperature=0.0 if profile.temperature else None,
             prompt_version=prompt_version,
             logprobs=profile.logprobs,
+            max_response_chars=options.max_response_chars,
         )
         if profile.dialect is not None and profile.structured_output:
             # What the provider would refuse is never sent: a limit past reach is an error now.

@@ -8,6 +8,8 @@ facts cite (its footnotes); the text between segments is kept as it is.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -29,9 +31,49 @@ __all__ = [
     "answer_parts",
     "around",
     "excerpts",
+    "inert",
     "notes",
+    "printable",
     "source_label",
 ]
+
+# What no string a renderer prints may hold as itself: control characters (C0 but the tab and
+# line endings, DEL, C1), the characters that open or close a bidirectional scope (embeddings,
+# overrides, isolates: they would reorder the renderer's own text around the string), and the
+# line and paragraph separators. Each is written as a visible escape, such as \x1b or \u202e.
+_UNSAFE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def inert(text: str) -> str:
+    """``text`` with every character of :data:`_UNSAFE` written as a visible escape.
+
+    The one rule for every string the Markdown and HTML renderings print, under their own
+    syntax's escaping; the terminal report escapes more (:func:`printable`).
+    """
+    return _UNSAFE.sub(lambda match: _escape(match.group()), text)
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: every character no string may show as itself, escaped.
+
+    :func:`inert`'s, and every other control, format (zero-width, bidi marks), surrogate,
+    private-use and unassigned character, tabs, line feeds and carriage returns included: no
+    string can start a line of its own, move the cursor or hide text in a report.
+    """
+    return "".join(_escape(char) if _invisible(char) else char for char in text)
+
+
+def _invisible(char: str) -> bool:
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp")
+
 
 SegmentNote = Literal["unmarked", "flagged"]
 
@@ -57,10 +99,17 @@ def around(text: str, start: int, end: int, context_chars: int) -> tuple[str, st
 
 @dataclass(frozen=True)
 class Excerpt:
+    """A numbered cited span, with its source's text around it.
+
+    ``span`` is the source's own text at the citation's offsets, never the quote the
+    citation carries.
+    """
+
     number: int
     citation: Citation
     source: Evidence
     before: str
+    span: str
     after: str
     flags: tuple[CitationFlag, ...]
 
@@ -115,6 +164,7 @@ def excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[Excerpt],
                         citation=citation,
                         source=source,
                         before=before,
+                        span=source.text[citation.char_start : citation.char_end],
                         after=after,
                         flags=flags.get(key, ()),
                     )

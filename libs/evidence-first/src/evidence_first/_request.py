@@ -17,7 +17,7 @@ from evidence_first._limits import (
     MAX_SOURCE_UTF16_UNITS,
     MAX_SOURCES,
 )
-from evidence_first._text import utf16_units
+from evidence_first._text import has_text, utf16_units
 from evidence_first._transport.dialects import DIALECTS
 from evidence_first._transport.profiles import DEFAULT_PROFILE, ModelProfile, profile_of
 
@@ -38,7 +38,7 @@ def checked_question(question: object, count_tokens: Callable[[str], int]) -> st
     if not isinstance(question, str):
         msg = f"question must be a string, got {type(question).__name__}"
         raise InvalidRequestError(msg, field="question")
-    if not question.strip():
+    if not has_text(question):
         msg = "question must not be empty"
         raise InvalidRequestError(msg, field="question")
     units = _units(question, "question")

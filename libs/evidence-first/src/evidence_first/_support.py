@@ -11,8 +11,9 @@ rests on flagged citations abstains.
   and curly quotes alike). If it is not, each of its numbers (a run of digits, with ``.``,
   ``,`` or ``:`` between digits) and month names (English, full or three-letter) must be
   there, as whole words; an object with neither fails. The check is skipped for a fact whose
-  object is written in another script than its cited text (a translated answer cannot match),
-  and when the caller asked for an answer language (``output_language``).
+  object is written in another script than both its cited spans and the sources they are cut
+  from (a translated answer cannot match), and when the caller asked for an answer language
+  (``output_language``). A span without letters is in no script: it never skips the check.
 
 One more check reads the question (:func:`question_is_covered`): an answer whose cited sources
 hold fewer than :data:`QUESTION_COVERAGE` of the question's words answers something near the
@@ -73,14 +74,15 @@ def status_flags(source: Evidence) -> tuple[CitationFlag, ...]:
 _VERDICTS = frozenset({"yes", "no"})
 
 
-def object_is_cited(obj: str, spans: Iterable[str]) -> bool | None:
+def object_is_cited(obj: str, spans: Iterable[str], sources: Sequence[str] = ()) -> bool | None:
     """Whether a fact's object, or each of its numbers and dates, is in one of its spans.
 
     ``None`` when the check does not apply: the object is only "yes" or "no", or its letters
-    are in another script than the spans' (an object without letters, such as "75%", is
-    always checked).
+    are in another script than both the spans' and their ``sources``' (the texts the spans
+    are cut from). An object without letters, such as "75%", is always checked, and so is one
+    cited by spans without letters ("16", "."): what a span lacks never skips the check.
     """
-    return _Texts(list(spans)).hold(obj)
+    return _Texts(list(spans), sources).hold(obj)
 
 
 def objects_are_held(objects: Iterable[str], texts: Sequence[str]) -> bool:
@@ -93,15 +95,21 @@ def objects_are_held(objects: Iterable[str], texts: Sequence[str]) -> bool:
 
 
 class _Texts:
-    """Texts normalized once, and the script they are written in."""
+    """Texts normalized once, and the scripts they and the sources they are cut from use."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], sources: Sequence[str] = ()) -> None:
         self.texts = texts
+        self.sources = sources or texts
         self.normal = [_normal(text) for text in texts]
 
     @functools.cached_property
-    def script(self) -> str | None:
-        return _script(itertools.chain.from_iterable(self.texts))
+    def scripts(self) -> frozenset[str]:
+        """The scripts of the texts and of their sources: none for texts without letters."""
+        found = (
+            _script(itertools.chain.from_iterable(self.texts)),
+            _script(itertools.chain.from_iterable(self.sources)),
+        )
+        return frozenset(script for script in found if script is not None)
 
     def hold(self, obj: str) -> bool | None:
         """:func:`object_is_cited` of ``obj`` over these texts."""
@@ -111,8 +119,10 @@ class _Texts:
         if not wanted or any(_contains(text, wanted) for text in self.normal):
             return True
         script = _script(obj)
-        if script is not None and script != self.script:
-            return None  # a translated object cannot match; one without letters (75%) can
+        if script is not None and self.scripts and script not in self.scripts:
+            # A translated object cannot match. An object without letters (75%) can, and
+            # spans and sources without letters hold none of an object's words: both checked.
+            return None
         words = [_normal(word) for word in _NUMBER_OR_MONTH.findall(obj)]
         return bool(words) and any(
             all(_has_word(text, word) for word in words) for text in self.normal

@@ -103,9 +103,10 @@ def verify_citations(
         # A citation's passages read together, as they stand in the source: an object may run
         # across two of them ("Y. p. orientalis" is cut after each initial).
         texts = [" ".join(span.text for span in c.evidence_spans) for c in citations]
+        cut_from = [sent.by_id[source_id].text for source_id in {c.source_id: 0 for c in citations}]
         if len(citations) < len(fact.citations):
             unverified.add(fact_index)
-        if check_objects and citations and object_is_cited(fact.object, texts) is False:
+        if check_objects and citations and object_is_cited(fact.object, texts, cut_from) is False:
             unsupported.add(fact_index)
             fact_checks = [
                 c.model_copy(update={"flags": (*c.flags, "object_not_cited")})

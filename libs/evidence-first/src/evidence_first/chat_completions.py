@@ -11,13 +11,13 @@ table, or given.
 from __future__ import annotations
 
 import json
-import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
 
 from evidence_first._answer import TokenUsage
 from evidence_first._errors import InvalidRequestError, ModelCallError
+from evidence_first._limits import MAX_OUTPUT_TOKENS
 from evidence_first._model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
 from evidence_first._transport.dialects import DIALECTS, DialectName
 from evidence_first._transport.profiles import (
@@ -27,15 +27,23 @@ from evidence_first._transport.profiles import (
     profile_for_name,
     profile_of,
 )
+from evidence_first._transport.reading import ReplyLimits, decoded, read_reply, reply_limits
 from evidence_first._transport.strict import (
     SCHEMA_NAME,
+    TOP_LOGPROBS,
     chat_completions_settings,
-    connection_failure,
     openai_response_format,
 )
 from evidence_first._transport.writing import schema_in
 
-__all__ = ["SCHEMA_NAME", "ChatCompletionsModel", "chat_completions_body", "token_logprobs"]
+__all__ = [
+    "SCHEMA_NAME",
+    "ChatCompletionsModel",
+    "ReplyLimits",
+    "chat_completions_body",
+    "reply_limits",
+    "token_logprobs",
+]
 
 
 def chat_completions_body(
@@ -160,9 +168,17 @@ class ChatCompletionsModel:
     def generate(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the message text, finish reason, tool calls and usage.
 
+        The reply is read only up to :func:`~evidence_first._transport.reading.reply_limits`
+        (its bytes, and the log-probability entries kept): past them the connection is closed
+        and the response is empty with ``over_limit`` set, which the engine fails closed as
+        ``response_too_large``. The connection is also closed when ``request.cancel`` is set or
+        ``request.timeout`` passes while connecting or reading, however slowly the server
+        writes (:func:`~evidence_first._transport.reading.read_reply`).
+
         Raises:
             ModelCallError: The endpoint answered with an HTTP error or an unexpected body.
             TimeoutError: No reply within ``request.timeout``.
+            AnswerCancelledError: ``request.cancel`` was set before the reply was read.
         """
         headers = {"Content-Type": "application/json"}
         if self._api_key:
@@ -174,20 +190,11 @@ class ChatCompletionsModel:
             headers=headers,
             method="POST",
         )
-        try:
-            with urllib.request.urlopen(http_request, timeout=request.timeout) as reply:
-                payload = json.loads(reply.read())
-        except urllib.error.HTTPError as exc:
-            exc.close()  # the error holds the open response
-            msg = f"the endpoint answered HTTP {exc.code}"
-            raise ModelCallError(msg, cause_type="urllib.error.HTTPError") from exc
-        except urllib.error.URLError as exc:
-            reason = exc.reason
-            if isinstance(reason, TimeoutError):
-                raise reason from exc  # the engine reports it as AnswerTimeoutError
-            msg = f"the model call failed: {connection_failure(reason)}"
-            raise ModelCallError(msg, cause_type="urllib.error.URLError") from exc
-        return _parse_reply(payload)
+        limits = reply_limits(request)
+        raw = read_reply(http_request, request, limits)
+        if raw is None:
+            return ModelResponse(text="", over_limit="reply_bytes")
+        return _parse_reply(decoded(raw), limits)
 
 
 def _checked_base_url(base_url: object) -> str:
@@ -205,31 +212,60 @@ def _checked_base_url(base_url: object) -> str:
     return base_url.rstrip("/")
 
 
-def _parse_reply(payload: Any) -> ModelResponse:
-    try:
-        choice = payload["choices"][0]
-        message = choice["message"]
-        text = message.get("content")
-        tool_calls = tuple(message.get("tool_calls") or ())
-        finish_reason = choice.get("finish_reason")
-        if text is not None and not isinstance(text, str):
-            raise TypeError
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+def _parse_reply(payload: Any, limits: ReplyLimits | None = None) -> ModelResponse:
+    """The reply as a response, each part checked by its type before it is read.
+
+    Nothing here raises while another exception is handled, and nothing is built from the
+    reply that could fail on it (pydantic's errors quote their input): a malformed reply is a
+    ``ModelCallError`` with no cause, and a malformed ``usage`` or ``logprobs`` is read as
+    none. ``limits``: the log-probability entries kept (:func:`reply_limits`); more is
+    ``over_limit="logprob_entries"``. Without limits, log-probabilities are read within the
+    contract's largest (:func:`token_logprobs`).
+    """
+    choices = _field(payload, "choices") if isinstance(payload, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    text = message.get("content") if isinstance(message, dict) else None
+    if choice is None or not isinstance(message, dict) or not isinstance(text, (str, type(None))):
         msg = "the endpoint's reply is not a chat completion"
-        raise ModelCallError(msg, cause_type=type(exc).__qualname__) from exc
-    usage = payload.get("usage") or {}
-    details = usage.get("prompt_tokens_details") or {}
+        raise ModelCallError(msg, cause_type=None)
+    calls = message.get("tool_calls")
+    tool_calls = tuple(calls) if isinstance(calls, list) else (calls,) if calls else ()
+    finish_reason = choice.get("finish_reason")
+    logprobs = None
+    if limits is None or limits.alternatives:
+        read = _logprobs(choice.get("logprobs"), limits or _CONTRACT_LIMITS)
+        if read is _OVER_LIMIT:
+            return ModelResponse(text="", over_limit="logprob_entries")
+        logprobs = read if isinstance(read, tuple) else None
     return ModelResponse(
-        logprobs=token_logprobs(choice.get("logprobs")),
+        logprobs=logprobs,
         text=text or "",
         tool_calls=tool_calls,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=TokenUsage(
-            input_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
-            cached_input_tokens=details.get("cached_tokens"),
-        ),
+        usage=_usage(payload.get("usage")),
     )
+
+
+def _usage(usage: object) -> TokenUsage:
+    """The token counts the reply reports, each a count or ``None``: nothing else is read."""
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    return TokenUsage(
+        input_tokens=_count(usage.get("prompt_tokens")),
+        output_tokens=_count(usage.get("completion_tokens")),
+        cached_input_tokens=_count(details.get("cached_tokens")),
+    )
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+# With no request at hand (the integrations read a framework's reply): the contract's largest.
+_CONTRACT_LIMITS = ReplyLimits(bytes=0, tokens=MAX_OUTPUT_TOKENS, alternatives=TOP_LOGPROBS)
+_OVER_LIMIT = object()
 
 
 def token_logprobs(logprobs: object) -> tuple[TokenLogprob, ...] | None:
@@ -237,25 +273,52 @@ def token_logprobs(logprobs: object) -> tuple[TokenLogprob, ...] | None:
 
     OpenAI and llama.cpp give ``{"content": [{"token", "logprob", "top_logprobs": [...]}]}``,
     as JSON or as the openai SDK's objects; anything else in that place is read as no
-    log-probabilities, never as an error.
+    log-probabilities, never as an error, and so is more than the contract's largest output
+    (8,192 tokens of at most :data:`TOP_LOGPROBS` alternatives): no more entries are built.
+    """
+    read = _logprobs(logprobs, _CONTRACT_LIMITS)
+    return read if isinstance(read, tuple) else None
+
+
+def _logprobs(logprobs: object, limits: ReplyLimits) -> tuple[TokenLogprob, ...] | object | None:
+    """:func:`token_logprobs` within ``limits``: the tokens, ``None``, or :data:`_OVER_LIMIT`.
+
+    The counts are checked before any entry is built, so a reply past them costs nothing more.
     """
     content = _field(logprobs, "content")
     if not isinstance(content, (list, tuple)) or not content:
         return None
-    try:
-        return tuple(
+    if len(content) > limits.tokens:
+        return _OVER_LIMIT
+    tokens: list[TokenLogprob] = []
+    for item in content:
+        top = _field(item, "top_logprobs") or ()
+        if not isinstance(top, (list, tuple)):
+            return None
+        if len(top) > limits.alternatives:
+            return _OVER_LIMIT
+        token, logprob = _field(item, "token"), _field(item, "logprob")
+        choices = [(_field(choice, "token"), _field(choice, "logprob")) for choice in top]
+        if not all(_is_entry(t, lp) for t, lp in [(token, logprob), *choices]):
+            return None
+        tokens.append(
             TokenLogprob(
-                token=_field(item, "token"),
-                logprob=_field(item, "logprob"),
-                top=tuple(
-                    TokenChoice(_field(top, "token"), _field(top, "logprob"))
-                    for top in _field(item, "top_logprobs") or ()
-                ),
+                token=token,
+                logprob=logprob,
+                top=tuple(TokenChoice(t, lp) for t, lp in choices),
             )
-            for item in content
         )
-    except (TypeError, ValueError):  # pydantic's ValidationError is a ValueError
-        return None
+    return tuple(tokens)
+
+
+def _is_entry(token: object, logprob: object) -> bool:
+    """A token and its log-probability as the core's types take them, checked beforehand.
+
+    A JSON integer too large for a float would fail in the type's conversion: none is taken.
+    """
+    if isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+        return False
+    return isinstance(token, str) and (isinstance(logprob, float) or abs(logprob) < 1 << 1000)
 
 
 def _field(source: object, name: str) -> Any:

@@ -1,10 +1,15 @@
 """Render an answer for people: Markdown, HTML or plain text, with cited spans highlighted.
 
-All source text and model output is escaped: a source containing ``<script>`` renders as text,
-and control characters never reach a terminal. Each citation is shown inside an excerpt of its
-source, with the exact span ``source.text[char_start:char_end]`` highlighted. Each segment of
-the answer is followed by the numbers of the spans its facts cite; a segment no marker ties to a
-fact, or whose facts' cited text lacks their objects, carries a note saying so.
+Every string the answer holds (source text, model output, IDs, anything a stored answer carries)
+is printed under one rule: control characters, line separators and the characters that open a
+bidirectional scope are written as visible escapes (:func:`~evidence_first._rendering.inert`;
+the terminal report escapes every invisible character, line feeds included), then escaped for
+the format, and in HTML isolated in its own ``<bdi>``. So a source containing ``<script>``
+renders as text, no string starts a report line of its own, and none reorders the renderer's
+text. Each citation is shown inside an excerpt of its source, with the source's own span
+``source.text[char_start:char_end]`` highlighted, never a quote the citation carries. Each
+segment of the answer is followed by the numbers of the spans its facts cite; a segment no
+marker ties to a fact, or whose facts' cited text lacks their objects, carries a note saying so.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 import re
-import unicodedata
+import secrets
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -24,7 +29,9 @@ from evidence_first._rendering import (
     answer_parts,
     around,
     excerpts,
+    inert,
     notes,
+    printable,
     source_label,
 )
 from evidence_first._vocabulary import FLAG_DESCRIPTIONS
@@ -41,27 +48,40 @@ _LINE_ENDING = re.compile(r"\r\n|\r|\n")
 _Span = tuple[str, int, int]  # source ID, char_start, char_end
 
 
-def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) -> str:
+def _h(text: str) -> str:
+    """A string of the answer in HTML: inert, escaped, and isolated in its own direction."""
+    return f"<bdi>{html.escape(inert(text))}</bdi>"
+
+
+def render_html(
+    answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS, anchor: str | None = None
+) -> str:
     """Render ``answer`` as a self-contained HTML fragment.
 
     Args:
         answer: The answer to render.
         context_chars: Characters of source text shown on each side of a cited span.
+        anchor: The prefix of the fragment's element IDs (``<anchor>-1``...). By default a
+            fresh ``evidence-<random>`` per call, so that two renderings on one page (a
+            notebook's cells) never link into each other; pass one for a stable output.
     """
     e = html.escape
+    anchor = f"evidence-{secrets.token_hex(4)}" if anchor is None else anchor
     cited, numbers = excerpts(answer, context_chars)
 
+    def link(n: int) -> str:
+        return f'<sup><a href="#{e(anchor)}-{n}">[{n}]</a></sup>'
+
     def refs(citations: tuple[Citation, ...]) -> str:
-        unique = dict.fromkeys(numbers[id(c)] for c in citations)
-        return "".join(f'<sup><a href="#evidence-{n}">[{n}]</a></sup>' for n in unique)
+        return "".join(map(link, dict.fromkeys(numbers[id(c)] for c in citations)))
 
     def shown(part: AnswerPart) -> str:
-        sup = "".join(f'<sup><a href="#evidence-{n}">[{n}]</a></sup>' for n in part.footnotes)
+        sup = "".join(map(link, part.footnotes))
         if part.note is None:
-            return e(part.text) + sup
+            return _h(part.text) + sup
         note, title = SEGMENT_NOTES[part.note]
         return (
-            f'<span class="segment {part.note}" title="{e(title)}">{e(part.text)}{sup}'
+            f'<span class="segment {part.note}" title="{e(title)}">{_h(part.text)}{sup}'
             f'<small class="segment-note"> [{e(note)}]</small></span>'
         )
 
@@ -73,41 +93,43 @@ def render_html(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) 
     if segmented is not None:
         parts.append(f'<p class="answer">{"".join(shown(part) for part in segmented)}</p>')
     elif answer.answer is not None:
-        parts.append(f'<p class="answer">{e(answer.answer)}{refs(all_citations)}</p>')
+        parts.append(f'<p class="answer">{_h(answer.answer)}{refs(all_citations)}</p>')
     if answer.inference is not None:
-        parts.append(f'<p class="inference"><em>Inference:</em> {e(answer.inference)}</p>')
+        parts.append(f'<p class="inference"><em>Inference:</em> {_h(answer.inference)}</p>')
     if answer.facts:
         parts.append('<ol class="facts">')
         parts.extend(
-            f"<li>{e(f.subject)} — {e(f.relation)} — {e(f.object)}{refs(f.citations)}</li>"
+            f"<li>{_h(f.subject)} — {_h(f.relation)} — {_h(f.object)}{refs(f.citations)}</li>"
             for f in answer.facts
         )
         parts.append("</ol>")
     if answer.missing_evidence:
         parts.append('<p class="missing">Missing evidence:</p><ul class="missing">')
-        parts.extend(f"<li>{e(item)}</li>" for item in answer.missing_evidence)
+        parts.extend(f"<li>{_h(item)}</li>" for item in answer.missing_evidence)
         parts.append("</ul>")
     if answer.validation_errors:
         parts.append('<p class="rejected">Rejected:</p><ul class="rejected">')
         parts.extend(
-            f"<li><code>{e(issue.code)}</code> at <code>{e(issue.path)}</code>: "
-            f"{e(issue.detail)}</li>"
+            f"<li><code>{e(issue.code)}</code> at <code>{_h(issue.path)}</code>: "
+            f"{_h(issue.detail)}</li>"
             for issue in answer.validation_errors
         )
         parts.append("</ul>")
     if answer.diagnostic:
-        parts.append(f'<p class="diagnostic">{e(answer.diagnostic)}</p>')
+        parts.append(f'<p class="diagnostic">{_h(answer.diagnostic)}</p>')
     if cited:
         parts.append('<ol class="citations">')
         for item in cited:
             c = item.citation
-            label = " · ".join(e(part) for part in source_label(item.source))
+            label = " · ".join(_h(part) for part in source_label(item.source))
+            excerpt = (
+                f"{e(inert(item.before))}<mark>{e(inert(item.span))}</mark>{e(inert(item.after))}"
+            )
             parts.append(
-                f'<li id="evidence-{item.number}"><code>{e(c.source_id)}</code>'
+                f'<li id="{e(anchor)}-{item.number}"><code>{_h(c.source_id)}</code>'
                 f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
                 + "".join(f' <strong class="flag">⚠ {e(w)}</strong>' for w in item.warnings())
-                + f"<blockquote>{e(item.before)}<mark>{e(c.quote)}</mark>{e(item.after)}"
-                "</blockquote></li>"
+                + f"<blockquote><bdi>{excerpt}</bdi></blockquote></li>"
             )
         parts.append("</ol>")
     parts.append("</div>")
@@ -120,13 +142,13 @@ def _one_line(text: str) -> str:
 
 
 def _md(text: str) -> str:
-    """Escape Markdown and inline HTML; keep the text on one line."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", _one_line(text))
+    """A string of the answer in Markdown: on one line, inert, Markdown and inline HTML escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", inert(_one_line(text)))
 
 
 def _code(text: str) -> str:
-    """A code span of ``text``: on one line, without the backticks that would close it."""
-    return f"`{_one_line(text).replace('`', '')}`"
+    """A code span of ``text``: on one line, inert, without the backticks that would close it."""
+    return f"`{inert(_one_line(text)).replace('`', '')}`"
 
 
 def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) -> str:
@@ -170,7 +192,7 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
     if answer.validation_errors:
         lines.append("**Rejected:**")
         lines += [
-            f"- `{issue.code}` at `{issue.path}`: {_md(issue.detail)}"
+            f"- `{issue.code}` at {_code(issue.path)}: {_md(issue.detail)}"
             for issue in answer.validation_errors
         ]
         lines.append("")
@@ -184,27 +206,15 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
             f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
             + "".join(f" · **⚠ {_md(w)}**" for w in item.warnings())
         )
-        lines.append(f"> {_md(item.before)}**{_md(c.quote)}**{_md(item.after)}")
+        lines.append(f"> {_md(item.before)}**{_md(item.span)}**{_md(item.after)}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
-
-
-def _printable(text: str) -> str:
-    """Model output and sources are untrusted: never let them drive the terminal."""
-    return "".join(
-        char
-        if char == "\n" or not unicodedata.category(char).startswith("C")
-        else f"\\x{ord(char):02x}"
-        if ord(char) < 0x100
-        else f"\\u{ord(char):04x}"
-        for char in text
-    )
 
 
 def _in_context(source: Evidence, start: int, end: int, context_chars: int) -> str:
     text = source.text
     before, after = around(text, start, end, context_chars)
-    return _printable(f"{before}⟦{text[start:end]}⟧{after}".replace("\n", " "))
+    return printable(f"{before}⟦{text[start:end]}⟧{after}".replace("\n", " "))
 
 
 def _spans_in_context(
@@ -212,7 +222,7 @@ def _spans_in_context(
 ) -> list[str]:
     source = answer.source(citation.source_id)
     labels = f" (passages {', '.join(citation.passages)})" if citation.passages else ""
-    lines = [f"    ✓ verified  {number}{_printable(citation.source_id)}{_printable(labels)}:"]
+    lines = [f"    ✓ verified  {number}{printable(citation.source_id)}{printable(labels)}:"]
     lines.extend(
         f"{indent}chars {span.char_start}-{span.char_end}: "
         f"{_in_context(source, span.char_start, span.char_end, context_chars)}"
@@ -232,8 +242,8 @@ def _check_line(
         return _spans_in_context(answer, c, "      ", context_chars, label) + flags
     quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
     return [
-        f"    ✗ rejected  {_printable(check.source_id)}: {check.code}",
-        f"      the model quoted: {_printable(json.dumps(quote, ensure_ascii=False))}",
+        f"    ✗ rejected  {printable(check.source_id)}: {check.code}",
+        f"      the model quoted: {printable(json.dumps(quote, ensure_ascii=False))}",
     ]
 
 
@@ -241,7 +251,7 @@ def _text_part(part: AnswerPart) -> str:
     """A part of the answer, then its footnotes ``[1][2]`` and its note, if any."""
     sup = "".join(f"[{n}]" for n in part.footnotes)
     note = f"[{SEGMENT_NOTES[part.note][0]}]" if part.note else ""
-    return " ".join(piece for piece in (_printable(part.text), sup, note) if piece)
+    return " ".join(piece for piece in (printable(part.text), sup, note) if piece)
 
 
 def _folded(lines: Sequence[str]) -> list[str]:
@@ -258,7 +268,7 @@ def _folded(lines: Sequence[str]) -> list[str]:
 
 def _fact_lines(answer: EvidenceAnswer, numbers: dict[int, int]) -> list[str]:
     """One line per distinct fact, naming the numbered spans it cites (shown in context below)."""
-    p = _printable
+    p = printable
     facts: Counter[str] = Counter()
     for fact in answer.facts:
         spans = ", ".join(
@@ -283,7 +293,7 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
         answer: The answer to render.
         context_chars: Characters of source text shown on each side of a cited span.
     """
-    p = _printable
+    p = printable
     cited, numbers = excerpts(answer, context_chars)
     spans = {
         (i.citation.source_id, i.citation.char_start, i.citation.char_end): i.number for i in cited
@@ -314,7 +324,7 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
         lines.extend(
             _folded(
                 [
-                    f"  {issue.code} at {issue.path}: {issue.detail}"
+                    f"  {issue.code} at {p(issue.path)}: {p(issue.detail)}"
                     for issue in answer.validation_errors
                 ]
             )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -85,7 +86,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
     ``"June 15. It moved."`` becomes ``"June 15.[1] It moved.[1][2]"``. A segment's numbers
     are those of every node cited by the facts it rests on, ascending; an unmarked segment
     gets none, and an answer without segments (one stored before segments existed) is left
-    as it is. Two metadata keys then say where each number stands:
+    as it is. Every ``[n]`` in the text is one of these: a bracketed number the model wrote
+    itself (``[2]``, ``[2, 3]``) is shown in parentheses, ``(2)``, so it never reads as a
+    citation of a source node. Two metadata keys then say where each number stands:
 
     - ``metadata["source_numbers"]``: one entry per segment, in order, ``{"segment_index":
       i, "char_start": ..., "char_end": ..., "source_numbers": [n, ...], "fact_indices":
@@ -106,9 +109,11 @@ class EvidenceSynthesizer(BaseSynthesizer):
         callback_manager: LlamaIndex callbacks; default ``Settings.callback_manager``.
         speaker_key: The metadata key of who said or wrote a node's text.
         observed_at_key: The metadata key of when: Unix ms, an aware ``datetime`` or ISO 8601
-            with a UTC offset. Any other value leaves the time unset (and is logged by key).
+            with a UTC offset. Any other value raises ``InvalidRequestError`` naming the key
+            (never the value), before any call.
         status_key: The metadata key of ``"current"``, ``"superseded"`` or ``"contradicted"``.
-            Any other value leaves the status unset (and is logged by key).
+            Any other value raises ``InvalidRequestError`` naming the key, before any call:
+            dropping a ``superseded`` status silently would change what the model is told.
         documents: The original documents (LlamaIndex documents, or a mapping of document ID
             to text), so citations can be given offsets into them.
         docstore: A docstore holding the original documents by ID, for the same purpose.
@@ -390,7 +395,7 @@ def _numbered(
         for n in numbers:
             node_ids[n] = source_nodes[n - 1].node.node_id
         label = "".join(f"[{n}]" for n in numbers)
-        pieces.extend((text[cursor : segment.char_end], label))
+        pieces.extend((_unbracketed(text[cursor : segment.char_end]), label))
         entries.append(
             {
                 "segment_index": index,
@@ -402,5 +407,15 @@ def _numbered(
         )
         cursor = segment.char_end
         shift += len(label)
-    pieces.append(text[cursor:])
+    pieces.append(_unbracketed(text[cursor:]))
     return "".join(pieces), entries, dict(sorted(node_ids.items()))
+
+
+# A bracketed number (or list of numbers) as the model may write it, ASCII or full-width: it
+# would read like a source number, so it is shown in parentheses, at the same length.
+_BRACKETED_NUMBER = re.compile(r"[\[\uff3b](\s*\d+(?:\s*,\s*\d+)*\s*)[\]\uff3d]")
+
+
+def _unbracketed(text: str) -> str:
+    """``text`` with each bracketed number in parentheses: ``[2]`` becomes ``(2)``."""
+    return _BRACKETED_NUMBER.sub(r"(\1)", text)

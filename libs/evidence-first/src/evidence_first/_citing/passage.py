@@ -20,7 +20,7 @@ from evidence_first._limits import (
 from evidence_first._passages import Passage, SentSources, passages_of
 from evidence_first._schema import NULL, enum_or_string, flat_schema, narrowed
 from evidence_first._spans import Rejection, citation_of
-from evidence_first._text import UnitOffsets
+from evidence_first._text import UnitOffsets, has_text
 from evidence_first._tokens import passage_form_floor
 from evidence_first._vocabulary import CitationMode
 
@@ -181,8 +181,8 @@ turned into exact positions for you).
                     f".passages[{number}]",
                 )
             positions.append(passage.index)
-        if cited.quote is not None and not cited.quote.strip():
-            return Rejection("empty_quote", "the quote is empty", ".quote")
+        if cited.quote is not None and not has_text(cited.quote):
+            return Rejection("empty_quote", "the quote has no visible character", ".quote")
         citation = resolve_passages(
             source, sent.passages[source.id], positions, cited.quote, sent.offsets_of(source)
         )

@@ -24,7 +24,7 @@ from evidence_first._limits import (
 from evidence_first._passages import Passage, SentSources
 from evidence_first._schema import CitationShape, enum_or_string, flat_schema, narrowed
 from evidence_first._spans import Rejection, citation_of
-from evidence_first._text import UnitOffsets
+from evidence_first._text import UnitOffsets, has_text
 from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote", "quote_pattern"]
@@ -98,8 +98,8 @@ added or left out. "source_id" is the "id" of that source.
 
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
         """The first exact occurrence of the quote; no normalization, no fuzzy matching."""
-        if not cited.quote.strip():
-            return Rejection("empty_quote", "the quote is empty", ".quote")
+        if not has_text(cited.quote):
+            return Rejection("empty_quote", "the quote has no visible character", ".quote")
         citation = locate_quote(source, cited.quote, sent.offsets_of(source))
         if citation is None:
             return Rejection(

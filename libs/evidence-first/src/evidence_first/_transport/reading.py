@@ -1,0 +1,272 @@
+"""A reply read within limits, and given up on when the engine stops waiting.
+
+:func:`read_reply` posts one request and reads its body only up to :func:`reply_limits`,
+derived from the request (its ``max_response_chars``, ``max_tokens`` and the log-probabilities
+it asks for). Past the limit it stops and the connection is closed. A watch shuts the call's
+sockets when ``request.cancel`` is set or ``request.timeout`` passes, however slowly the server
+writes, so no worker thread or socket outlives the wait. No exception it raises carries the
+reply's bytes, as a message, a cause or a context.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from evidence_first._errors import AnswerCancelledError, ModelCallError
+from evidence_first._model import ModelRequest
+from evidence_first._transport.strict import TOP_LOGPROBS, connection_failure
+
+__all__ = [
+    "REPLY_BYTES_PER_CHAR",
+    "REPLY_BYTES_PER_LOGPROB",
+    "REPLY_BYTES_PER_TOKEN",
+    "REPLY_ENVELOPE_BYTES",
+    "ReplyLimits",
+    "decoded",
+    "read_reply",
+    "reply_limits",
+]
+
+
+@dataclass(frozen=True)
+class ReplyLimits:
+    """What :class:`ChatCompletionsModel` reads of one reply at most (:func:`reply_limits`).
+
+    Attributes:
+        bytes: The reply body's bytes.
+        tokens: The log-probability entries: one per output token.
+        alternatives: The most likely tokens kept at each position (0: no log-probabilities
+            were asked for, and none are read).
+    """
+
+    bytes: int
+    tokens: int
+    alternatives: int
+
+
+# What a reply may spend, in bytes: its envelope (IDs, model name, usage, the keys); each
+# character of the message text, JSON-escaped at worst (one astral character is twelve bytes,
+# "\ud83d\ude80"); each output token's text outside the message (reasoning), escaped; and each
+# log-probability entry (its token, its bytes as a list of numbers, its log-probability, the
+# keys), measured at 60 to 80 bytes on llama.cpp and OpenAI replies and allowed 256.
+REPLY_ENVELOPE_BYTES = 65_536
+REPLY_BYTES_PER_CHAR = 12
+REPLY_BYTES_PER_TOKEN = 96
+REPLY_BYTES_PER_LOGPROB = 256
+
+
+def reply_limits(request: ModelRequest) -> ReplyLimits:
+    """The limits of one reply, derived from ``request``.
+
+    ``bytes`` is ``REPLY_ENVELOPE_BYTES + REPLY_BYTES_PER_CHAR * max_response_chars +
+    max_tokens * (REPLY_BYTES_PER_TOKEN + (1 + top) * REPLY_BYTES_PER_LOGPROB)``, where ``top``
+    is the number of most likely tokens asked for (:data:`TOP_LOGPROBS` when the request asks
+    for log-probabilities, else 0 and no entry at all); entries are at most ``max_tokens``
+    tokens of at most ``top`` alternatives each. With the defaults (32,768 characters, 2,048
+    tokens, 10 alternatives) 6.4 MB, 0.7 MB without log-probabilities; at the options' largest
+    (131,072 and 8,192) 25.5 MB.
+    """
+    top = TOP_LOGPROBS if request.logprobs else 0
+    per_token = REPLY_BYTES_PER_TOKEN + ((1 + top) * REPLY_BYTES_PER_LOGPROB if top else 0)
+    return ReplyLimits(
+        bytes=REPLY_ENVELOPE_BYTES
+        + REPLY_BYTES_PER_CHAR * request.max_response_chars
+        + request.max_tokens * per_token,
+        tokens=request.max_tokens if top else 0,
+        alternatives=top,
+    )
+
+
+# How often the watch looks at the request's cancel event while a reply is awaited.
+_WATCH_SECONDS = 0.05
+_CHUNK_BYTES = 65_536
+_TIMED_OUT = object()
+
+
+class _Sockets:
+    """The sockets one call connects, so that its watch can shut them from another thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+        self._shut = False
+
+    def connect(self, *args: Any, **kwargs: Any) -> socket.socket:
+        """``socket.create_connection``, the socket kept (and shut at once if already due)."""
+        sock = socket.create_connection(*args, **kwargs)
+        with self._lock:
+            self._open.append(sock)
+            if self._shut:
+                _shut(sock)
+        return sock
+
+    def shut(self) -> None:
+        """Shut every socket: a read blocked on one returns at once, whatever the server does."""
+        with self._lock:
+            self._shut = True
+            for sock in self._open:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)  # the raw socket's, TLS or not
+
+
+class _Watch:
+    """Shuts a call's sockets when the engine stops waiting or the timeout passes.
+
+    A server that writes one byte at a time never lets a read time out; only closing the
+    connection stops it. The watch runs on its own daemon thread while the call runs.
+    """
+
+    def __init__(self, request: ModelRequest, sockets: _Sockets) -> None:
+        self._request = request
+        self._sockets = sockets
+        self._deadline = time.monotonic() + request.timeout
+        self._done = threading.Event()
+        self.stopped: Literal["cancel", "deadline"] | None = None
+
+    def __enter__(self) -> _Watch:
+        name = "evidence-first-reply-watch"
+        threading.Thread(target=self._run, name=name, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._done.set()
+
+    def _run(self) -> None:
+        while not self._done.wait(min(_WATCH_SECONDS, max(0.0, self._deadline - time.monotonic()))):
+            if self._request.cancel.is_set():
+                self.stopped = "cancel"
+            elif time.monotonic() >= self._deadline:
+                self.stopped = "deadline"
+            else:
+                continue
+            self._sockets.shut()
+            return
+
+
+def _opener(sockets: _Sockets) -> urllib.request.OpenerDirector:
+    """An opener like urllib's (proxies, TLS) whose connections connect through ``sockets``."""
+
+    def tracked(connection_class: Any) -> Any:
+        def connection(*args: Any, **kwargs: Any) -> Any:
+            conn = connection_class(*args, **kwargs)
+            # http.client connects (and proxies tunnel) through this attribute, set in
+            # HTTPConnection.__init__ for tests to replace; each socket is then known to the
+            # watch before any byte is read on it, the TLS handshake's included.
+            conn._create_connection = sockets.connect
+            return conn
+
+        return connection
+
+    class HTTP(urllib.request.HTTPHandler):
+        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+            return super().do_open(tracked(http_class), req, **kwargs)
+
+    class HTTPS(urllib.request.HTTPSHandler):
+        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+            return super().do_open(tracked(http_class), req, **kwargs)
+
+    return urllib.request.build_opener(HTTP, HTTPS)
+
+
+def _exchange(
+    opener: urllib.request.OpenerDirector,
+    http_request: urllib.request.Request,
+    timeout: float,
+    limit: int,
+) -> bytes | ModelCallError | object | None:
+    """Post and read the reply's body: its bytes, ``None`` past ``limit``, or the failure.
+
+    A failure is returned, never raised here, so that the caller raises it outside every
+    handler: the exceptions caught below may hold the reply's bytes (an incomplete read's
+    ``partial``, a bad status line).
+    """
+    try:
+        reply = opener.open(http_request, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        exc.close()  # the error holds the open response
+        return ModelCallError(
+            f"the endpoint answered HTTP {exc.code}", cause_type="urllib.error.HTTPError"
+        )
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError):
+            return _TIMED_OUT
+        failure = connection_failure(exc.reason)
+        return ModelCallError(
+            f"the model call failed: {failure}", cause_type="urllib.error.URLError"
+        )
+    except (OSError, http.client.HTTPException) as exc:
+        if isinstance(exc, TimeoutError):
+            return _TIMED_OUT
+        return ModelCallError(
+            f"the endpoint's reply broke off ({type(exc).__name__})",
+            cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+        )
+    with reply:  # closing the reply closes the connection (urllib asks for one request each)
+        declared = reply.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > limit:
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while chunk := reply.read1(_CHUNK_BYTES):
+                size += len(chunk)
+                if size > limit:
+                    return None
+                chunks.append(chunk)
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            if isinstance(exc, TimeoutError):
+                return _TIMED_OUT
+            return ModelCallError(
+                f"the endpoint's reply broke off ({type(exc).__name__})",
+                cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+            )
+    return b"".join(chunks)
+
+
+def read_reply(
+    http_request: urllib.request.Request, request: ModelRequest, limits: ReplyLimits
+) -> bytes | None:
+    """Post ``http_request`` and read the reply's body: its bytes, or ``None`` past the limit.
+
+    Raises:
+        ModelCallError: An HTTP error status, a failed connection or a broken-off reply.
+        TimeoutError: No whole reply within ``request.timeout``.
+        AnswerCancelledError: ``request.cancel`` was set before the reply was read.
+    """
+    sockets = _Sockets()
+    with _Watch(request, sockets) as watch:
+        outcome = _exchange(_opener(sockets), http_request, request.timeout, limits.bytes)
+    # Each failure is raised here, after its handler ran: no exception of the exchange, which
+    # may hold the reply's bytes, is reachable as a cause or a context.
+    if watch.stopped == "cancel":
+        msg = "the model call was cancelled while its reply was read"
+        raise AnswerCancelledError(msg)
+    if watch.stopped == "deadline" or outcome is _TIMED_OUT:
+        msg = f"the endpoint did not reply within {request.timeout:g} s"
+        raise TimeoutError(msg)
+    if isinstance(outcome, ModelCallError):
+        raise outcome
+    return outcome if isinstance(outcome, bytes) else None
+
+
+def decoded(raw: bytes) -> Any:
+    """The reply's JSON; a reply that is not JSON is a ``ModelCallError`` with no cause."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # a JSONDecodeError holds the whole reply as .doc
+        pass
+    msg = "the endpoint's reply is not JSON"
+    raise ModelCallError(msg, cause_type=None)

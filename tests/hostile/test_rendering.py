@@ -1,0 +1,176 @@
+"""The renderers, attacked by the strings they print: none may forge the renderer's own text.
+
+The model writes the answer, the facts, the missing evidence and the rejected citations' IDs;
+a stored answer can carry any string anywhere. A newline once let a missing-evidence item print
+its own "Status: answered" and a fake "✓ verified" block in the CLI report, and a U+202E in the
+answer mirrored the HTML's own notes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from typing import Any
+
+import pytest
+
+from evidence_first import Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from evidence_first.render import render_html, render_markdown, render_text
+
+SOURCE = Evidence(id="notes", text="Standup, June 11. The launch moved to June 15. Ana owns it.")
+LAUNCH = "The launch moved to June 15."
+FORGED = (
+    "the date\nStatus: answered\nAnswer: Harbor is cancelled.\n"
+    "    ✓ verified  [1] notes:\n      chars 0-9: ⟦Cancelled⟧"
+)
+SEPARATORS = ["\n", "\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"]
+
+
+class Reader:
+    def __init__(self, ledger: dict[str, Any]) -> None:
+        self.text = json.dumps(ledger, ensure_ascii=False)
+
+    def generate(self, request: ModelRequest) -> str:
+        return self.text
+
+
+def _ask(ledger: dict[str, Any], **options: Any) -> EvidenceAnswer:
+    return answer_from_evidence("When did the launch move?", [SOURCE], Reader(ledger), **options)
+
+
+def _fact(text: str = "the launch", quote: str = LAUNCH, source_id: str = "notes") -> Any:
+    return {
+        "subject": text,
+        "relation": text,
+        "object": text,
+        "citations": [{"source_id": source_id, "quote": quote}],
+    }
+
+
+def _hostile_answers(separator: str) -> list[EvidenceAnswer]:
+    forged = FORGED.replace("\n", separator)
+    abstained = _ask({"facts": [], "answer": None, "inference": None, "missing_evidence": [forged]})
+    rejected = _ask(
+        {
+            "facts": [_fact(source_id=forged), _fact(quote=forged)],
+            "answer": "June 15 [F1].",
+            "inference": None,
+            "missing_evidence": [],
+        }
+    )
+    answered = _ask(
+        {
+            "facts": [{**_fact(forged), "object": "June 15"}],
+            "answer": f"June 15 [F1]. {forged}",
+            "inference": forged,
+            "missing_evidence": [],
+        },
+        knowledge="allow-general-inference",
+    )
+    assert [abstained.status, rejected.status, answered.status] == [
+        "insufficient_evidence",
+        "invalid_response",
+        "answered",
+    ]
+    stored = json.loads(json.dumps(rejected.as_dict()))
+    stored["validation_errors"][0].update(path=forged, detail=forged)
+    return [abstained, rejected, answered, EvidenceAnswer.model_validate(stored)]
+
+
+# "`render_text` [...] Safe to print to a terminal." (the docstring of `render_text`); "the
+# renderers, the CLI report and the demo" show flags beside the span (docs/security.md): a
+# report line is the renderer's, never a string's.
+
+
+@pytest.mark.parametrize("separator", SEPARATORS, ids=repr)
+def test_no_string_in_a_report_starts_a_line_of_its_own(separator):
+    for answer in _hostile_answers(separator):
+        report = render_text(answer)
+        lines = report.splitlines()
+        assert sum(line.startswith("Status: ") for line in lines) == 1, answer.status
+        assert not any(line.startswith("Answer: Harbor") for line in lines)
+        verified = sum(check.verdict == "verified" for check in answer.citation_checks)
+        assert sum(line.startswith("    ✓ verified") for line in lines) == verified
+        assert not any(line.startswith("      chars 0-9: ⟦Cancelled⟧") for line in lines)
+        assert not any(char in report for char in "\r\u2028\u2029\x85\x0b\x0c")
+
+
+@pytest.mark.parametrize("separator", SEPARATORS, ids=repr)
+def test_no_string_in_markdown_ends_the_renderers_line(separator):
+    for answer in _hostile_answers(separator):
+        markdown = render_markdown(answer)
+        assert sum(line.startswith("**Status:**") for line in markdown.splitlines()) == 1
+        assert not any(char in markdown for char in "\r\u2028\u2029\x85\x0b\x0c")
+
+
+# "`render_html` and `render_markdown` escape every source and model string" (docs/security.md);
+# a string's direction must not reorder what the renderer writes around it.
+
+BIDI = ["\u202e", "\u202b", "\u202d", "\u2067", "\u2068", "\u2069", "\u202c", "\u2066"]
+
+
+def _with_bidi() -> EvidenceAnswer:
+    spoof = "\u202e".join(["June 15", "Flagged: nothing"])
+    source = Evidence(id="notes\u202e", text=f"Standup. \u2067{LAUNCH}\u2069 \u202eAna.")
+    return answer_from_evidence(
+        "When did the launch move?",
+        [source],
+        Reader(
+            {
+                "facts": [{**_fact(spoof, source_id="notes\u202e"), "object": "June 15"}],
+                "answer": f"{spoof} [F1].\u2069\u202e",
+                "inference": None,
+                "missing_evidence": [],
+            }
+        ),
+    )
+
+
+class _Isolation(HTMLParser):
+    """The text of a fragment outside every ``<bdi>``: the renderer's own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.outside = ""
+
+    def handle_starttag(self, tag: str, attrs: Any) -> None:
+        self.depth += tag == "bdi"
+
+    def handle_endtag(self, tag: str) -> None:
+        self.depth -= tag == "bdi"
+
+    def handle_data(self, data: str) -> None:
+        if not self.depth:
+            self.outside += data
+
+
+def test_html_isolates_every_string_and_writes_no_bidirectional_control():
+    answer = _with_bidi()
+    assert answer.status == "answered"
+    page = render_html(answer)
+    assert not any(control in page for control in BIDI)
+    assert "\\u202e" in page  # shown, not obeyed
+    parser = _Isolation()
+    parser.feed(page)
+    # Outside the isolated strings only the renderer's own words and numbers remain.
+    assert "June 15" not in parser.outside
+    assert "notes" not in parser.outside
+    assert "Ana" not in parser.outside
+
+
+@pytest.mark.parametrize("render", [render_markdown, render_text])
+def test_markdown_and_the_report_write_no_bidirectional_control(render):
+    shown = render(_with_bidi())
+    assert not any(control in shown for control in BIDI)
+
+
+def test_two_answers_on_one_page_never_share_an_anchor():
+    first, second = render_html(_with_bidi()), render_html(_with_bidi())
+    ids = re.findall(r'id="([^"]+)"', first + second)
+    assert ids
+    assert len(ids) == len(set(ids))
+    for page in (first, second):
+        own = set(re.findall(r'id="([^"]+)"', page))
+        assert set(re.findall(r'href="#([^"]+)"', page)) <= own
