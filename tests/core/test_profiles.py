@@ -1,9 +1,9 @@
 """Model profiles: what each model is sent, found by one rule table, through the real client.
 
 ``ChatCompletionsModel`` posts to a loopback server, or (for OpenAI's and Azure's own hosts)
-through ``urllib.request.urlopen`` replaced by a recorder, and the tests read the body that
-arrived. The rule table itself is held to its documentation, and ``docs/providers.md`` to the
-table.
+through an opener replaced by a recorder (``_transport.reading._opener``), and the tests read
+the body that arrived. The rule table itself is held to its documentation, and
+``docs/providers.md`` to the table.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from evidence_first import (
     cli,
     profile_for,
 )
-from evidence_first._transport import once
+from evidence_first._transport import once, reading
 from evidence_first._transport.rules import CAUTIOUS, PROFILE_RULES
 from evidence_first.adapters import (
     DIALECTS,
@@ -99,8 +99,12 @@ def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(once, "_warned", set())
 
 
+class _Reply(io.BufferedReader):
+    headers: ClassVar[dict[str, str]] = {}
+
+
 class Wire:
-    """``urllib.request.urlopen`` replaced: records each request and answers ``reply``.
+    """The transport's opener replaced: records each request and answers ``reply``.
 
     ``ChatCompletionsModel`` is then called on OpenAI's or Azure's real host, offline.
     """
@@ -109,9 +113,12 @@ class Wire:
         self.reply = reply
         self.requests: list[urllib.request.Request] = []
 
-    def urlopen(self, request: urllib.request.Request, timeout: float | None = None) -> Any:
+    def opener(self, sockets: Any) -> Any:
+        return self
+
+    def open(self, request: urllib.request.Request, timeout: float | None = None) -> Any:
         self.requests.append(request)
-        return io.BytesIO(json.dumps(self.reply).encode())
+        return _Reply(io.BytesIO(json.dumps(self.reply).encode()))
 
     @property
     def body(self) -> Any:
@@ -123,7 +130,7 @@ class Wire:
 @pytest.fixture
 def wire(monkeypatch: pytest.MonkeyPatch) -> Wire:
     recorder = Wire(completion())
-    monkeypatch.setattr(urllib.request, "urlopen", recorder.urlopen)
+    monkeypatch.setattr(reading, "_opener", recorder.opener)
     return recorder
 
 
