@@ -226,11 +226,13 @@ def test_the_recipe_main_writes_and_counts_its_rows(ray_session, recipe, json_en
 
     counts = recipe.main(["--base-url", base_url, "--rows", "6", "--output", str(output)])
 
-    # The endpoint cites the launch for every question: "Who approved the budget?" abstains,
-    # as no source sent holds "approved" (uncovered_question).
-    assert counts == {"answered": 5, "insufficient_evidence": 1}
+    # The endpoint cites the launch for every question: "Who approved the budget?" is answered
+    # with a flag, as no source sent holds "approved" (uncovered_question flags by default).
+    assert counts == {"answered": 6}
     written = [line for path in output.glob("*.json") for line in path.read_text().splitlines()]
     assert sorted(json.loads(line)["id"] for line in written) == list(range(6))
+    flagged = [json.loads(line) for line in written if "uncovered_question" in line]
+    assert len(flagged) == 1
 
 
 def test_the_core_and_the_integrations_never_import_ray():

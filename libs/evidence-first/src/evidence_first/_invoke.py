@@ -251,8 +251,9 @@ def _call_error(exc: BaseException, timeout: float) -> EvidenceFirstError:
     return ModelCallError(msg, cause_type=cause_type)
 
 
-# What a client's connection error was raised from when the endpoint could not be reached.
-_UNREACHABLE = (ConnectionError, socket.gaierror, ssl.SSLError)
+# What a client's connection error was raised from when the endpoint could not be reached,
+# worded as the CLI words it (a bare ConnectionError says no more than its name).
+_UNREACHABLE = (ConnectionRefusedError, socket.gaierror, ssl.SSLError)
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
