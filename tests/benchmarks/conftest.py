@@ -1,4 +1,4 @@
-"""Load a benchmark script as a module, the way ``python benchmarks/<name>.py`` would see it."""
+"""Load a benchmark script as a module, as ``python benchmarks/<name>.py`` sees it; read tables."""
 
 from __future__ import annotations
 
@@ -31,3 +31,23 @@ def load_benchmark(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], ModuleTyp
         return module
 
     return load
+
+
+@pytest.fixture
+def markdown_tables() -> Callable[[str], list[list[list[str]]]]:
+    """Return a reader of every Markdown table in an output: its rows (header first) as cells."""
+
+    def read(output: str) -> list[list[list[str]]]:
+        tables: list[list[list[str]]] = []
+        current: list[list[str]] = []
+        for line in [*output.splitlines(), ""]:
+            if line.startswith("|"):
+                current.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            elif current:
+                tables.append(current)
+                current = []
+        for table in tables:
+            assert set("".join(table[1])) <= set("-:"), table[1]
+        return [[table[0], *table[2:]] for table in tables]
+
+    return read

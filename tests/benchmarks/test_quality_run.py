@@ -29,24 +29,9 @@ METRICS = [
 ]
 
 
-def _tables(output: str) -> list[list[list[str]]]:
-    """Every Markdown table in ``output``: its rows (header first) as lists of cells."""
-    tables: list[list[list[str]]] = []
-    current: list[list[str]] = []
-    for line in [*output.splitlines(), ""]:
-        if line.startswith("|"):
-            current.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-        elif current:
-            tables.append(current)
-            current = []
-    for table in tables:
-        assert set("".join(table[1])) <= set("-:"), table[1]
-    return [[table[0], *table[2:]] for table in tables]
-
-
 @pytest.mark.live
 def test_quality_quick_run_prints_both_modes_side_by_side(
-    tiny_model, capsys, tmp_path, load_benchmark
+    tiny_model, capsys, tmp_path, load_benchmark, markdown_tables
 ):
     results = tmp_path / "results.jsonl"
     argv = ["--quick", "--base-url", tiny_model.base_url, "--model", tiny_model.model_name]
@@ -56,7 +41,7 @@ def test_quality_quick_run_prints_both_modes_side_by_side(
     assert output.startswith("Python ")
     assert f"Model: {tiny_model.model_name} at {tiny_model.base_url}" in output
     assert "questions of the report split" in output
-    metrics, codes, kinds, risk = _tables(output)
+    metrics, codes, kinds, risk = markdown_tables(output)
 
     assert metrics[0] == ["metric", *MODES]
     rows = {row[0]: row[1:] for row in metrics[1:]}

@@ -22,21 +22,6 @@ CITATION_FLAGS = ["control_string", "instruction_like", "superseded_source", "ob
 WRONG_KINDS = {"on_topic_non_answer", "distractor", "superseded_only", "object_not_cited"}
 
 
-def _tables(output: str) -> list[list[list[str]]]:
-    """Every Markdown table in ``output``: its rows (header first) as lists of cells."""
-    tables: list[list[list[str]]] = []
-    current: list[list[str]] = []
-    for line in [*output.splitlines(), ""]:
-        if line.startswith("|"):
-            current.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-        elif current:
-            tables.append(current)
-            current = []
-    for table in tables:
-        assert set("".join(table[1])) <= set("-:"), table[1]
-    return [[table[0], *table[2:]] for table in tables]
-
-
 @pytest.fixture(scope="module")
 def trust():
     """``benchmarks/trust.py`` as a module, once for the whole file."""
@@ -62,7 +47,7 @@ def ran(trust, tmp_path_factory):
     return printed.getvalue(), records
 
 
-def test_quick_run_prints_the_machine_line_the_sets_and_every_table(ran):
+def test_quick_run_prints_the_machine_line_the_sets_and_every_table(ran, markdown_tables):
     output, _ = ran
     assert output.startswith("Python ")
     assert "Sets: nq-open: " in output
@@ -71,7 +56,7 @@ def test_quick_run_prints_the_machine_line_the_sets_and_every_table(ran):
     assert "Policy applied: `non_current_evidence` abstain" in output
     assert "(today's defaults)" in output
     assert "Wall time: " in output
-    tables = _tables(output)
+    tables = markdown_tables(output)
     # Per split: perfect and wrong ledgers; then the ledgers built and the reason codes.
     assert len(tables) == 2 * 2 + 2
     perfect, wrong = tables[0], tables[1]
@@ -127,11 +112,11 @@ def test_superseded_only_is_flagged_non_current_and_object_not_cited_unsupported
         assert "object_not_cited" in record["citation_flags"], record
 
 
-def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran):
+def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran, markdown_tables):
     _, stored = ran
     records = [trust.Record.from_json(record) for record in stored]
     only_flag = dict.fromkeys(CHECKS, "flag")
-    perfect = _tables(trust.tables(records, only_flag))[0]
+    perfect = markdown_tables(trust.tables(records, only_flag))[0]
     # No check abstains and every perfect ledger verified: every one is answered.
     assert {row[3] for row in perfect[1:]} == {"100.0% / 100.0%"}
     # Today's defaults withhold exactly the perfect ledgers whose flags abstain by default.
@@ -153,13 +138,15 @@ def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran):
     }
 
 
-def test_records_tabulate_again_as_the_run_printed_them(trust, ran, capsys, tmp_path):
+def test_records_tabulate_again_as_the_run_printed_them(
+    trust, ran, capsys, tmp_path, markdown_tables
+):
     output, stored = ran
     path = tmp_path / "again.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in stored), encoding="utf-8")
     assert trust.main(["--records", str(path)]) == 0
     again = capsys.readouterr().out
-    assert _tables(again) == _tables(output)
+    assert markdown_tables(again) == markdown_tables(output)
 
 
 def test_items_are_seeded_so_a_rerun_gives_the_same_records(trust):
