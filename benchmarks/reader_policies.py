@@ -9,9 +9,9 @@ own rule, so no model runs:
   only on non-current sources and uncovered questions abstain);
 - ``flag``: the engine's defaults for any model (only non-current answers abstain) under a
   confidence floor;
-- ``joint``: the same, and an answer flagged ``uncovered_question`` abstains only when the
-  reader's confidence is also below a second, higher floor: low overlap and low confidence
-  must agree.
+- ``joint``: the same, and an answer that carries an answer flag (``unsupported_facts`` or
+  ``uncovered_question``) is held to a second, higher floor (the profile's
+  ``flagged_floors``): a flag and a low confidence must agree before the answer abstains.
 
 ``--choose`` picks the floors of ``flag`` and ``joint`` on the tune runs (the project's tune
 half and the public sets' tune slices together): the most correct answers at a precision of
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,36 +75,32 @@ class _Reader:
 
 @dataclass(frozen=True)
 class Policy:
-    """How an answer that verified is decided: a floor, and when ``uncovered_question`` abstains.
+    """How an answer that verified is decided, as the engine decides it.
 
     Attributes:
         name: Shown in the tables.
         floor: The reader's confidence floor (``None``: none).
-        uncovered: ``"abstain"``, ``"flag"``, or a float: abstain only below that confidence.
+        flagged_floor: The floor of an answer that carries an answer flag (``None``: the same).
+        uncovered: ``"abstain"`` or ``"flag"``: the ``uncovered_question`` policy.
     """
 
     name: str
     floor: float | None
-    uncovered: str | float
+    flagged_floor: float | None = None
+    uncovered: str = "flag"
 
     def decide(self, outcome: Outcome) -> Outcome:
         if outcome.status != "answered":
             return outcome
         confidence = outcome.reader_confidence
         flags = set(outcome.answer_flags)
+        floor = self.floor
+        if flags and self.flagged_floor is not None:
+            floor = max(self.flagged_floor, floor or 0.0)
         withheld = (
-            (self.floor is not None and (confidence is None or confidence < self.floor))
+            (floor is not None and (confidence is None or confidence < floor))
             or "non_current_evidence" in flags
-            or (
-                "uncovered_question" in flags
-                and (
-                    self.uncovered == "abstain"
-                    or (
-                        isinstance(self.uncovered, float)
-                        and (confidence is None or confidence < self.uncovered)
-                    )
-                )
-            )
+            or ("uncovered_question" in flags and self.uncovered == "abstain")
         )
         if withheld:
             return dataclasses.replace(outcome, status="insufficient_evidence", correct=False)
@@ -184,9 +179,9 @@ def choose(outcomes: Sequence[Outcome], baseline: Policy) -> tuple[Policy, Polic
         assert chosen is not None
         return chosen
 
-    flag = best(Policy("flag", floor, "flag") for floor in floors)
+    flag = best(Policy("flag", floor) for floor in floors)
     joint = best(
-        Policy("joint", floor, float(upper))
+        Policy("joint", floor, upper)
         for floor in floors
         for upper in (step / 100 for step in range(1, 100))
         if floor is None or upper > floor
@@ -196,33 +191,32 @@ def choose(outcomes: Sequence[Outcome], baseline: Policy) -> tuple[Policy, Polic
 
 def describe(policy: Policy) -> str:
     floor = "none" if policy.floor is None else f"{policy.floor:.2f}"
-    if isinstance(policy.uncovered, float):
-        return f"{policy.name}: floor {floor}, uncovered abstains below {policy.uncovered:.2f}"
-    return f"{policy.name}: floor {floor}, uncovered {policy.uncovered}"
+    flagged = "" if policy.flagged_floor is None else f", flagged {policy.flagged_floor:.2f}"
+    return f"{policy.name}: floor {floor}{flagged}, uncovered {policy.uncovered}"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--choose", action="store_true", help="choose floors on the tune runs")
     parser.add_argument("--floor", type=float, default=None)
-    parser.add_argument("--uncovered-floor", type=float, default=None)
+    parser.add_argument("--flagged-floor", type=float, default=None)
     args = parser.parse_args(argv)
     runs = {
         split: {name: judged(name, RESULTS / file) for name, file in files}
         for split, files in RUNS.items()
     }
-    old = Policy("old", OLD_FLOOR, "abstain")
+    old = Policy("old", OLD_FLOOR, uncovered="abstain")
     if args.choose:
         tune = [o for outcomes in runs["tune"].values() for o in outcomes]
         flag, joint = choose(tune, old)
     else:
-        flag = Policy("flag", args.floor, "flag")
-        joint = Policy("joint", args.floor, args.uncovered_floor or "flag")
-    policies = (old, Policy("flag, no floor", None, "flag"), flag, joint)
+        flag = Policy("flag", args.floor)
+        joint = Policy("joint", args.floor, args.flagged_floor)
+    policies = (old, Policy("flag, no floor", None), flag, joint)
     print(machine_line())
     print("Policies: " + "; ".join(describe(p) for p in policies) + ".")
     for split, by_set in runs.items():
-        rows = []
+        rows: list[list[str]] = []
         every = [o for outcomes in by_set.values() for o in outcomes]
         for name, outcomes in [*by_set.items(), ("all", every)]:
             if outcomes:
@@ -247,5 +241,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[attr-defined]
     raise SystemExit(main())

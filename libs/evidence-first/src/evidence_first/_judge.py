@@ -76,7 +76,10 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
     if not has_text(ledger.answer):
         return _abstained(plan, verdict.facts, tuple(ledger.missing_evidence), "reader", common)
     flags = answer_flags(plan, verdict.checks, verdict.facts)
-    withheld = _withheld(plan, common.get("reader_confidence"), flags)
+    if flags and plan.flagged_floor is not None:
+        # A flag raises the bar: the answer stands only if the reader is sure of it.
+        common["confidence_floor"] = max(plan.flagged_floor, plan.confidence_floor or 0.0)
+    withheld = _withheld(plan, common, flags)
     if withheld is not None:
         reason, missing = withheld
         return _abstained(plan, verdict.facts, (missing,), reason, common)
@@ -170,19 +173,21 @@ def answer_flags(
 
 
 def _withheld(
-    plan: AnswerPlan, confidence: float | None, flags: tuple[AnswerFlag, ...]
+    plan: AnswerPlan, common: dict[str, Any], flags: tuple[AnswerFlag, ...]
 ) -> tuple[AbstentionReason, str] | None:
     """Why an answer that verified is still an abstention, and the missing evidence it states.
 
-    Below the confidence floor, or with no confidence to hold to it, the reader's decision does
-    not carry the answer; a flagged answer abstains where the caller's option says so.
+    Below the confidence floor (a flagged answer's, where the model has one), or with no
+    confidence to hold to it, the reader's decision does not carry the answer; a flagged
+    answer abstains where the caller's option says so.
     """
-    floor = plan.confidence_floor
+    floor, confidence = common["confidence_floor"], common.get("reader_confidence")
     if floor is not None and (confidence is None or confidence < floor):
         heard = "could not be read" if confidence is None else f"was {confidence:.2f}"
+        flagged = f" for an answer flagged {', '.join(flags)}" if flags else ""
         return "confidence_floor", (
             f"the reader's confidence that the sources state the answer {heard}, below "
-            f"the floor of {floor:.2f}"
+            f"the floor of {floor:.2f}{flagged}"
         )
     options = plan.options
     if "non_current_evidence" in flags and options.non_current_evidence == "abstain":

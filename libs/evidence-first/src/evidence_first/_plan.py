@@ -51,7 +51,9 @@ class AnswerPlan:
         prompt_version: The prompt's version.
         confidence_floor: The floor for the reader's confidence that applies: the caller's
             ``min_reader_confidence`` when set, else the model's own for the mode, else ``None``.
-        profile: The model's profile (:func:`~evidence_first.profile_for`).
+        flagged_floor: The higher floor an answer carrying an answer flag is held to: the
+            model's own for the mode (``ModelProfile.flagged_floors``) unless the caller set
+            ``min_reader_confidence``, else ``None``.
     """
 
     options: AnswerOptions
@@ -65,7 +67,7 @@ class AnswerPlan:
     request: ModelRequest | None
     prompt_version: str
     confidence_floor: float | None = None
-    profile: ModelProfile | None = None
+    flagged_floor: float | None = None
 
 
 async def aplan_answer(
@@ -118,7 +120,7 @@ def plan_answer(
     count = options.count_tokens
     question = checked_question(question, count)
     offered = checked_sources(sources)
-    floor = _confidence_floor(options, profile)
+    floor, flagged_floor = _confidence_floors(options, profile)
     style = style_for(options.citation_mode)
     defences = options.defences
     # Each source considered is cut into the passages it is sent as once, here.
@@ -198,7 +200,7 @@ def plan_answer(
         request=request,
         prompt_version=prompt_version,
         confidence_floor=floor,
-        profile=profile,
+        flagged_floor=flagged_floor,
     )
 
 
@@ -212,22 +214,30 @@ def _under_profile(options: AnswerOptions, profile: ModelProfile) -> AnswerOptio
     return options.model_copy(update=unset) if unset else options
 
 
-def _confidence_floor(options: AnswerOptions, profile: ModelProfile) -> float | None:
-    """The caller's floor when set (``None`` included), else the model's own for the mode.
+def _confidence_floors(
+    options: AnswerOptions, profile: ModelProfile
+) -> tuple[float | None, float | None]:
+    """The floor and the flagged answers' floor that apply.
+
+    The caller's ``min_reader_confidence`` when set (``None`` included) is the one floor of
+    every answer; else the model's own for the mode (``ModelProfile.confidence_floors`` and
+    ``flagged_floors``).
 
     Raises:
         InvalidRequestError: A floor applies, but the model returns no log-probabilities, so
             its confidence could never be read: refused before the call, never skipped.
     """
+    floors: tuple[float | None, float | None]
     if "min_reader_confidence" in options.model_fields_set:
-        floor = options.min_reader_confidence
+        floors = (options.min_reader_confidence, None)
     else:
-        floor = profile.confidence_floors.get(options.citation_mode)
-    if floor is not None and not profile.logprobs:
+        mode = options.citation_mode
+        floors = (profile.confidence_floors.get(mode), profile.flagged_floors.get(mode))
+    if floors != (None, None) and not profile.logprobs:
         msg = (
             "min_reader_confidence needs the reader's confidence, and this model returns no "
             "token log-probabilities (its profile says so, or it does not declare "
             "returns_logprobs); set it to None"
         )
         raise InvalidRequestError(msg, field="min_reader_confidence")
-    return floor
+    return floors

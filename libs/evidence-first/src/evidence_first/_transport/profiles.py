@@ -90,6 +90,10 @@ class ModelProfile:
         api: The API surface the call goes through.
         confidence_floors: The floor for the reader's confidence by citation mode, used when
             the caller leaves ``min_reader_confidence`` unset (``None``: no floor).
+        flagged_floors: A higher floor, by citation mode, for an answer that carries an answer
+            flag (its checks only flag): where a check's flag and a low confidence agree, the
+            answer abstains. Used, like ``confidence_floors``, when the caller leaves
+            ``min_reader_confidence`` unset.
         policies: Each answer flag's policy (``"flag"`` or ``"abstain"``) where it differs
             from the engine's default, used when the caller leaves that option unset.
         citation_mode: The citation mode used when the caller leaves ``citation_mode`` unset
@@ -108,6 +112,7 @@ class ModelProfile:
     logprobs: bool = False
     api: ApiSurface = "chat-completions"
     confidence_floors: Mapping[CitationMode, float | None] = dataclasses.field(default_factory=dict)
+    flagged_floors: Mapping[CitationMode, float | None] = dataclasses.field(default_factory=dict)
     policies: Mapping[AnswerFlag, FlagPolicy] = dataclasses.field(default_factory=dict)
     citation_mode: CitationMode | None = None
     cautious: bool = False
@@ -115,9 +120,8 @@ class ModelProfile:
     def __post_init__(self) -> None:
         _check_profile(self)
         # Frozen all the way down: a profile is shared by every request of its model.
-        object.__setattr__(
-            self, "confidence_floors", MappingProxyType(dict(self.confidence_floors))
-        )
+        for name in ("confidence_floors", "flagged_floors"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
         object.__setattr__(self, "policies", MappingProxyType(dict(self.policies)))
         object.__setattr__(self, "sources", tuple(self.sources))
 
@@ -159,12 +163,13 @@ def _check_profile(profile: ModelProfile) -> None:
         refuse("output_allowance", "a non-negative int")
     if profile.api not in get_args(ApiSurface):
         refuse("api", f"one of {', '.join(get_args(ApiSurface))}")
-    floors = profile.confidence_floors
-    if not isinstance(floors, Mapping) or not all(
-        mode in _MODES and (floor is None or (isinstance(floor, float) and 0 <= floor <= 1))
-        for mode, floor in floors.items()
-    ):
-        refuse("confidence_floors", "a mapping of citation modes to None or a float from 0 to 1")
+    for name in ("confidence_floors", "flagged_floors"):
+        floors = getattr(profile, name)
+        if not isinstance(floors, Mapping) or not all(
+            mode in _MODES and (floor is None or (isinstance(floor, float) and 0 <= floor <= 1))
+            for mode, floor in floors.items()
+        ):
+            refuse(name, "a mapping of citation modes to None or a float from 0 to 1")
     policies = profile.policies
     if not isinstance(policies, Mapping) or not all(
         flag in _FLAGS and policy in _POLICIES for flag, policy in policies.items()
