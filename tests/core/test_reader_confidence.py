@@ -16,6 +16,7 @@ import pytest
 from evidence_first import (
     Evidence,
     InvalidRequestError,
+    ModelProfile,
     ModelRequest,
     ModelResponse,
     TokenChoice,
@@ -297,3 +298,48 @@ def test_a_reasoning_model_is_not_sent_logprobs(name, loopback_server):
     assert not model.returns_logprobs
     answer_from_evidence("When?", [SOURCE], model)
     assert "logprobs" not in endpoint.body
+
+
+# A flag and a low confidence agreeing: the profile's higher floor for flagged answers.
+FLAGGED = {**ANSWERED, "facts": [{**FACT, "object": "July 4"}], "answer": "July 4"}
+
+
+class Profiled(Reader):
+    profile = ModelProfile(
+        logprobs=True,
+        confidence_floors={"quote": 0.5},
+        flagged_floors={"quote": 0.9},
+    )
+
+
+@pytest.mark.parametrize(
+    ("ledger", "confidence", "status"),
+    [
+        (ANSWERED, 0.8, "answered"),  # unflagged: the floor of 0.5
+        (FLAGGED, 0.95, "answered"),  # flagged, and the reader is sure of it
+        (FLAGGED, 0.8, "insufficient_evidence"),  # flagged, and not sure enough
+    ],
+)
+def test_a_flagged_answer_is_held_to_the_models_higher_floor(ledger, confidence, status):
+    answer = answer_from_evidence(
+        "When is the launch?",
+        [SOURCE],
+        Profiled(response(ledger, {"yes": confidence, "no": 1 - confidence})),
+    )
+
+    assert answer.status == status
+    if status == "insufficient_evidence":
+        assert answer.abstention == "confidence_floor"
+        assert answer.confidence_floor == 0.9
+        assert "flagged unsupported_facts" in answer.missing_evidence[0]
+
+
+def test_an_explicit_floor_is_the_one_floor_of_every_answer():
+    reader = Profiled(response(FLAGGED, {"yes": 0.8, "no": 0.2}))
+    answer = answer_from_evidence(
+        "When is the launch?", [SOURCE], reader, min_reader_confidence=0.6
+    )
+
+    assert answer.status == "answered"
+    assert answer.flags == ("unsupported_facts",)
+    assert answer.confidence_floor == 0.6
