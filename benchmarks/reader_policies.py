@@ -5,8 +5,8 @@ and every answer flag only flagging, and keep each reply and its confidence. Thi
 every stored reply again with today's engine, then applies each candidate policy, the engine's
 own rule, so no model runs:
 
-- ``old``: the policies the reader had before (a floor of 0.78 in passage mode; answers resting
-  only on non-current sources and uncovered questions abstain);
+- ``old``: the policies the reader had before (floors of 0.78 in passage mode and 0.73 in
+  quote mode; answers resting only on non-current sources and uncovered questions abstain);
 - ``flag``: the engine's defaults for any model (only non-current answers abstain) under a
   confidence floor;
 - ``joint``: the same, and an answer that carries an answer flag (``unsupported_facts`` or
@@ -51,7 +51,7 @@ from evidence_first.adapters import profile_for_name
 
 RESULTS = Path(__file__).parent / "results"
 READER = "qwen2.5-coder-1.5b"
-MODE = "passage"
+MODES = ("passage", "quote")
 # The stored runs per split: (set, file).
 RUNS: dict[str, tuple[tuple[str, str], ...]] = {
     split: (
@@ -61,7 +61,7 @@ RUNS: dict[str, tuple[tuple[str, str], ...]] = {
     )
     for split in ("tune", "report")
 }
-OLD_FLOOR = 0.78
+OLD_FLOORS = {"passage": 0.78, "quote": 0.73}
 
 
 class _Reader:
@@ -107,23 +107,22 @@ class Policy:
         return outcome
 
 
-def judged(set_name: str, path: Path) -> list[Outcome]:
-    """Every stored passage-mode reply of ``path``, judged again by today's engine."""
+def judged(set_name: str, path: Path, mode: str = "passage") -> list[Outcome]:
+    """Every stored reply of ``path`` in ``mode``, judged again by today's engine."""
     if not path.exists():
         return []
     documents, questions = load_set(set_name)
     by_id: dict[str, Question] = {q.id: q for q in questions}
     reader = _Reader()
-    assert profile_for(reader).citation_mode == MODE
     outcomes = []
     for line in path.read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
-        if record["mode"] != MODE or record["id"] not in by_id:
+        if record["mode"] != mode or record["id"] not in by_id:
             continue
         question = by_id[record["id"]]
         plan = plan_one(
             question,
-            MODE,
+            mode,  # type: ignore[arg-type]
             documents,
             reader,
             max_context_tokens=context_tokens(set_name),
@@ -198,14 +197,21 @@ def describe(policy: Policy) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--choose", action="store_true", help="choose floors on the tune runs")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=profile_for(_Reader()).citation_mode,
+        help="the citation mode judged (default: the reader's own; the public sets were run in "
+        "passage mode only)",
+    )
     parser.add_argument("--floor", type=float, default=None)
     parser.add_argument("--flagged-floor", type=float, default=None)
     args = parser.parse_args(argv)
     runs = {
-        split: {name: judged(name, RESULTS / file) for name, file in files}
+        split: {name: judged(name, RESULTS / file, args.mode) for name, file in files}
         for split, files in RUNS.items()
     }
-    old = Policy("old", OLD_FLOOR, uncovered="abstain")
+    old = Policy("old", OLD_FLOORS[args.mode], uncovered="abstain")
     if args.choose:
         tune = [o for outcomes in runs["tune"].values() for o in outcomes]
         flag, joint = choose(tune, old)
@@ -214,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         joint = Policy("joint", args.floor, args.flagged_floor)
     policies = (old, Policy("flag, no floor", None), flag, joint)
     print(machine_line())
-    print("Policies: " + "; ".join(describe(p) for p in policies) + ".")
+    print(f"Mode: {args.mode}. Policies: " + "; ".join(describe(p) for p in policies) + ".")
     for split, by_set in runs.items():
         rows: list[list[str]] = []
         every = [o for outcomes in by_set.values() for o in outcomes]
