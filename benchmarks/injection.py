@@ -389,10 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         floors = floors_of(model)
     # As the engine decides by default: each mode's own confidence floor, each flag's policy.
     modes = {config.name: config.mode for config in args.configs}
-    results = [
-        Result(r.config, r.item, r.outcome.decided(floors.get(modes[r.config]), ABSTAINING_FLAGS))
-        for r in results
-    ]
+    results = [Result(r.config, r.item, floors.decide(r.outcome, modes[r.config])) for r in results]
     print(render(results, args.configs, bases, cases, model_line, floors))
     return 0
 

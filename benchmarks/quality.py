@@ -51,7 +51,7 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +69,7 @@ from evidence_first import (
     ModelCallError,
     ModelResponse,
     ReaderModel,
+    profile_for,
 )
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._invoke import call_model
@@ -231,16 +232,24 @@ class Outcome:
     supported_segments: int = 0  # those resting on facts (marked or assigned)
     invalid_markers: int = 0  # markers in the reply naming no fact of its ledger
 
-    def decided(self, floor: float | None, abstain_on: Collection[str] = ()) -> Outcome:
-        """The outcome as the engine returns it with this floor and these flags abstaining.
+    def decided(
+        self,
+        floor: float | None,
+        abstain_on: Collection[str] = (),
+        flagged_floor: float | None = None,
+    ) -> Outcome:
+        """The outcome as the engine returns it with these floors and these flags abstaining.
 
         The run asks with no floor and every flag only flagging, so that any floor and policy
         can be applied afterwards by the engine's own rule: an answer whose reader confidence is
-        below the floor (or unreadable, under a floor), or that carries a flag that abstains,
-        becomes ``insufficient_evidence``.
+        below the floor (or unreadable, under a floor; an answer carrying a flag is held to
+        ``flagged_floor`` where there is one), or that carries a flag that abstains, becomes
+        ``insufficient_evidence``.
         """
         if self.status != "answered":
             return self
+        if self.answer_flags and flagged_floor is not None:
+            floor = max(flagged_floor, floor or 0.0)
         below = floor is not None and (
             self.reader_confidence is None or self.reader_confidence < floor
         )
@@ -656,19 +665,34 @@ ABSTAINING_FLAGS = frozenset(
 )
 
 
-def floors_of(model: ReaderModel) -> dict[str, float | None]:
+@dataclass(frozen=True)
+class Floors:
+    """A model's own confidence floors by mode, and its flagged answers' (its profile's)."""
+
+    floors: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
+    flagged: Mapping[str, float | None] = dataclasses.field(default_factory=dict)
+
+    def decide(self, outcome: Outcome, mode: str) -> Outcome:
+        """``outcome`` as the engine decides it for this model, under the default policies."""
+        return outcome.decided(self.floors.get(mode), ABSTAINING_FLAGS, self.flagged.get(mode))
+
+    def describe(self, mode: str) -> str:
+        floor, flagged = self.floors.get(mode), self.flagged.get(mode)
+        shown = "none" if floor is None else f"{floor:g}"
+        return f"{mode} {shown}" + ("" if flagged is None else f" (flagged answers {flagged:g})")
+
+
+def floors_of(model: ReaderModel) -> Floors:
     """The model's own confidence floors by mode (an embedded reader's), else none."""
-    return dict(getattr(model, "confidence_floors", None) or {})
+    profile = profile_for(model)
+    return Floors(dict(profile.confidence_floors), dict(profile.flagged_floors))
 
 
 def decided(
-    outcomes: dict[CitationMode, list[Outcome]], floors: dict[str, float | None]
+    outcomes: dict[CitationMode, list[Outcome]], floors: Floors
 ) -> dict[CitationMode, list[Outcome]]:
-    """The outcomes as the engine's defaults decide them: each mode's floor, each flag's policy."""
-    return {
-        mode: [o.decided(floors.get(mode), ABSTAINING_FLAGS) for o in runs]
-        for mode, runs in outcomes.items()
-    }
+    """The outcomes as the engine's defaults decide them: each mode's floors, each flag's policy."""
+    return {mode: [floors.decide(o, mode) for o in runs] for mode, runs in outcomes.items()}
 
 
 # How the embedded readers' floors (KNOWN_MODELS) are chosen, on the tune half only: a floor
@@ -719,17 +743,15 @@ def render(
     model_line: str,
     documents: int,
     split: str,
-    floors: dict[str, float | None] | None = None,
+    floors: Floors | None = None,
     set_name: str = PROJECT_SET,
 ) -> str:
-    floors = floors or {}
+    floors = floors or Floors()
     questions = next(iter(outcomes.values()))
     kinds = KINDS if set_name == PROJECT_SET else tuple(dict.fromkeys(o.kind for o in questions))
     named = "Eval set" if set_name == PROJECT_SET else f"Public set {set_name}"
     answerable = sum(o.answerable for o in questions)
-    applied = ", ".join(
-        f"{mode} {'none' if floors.get(mode) is None else floors[mode]}" for mode in outcomes
-    )
+    applied = ", ".join(floors.describe(mode) for mode in outcomes)
     abstaining = ", ".join(sorted(ABSTAINING_FLAGS)) or "none"
     lines = [
         machine_line(),

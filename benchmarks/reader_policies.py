@@ -25,7 +25,6 @@ workspace root::
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -90,21 +89,10 @@ class Policy:
     uncovered: str = "flag"
 
     def decide(self, outcome: Outcome) -> Outcome:
-        if outcome.status != "answered":
-            return outcome
-        confidence = outcome.reader_confidence
-        flags = set(outcome.answer_flags)
-        floor = self.floor
-        if flags and self.flagged_floor is not None:
-            floor = max(self.flagged_floor, floor or 0.0)
-        withheld = (
-            (floor is not None and (confidence is None or confidence < floor))
-            or "non_current_evidence" in flags
-            or ("uncovered_question" in flags and self.uncovered == "abstain")
+        abstaining = {"non_current_evidence"} | (
+            {"uncovered_question"} if self.uncovered == "abstain" else set()
         )
-        if withheld:
-            return dataclasses.replace(outcome, status="insufficient_evidence", correct=False)
-        return outcome
+        return outcome.decided(self.floor, abstaining, self.flagged_floor)
 
 
 def judged(set_name: str, path: Path, mode: str = "passage") -> list[Outcome]:
