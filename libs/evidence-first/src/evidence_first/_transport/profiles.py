@@ -183,7 +183,8 @@ DEFAULT_PROFILE = ModelProfile()
 """A model nothing is known of: temperature 0, ``max_tokens``, no log-probabilities, the
 schema as built, and the engine's own answering defaults."""
 
-# A family's dialect where no rule sets one; None: no schema is sent in a native field.
+# A family's dialect where no rule sets one (an Anthropic model without structured outputs has
+# none: _family_dialect).
 _FAMILY_DIALECT: dict[ProviderFamily, DialectName] = {
     "openai": "openai",
     "azure-openai": "azure-openai",
