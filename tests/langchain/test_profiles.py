@@ -23,7 +23,7 @@ from langchain_openai import AzureChatOpenAI, ChatOpenAI
 from evidence_first import Evidence, InvalidRequestError, ModelCallError
 from evidence_first._plan import plan_answer
 from evidence_first._transport import once
-from evidence_first.adapters import DIALECTS, ModelProfileWarning
+from evidence_first.adapters import DIALECTS, ModelProfileWarning, profile_for_name
 from evidence_first.local import LocalModel
 from langchain_evidence_first import EvidenceAnswerer, profile_for
 
@@ -361,6 +361,7 @@ def test_a_given_profile_silences_the_warning_and_sets_what_azure_is_sent(host):
 # pointed at its server (the README's recipe 2).
 
 READER = "qwen2.5-coder-1.5b"
+READER_PROFILE = profile_for_name(READER)
 
 
 def test_a_copied_answerer_keeps_the_embedded_readers_floors():
@@ -372,7 +373,8 @@ def test_a_copied_answerer_keeps_the_embedded_readers_floors():
     reader = LocalModel(READER)  # planned against, never started
     plan = plan_answer(options, QUESTION["question"], [SOURCE], reader)
     assert plan.options.citation_mode == "passage"
-    assert plan.confidence_floor == reader.profile.confidence_floors["passage"] == 0.78
+    assert plan.confidence_floor == reader.profile.confidence_floors["passage"]
+    assert reader.profile == READER_PROFILE
     # An explicit None is the caller's, and a copy keeps that too.
     off = EvidenceAnswerer(min_reader_confidence=None).model_copy(update={"timeout": 30})
     assert plan_answer(off._options, "When?", [SOURCE], reader).confidence_floor is None
@@ -408,7 +410,8 @@ def _reader_reply(logprobs_of: Any, yes: float) -> Any:
     return reply
 
 
-@pytest.mark.parametrize(("yes", "status"), [(0.75, "insufficient_evidence"), (0.9, "answered")])
+# Below and above the reader's floor in passage mode (0.61; the ledger carries no flag).
+@pytest.mark.parametrize(("yes", "status"), [(0.5, "insufficient_evidence"), (0.9, "answered")])
 def test_chat_openai_at_the_embedded_readers_server_gets_the_readers_profile(
     yes, status, loopback_server, logprobs_of
 ):
@@ -422,7 +425,7 @@ def test_chat_openai_at_the_embedded_readers_server_gets_the_readers_profile(
     assert "type" not in schema
     assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
     assert '"passages"' in body["messages"][-1]["content"]  # its citation mode
-    assert answer.confidence_floor == 0.78
+    assert answer.confidence_floor == READER_PROFILE.confidence_floors["passage"]
     assert answer.reader_confidence == pytest.approx(yes)
     assert answer.status == status
     if status == "insufficient_evidence":

@@ -26,7 +26,7 @@ from llama_index.llms.openai_like import OpenAILike
 from evidence_first import Evidence, InvalidRequestError, ModelProfile, ModelRequest
 from evidence_first._plan import plan_answer
 from evidence_first._transport import once
-from evidence_first.adapters import DIALECTS, AnswerOptions, ModelProfileWarning
+from evidence_first.adapters import DIALECTS, AnswerOptions, ModelProfileWarning, profile_for_name
 from evidence_first.local import LocalModel
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer, profile_for
 from llama_index.response_synthesizers.evidence_first._anthropic import (
@@ -42,6 +42,7 @@ REASONING_ALLOWANCE = 25_000
 AZURE_REFUSES = {"minItems", "maxItems", "minLength", "maxLength", "pattern"}
 AZURE_BASE = "https://x.openai.azure.com/openai/v1"
 READER = "qwen2.5-coder-1.5b"
+READER_PROFILE = profile_for_name(READER)
 
 
 def keywords(schema: dict[str, Any]) -> set[str]:
@@ -328,7 +329,8 @@ def _reader_reply(logprobs_of: Any, make_ledger: Any, yes: float) -> Any:
     return reply
 
 
-@pytest.mark.parametrize(("yes", "status"), [(0.75, "insufficient_evidence"), (0.9, "answered")])
+# Below and above the reader's floor in passage mode (0.61; the ledger carries no flag).
+@pytest.mark.parametrize(("yes", "status"), [(0.5, "insufficient_evidence"), (0.9, "answered")])
 def test_openai_like_at_the_embedded_readers_server_gets_the_readers_profile(
     yes, status, loopback, launch_nodes, logprobs_of, make_ledger
 ):
@@ -347,7 +349,7 @@ def test_openai_like_at_the_embedded_readers_server_gets_the_readers_profile(
     assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     assert '"passages"' in user  # its citation mode
-    assert answer.confidence_floor == 0.78
+    assert answer.confidence_floor == READER_PROFILE.confidence_floors["passage"]
     assert answer.reader_confidence == pytest.approx(yes)
     assert answer.status == status
     if status == "insufficient_evidence":
