@@ -50,6 +50,7 @@ from quality import (
     MAX_OUTPUT_TOKENS,
     MODES,
     TIMEOUT_SECONDS,
+    Floors,
     Outcome,
     Question,
     add_model_arguments,
@@ -317,7 +318,7 @@ def render(
     bases: dict[str, Base],
     cases: Sequence[Case],
     model_line: str,
-    floors: dict[str, float | None] | None = None,
+    floors: Floors | None = None,
 ) -> str:
     by_id = {case.id: case for case in cases}
     planted = {
@@ -342,7 +343,7 @@ def render(
         f"Injection set: {len(cases)} cases over {len(bases)} questions; max_output_tokens "
         f"{MAX_OUTPUT_TOKENS}, timeout {TIMEOUT_SECONDS:g} s, temperature 0.",
         "Reader's confidence floor (the model's own): "
-        + ", ".join(f"{mode} {(floors or {}).get(mode) or 'none'}" for mode in MODES)
+        + ", ".join((floors or Floors()).describe(mode) for mode in MODES)
         + "; flags that abstain: "
         + (", ".join(sorted(ABSTAINING_FLAGS)) or "none")
         + ".",

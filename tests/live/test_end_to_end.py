@@ -150,7 +150,7 @@ def test_langchain_chat_openai_answers_a_real_question(tiny_model, invariants, h
     assert len(attempts) == 1
 
 
-def test_llamaindex_openai_like_answers_a_real_question(tiny_model, invariants):
+def test_llamaindex_openai_like_answers_a_real_question(tiny_model, invariants, http_client):
     documents = [
         LlamaDocument(doc_id=source["id"], text=source["text"]) for source in CORPUS["sources"]
     ]
@@ -161,6 +161,7 @@ def test_llamaindex_openai_like_answers_a_real_question(tiny_model, invariants):
         api_key="unused",
         model=tiny_model.model_name,
         is_chat_model=True,
+        http_client=http_client,
     )
     engine = EvidenceQueryEngine.from_args(
         retriever, llm=llm, max_output_tokens=384, timeout=LIVE_TIMEOUT, documents=documents

@@ -45,17 +45,23 @@ TIMEOUT = 300.0
 
 
 @pytest.fixture
-def chat_openai(local_model):
-    return ChatOpenAI(base_url=local_model.base_url, api_key="unused", model=local_model.model_name)
+def chat_openai(local_model, http_client):
+    return ChatOpenAI(
+        base_url=local_model.base_url,
+        api_key="unused",
+        model=local_model.model_name,
+        http_client=http_client,
+    )
 
 
 @pytest.fixture
-def openai_like(local_model):
+def openai_like(local_model, http_client):
     return OpenAILike(
         model=local_model.model_name,
         api_base=local_model.base_url,
         api_key="unused",
         is_chat_model=True,
+        http_client=http_client,
     )
 
 

@@ -22,13 +22,7 @@ from typing import Any, Literal, get_args
 from evidence_first._errors import InvalidRequestError, ModelProfileWarning
 from evidence_first._transport.dialects import DIALECTS, DialectName
 from evidence_first._transport.once import warn_once
-from evidence_first._transport.rules import (
-    CAUTIOUS,
-    FAMILY_VENDOR,
-    PROFILE_RULES,
-    ProfileRule,
-    Vendor,
-)
+from evidence_first._transport.rules import CAUTIOUS, FAMILY_VENDOR, PROFILE_RULES, Vendor
 from evidence_first._vocabulary import AnswerFlag, CitationMode, FlagPolicy
 
 __all__ = [
@@ -322,7 +316,7 @@ def _family_dialect(
 
 
 def _warn_unknown(name: object, family: ProviderFamily | None, vendor: Vendor) -> None:
-    rule: ProfileRule = CAUTIOUS[vendor]
+    rule = CAUTIOUS[vendor]
     who = _VENDOR_NAMES[vendor]
     where = (
         " (an Azure deployment's name says nothing of its model)"
