@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from evidence_first import EvidenceAnswer
+from evidence_first._transport import once
 from evidence_first.local import DEFAULT_READER, TINY_MODEL, LocalModel
 
 CASSETTES = Path(__file__).parent / "cassettes"
@@ -433,3 +434,45 @@ def check_invariants(answer: EvidenceAnswer) -> None:
 @pytest.fixture
 def invariants() -> Callable[[EvidenceAnswer], None]:
     return check_invariants
+
+
+# Model profiles: what the three folders' profile tests assert of a request body.
+
+# OpenAI's reasoning guide: "reserving at least 25,000 tokens for reasoning and outputs".
+REASONING_ALLOWANCE = 25_000
+
+
+def _keywords(schema: dict[str, Any]) -> set[str]:
+    found = set(schema)
+    for sub in [*schema.get("properties", {}).values(), *schema.get("anyOf", ())]:
+        found |= _keywords(sub)
+    if isinstance(schema.get("items"), dict):
+        found |= _keywords(schema["items"])
+    return found
+
+
+@pytest.fixture
+def schema_keywords() -> Callable[[dict[str, Any]], set[str]]:
+    """The keywords used anywhere in a schema (property names are not keywords)."""
+    return _keywords
+
+
+def _assert_reasoning_request(body: dict[str, Any], max_output_tokens: int) -> None:
+    assert body["max_completion_tokens"] == max_output_tokens + REASONING_ALLOWANCE
+    assert "max_tokens" not in body
+    assert "temperature" not in body
+    assert "logprobs" not in body
+    assert "top_logprobs" not in body
+
+
+@pytest.fixture
+def reasoning_request() -> Callable[[dict[str, Any], int], None]:
+    """Asserts a body is sent as to an OpenAI reasoning model, for a ledger of N tokens:
+    ``max_completion_tokens`` with room to reason, no temperature, no log-probabilities."""
+    return _assert_reasoning_request
+
+
+@pytest.fixture
+def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One-time warnings start over: each test sees the first warning for its names."""
+    monkeypatch.setattr(once, "_warned", set())

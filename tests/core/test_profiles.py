@@ -36,7 +36,7 @@ from evidence_first import (
     cli,
     profile_for,
 )
-from evidence_first._transport import once, reading
+from evidence_first._transport import reading
 from evidence_first._transport.rules import CAUTIOUS, PROFILE_RULES
 from evidence_first.adapters import (
     DIALECTS,
@@ -52,8 +52,6 @@ DOCS = Path(__file__).parents[2] / "docs"
 SOURCE = Evidence(id="notes", text="Standup notes. The launch moved to June 15.")
 QUESTION = "When is the launch?"
 LIMIT = 300
-# OpenAI's reasoning guide: "reserving at least 25,000 tokens for reasoning and outputs".
-REASONING_ALLOWANCE = 25_000
 CITATION = {"source_id": "notes", "quote": "The launch moved to June 15."}
 FACT = {"subject": "launch", "relation": "moved to", "object": "June 15", "citations": [CITATION]}
 LEDGER = {
@@ -81,22 +79,6 @@ def nodes(schema: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(schema, list):
         for value in schema:
             yield from nodes(value)
-
-
-def keywords(schema: dict[str, Any]) -> set[str]:
-    """The keywords used anywhere in ``schema`` (property names are not keywords)."""
-    found = set(schema)
-    for sub in [*schema.get("properties", {}).values(), *schema.get("anyOf", ())]:
-        found |= keywords(sub)
-    if isinstance(schema.get("items"), dict):
-        found |= keywords(schema["items"])
-    return found
-
-
-@pytest.fixture
-def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One-time warnings start over: each test sees the first warning for its names."""
-    monkeypatch.setattr(once, "_warned", set())
 
 
 class _Reply(io.BufferedReader):
@@ -177,30 +159,24 @@ def test_claude_models_before_opus_4_7_still_get_temperature_0(name, loopback_se
 REASONING = ["o3", "o4-mini", "gpt-5", "gpt-5-2025-08-07", "gpt-6-sol", "ft:o4-mini:acme::x1"]
 
 
-def assert_sent_as_reasoning_model(body: dict[str, Any]) -> None:
-    assert body["max_completion_tokens"] == LIMIT + REASONING_ALLOWANCE
-    assert "max_tokens" not in body
-    assert "temperature" not in body
-    assert "logprobs" not in body
-    assert "top_logprobs" not in body
-
-
 @pytest.mark.parametrize("name", REASONING)
 def test_openai_reasoning_models_get_max_completion_tokens_and_no_temperature_or_logprobs(
-    name, wire
+    name, wire, reasoning_request
 ):
     chat = ChatCompletionsModel("https://api.openai.com/v1", model=name)
     answer = answer_from_evidence(QUESTION, [SOURCE], chat, max_output_tokens=LIMIT)
     assert answer.status == "answered"
     assert wire.requests[0].full_url == "https://api.openai.com/v1/chat/completions"
-    assert_sent_as_reasoning_model(wire.body)
+    reasoning_request(wire.body, LIMIT)
     assert answer.reader_confidence is None
 
 
 @pytest.mark.parametrize("prefix", ["", "openai/"], ids=["own-name", "gateway-name"])
 @pytest.mark.parametrize("name", REASONING)
-def test_openai_reasoning_models_are_sent_the_same_on_any_host(name, prefix, loopback_server):
-    assert_sent_as_reasoning_model(posted(loopback_server, f"{prefix}{name}"))
+def test_openai_reasoning_models_are_sent_the_same_on_any_host(
+    name, prefix, loopback_server, reasoning_request
+):
+    reasoning_request(posted(loopback_server, f"{prefix}{name}"), LIMIT)
 
 
 def test_a_chat_model_like_gpt_4_1_keeps_temperature_0_and_logprobs_on_openais_host(wire):
@@ -243,7 +219,7 @@ AZURE = "https://x.openai.azure.com/openai/v1"
 @pytest.mark.parametrize(
     "root", [AZURE, "https://proj-resource.cognitiveservices.azure.com/openai/v1"]
 )
-def test_azure_openai_is_sent_its_documented_subset(root, wire):
+def test_azure_openai_is_sent_its_documented_subset(root, wire, schema_keywords):
     chat = ChatCompletionsModel(root, model="gpt-4.1")
     assert chat.dialect == "azure-openai"
     for mode in ("quote", "passage"):
@@ -251,8 +227,8 @@ def test_azure_openai_is_sent_its_documented_subset(root, wire):
         answer_from_evidence(QUESTION, [SOURCE], chat, citation_mode=mode)
         assert wire.requests[0].full_url == f"{root}/chat/completions"
         schema = wire.body["response_format"]["json_schema"]["schema"]
-        assert not keywords(schema) & AZURE_REFUSES
-        assert keywords(schema) <= DIALECTS["azure-openai"].keywords
+        assert not schema_keywords(schema) & AZURE_REFUSES
+        assert schema_keywords(schema) <= DIALECTS["azure-openai"].keywords
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -303,7 +279,7 @@ def test_a_request_past_azures_limits_is_refused_at_plan_time_before_any_request
 
 
 def test_an_unknown_azure_deployment_gets_the_cautious_profile_and_one_warning(
-    fresh_warnings, wire
+    fresh_warnings, wire, reasoning_request
 ):
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -317,7 +293,7 @@ def test_an_unknown_azure_deployment_gets_the_cautious_profile_and_one_warning(
     assert "profile=" in message
     assert chat.profile.cautious
     answer_from_evidence(QUESTION, [SOURCE], chat, max_output_tokens=LIMIT)
-    assert_sent_as_reasoning_model(wire.body)
+    reasoning_request(wire.body, LIMIT)
 
 
 def test_a_given_profile_silences_the_warning_and_sets_what_azure_is_sent(fresh_warnings, wire):

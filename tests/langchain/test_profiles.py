@@ -22,7 +22,6 @@ from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from evidence_first import Evidence, InvalidRequestError, ModelCallError
 from evidence_first._plan import plan_answer
-from evidence_first._transport import once
 from evidence_first.adapters import DIALECTS, ModelProfileWarning, profile_for_name
 from evidence_first.local import LocalModel
 from langchain_evidence_first import EvidenceAnswerer, profile_for
@@ -30,8 +29,8 @@ from langchain_evidence_first import EvidenceAnswerer, profile_for
 SOURCE = Evidence(id="a", text="The launch moved to June 15.")
 QUESTION = {"question": "When is the launch?", "sources": [SOURCE]}
 LIMIT = 300
-# OpenAI's reasoning guide: "reserving at least 25,000 tokens for reasoning and outputs".
-REASONING_ALLOWANCE = 25_000
+# One-time warnings start over: each test sees the first warning for its names.
+pytestmark = pytest.mark.usefixtures("fresh_warnings")
 # What a Claude model with adaptive thinking (no budget of its own) is allowed on top.
 ADAPTIVE_THINKING_ALLOWANCE = 16_000
 CITATION = {"source_id": "a", "quote": "The launch moved to June 15."}
@@ -86,22 +85,6 @@ ANTHROPIC_REPLY = {
     "stop_reason": "end_turn",
     "usage": {"input_tokens": 1, "output_tokens": 1},
 }
-
-
-def keywords(schema: dict[str, Any]) -> set[str]:
-    """The keywords used anywhere in ``schema`` (property names are not keywords)."""
-    found = set(schema)
-    for sub in [*schema.get("properties", {}).values(), *schema.get("anyOf", ())]:
-        found |= keywords(sub)
-    if isinstance(schema.get("items"), dict):
-        found |= keywords(schema["items"])
-    return found
-
-
-@pytest.fixture(autouse=True)
-def fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One-time warnings start over: each test sees the first warning for its names."""
-    monkeypatch.setattr(once, "_warned", set())
 
 
 @contextlib.contextmanager
@@ -211,26 +194,18 @@ def test_a_gateway_is_sent_no_temperature_for_claude_opus_4_7_or_later(model, lo
 REASONING = ["o3", "o4-mini", "gpt-5", "gpt-5-2025-08-07", "gpt-6-sol", "ft:o4-mini:acme::x1"]
 
 
-def assert_sent_as_reasoning_model(body: dict[str, Any]) -> None:
-    assert body["max_completion_tokens"] == LIMIT + REASONING_ALLOWANCE
-    assert "max_tokens" not in body
-    assert "temperature" not in body
-    assert "logprobs" not in body
-    assert "top_logprobs" not in body
-
-
 @pytest.mark.parametrize("model", REASONING)
 def test_chat_openai_sends_reasoning_models_their_limit_field_and_no_temperature_or_logprobs(
-    model, host
+    model, host, reasoning_request
 ):
     llm = host.llm(ChatOpenAI, model=model, temperature=0.5)
     answer = EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT).invoke(QUESTION)
     assert answer.status == "answered"
     assert str(host.requests[0].url) == "https://api.openai.com/v1/chat/completions"
-    assert_sent_as_reasoning_model(host.body)
+    reasoning_request(host.body, LIMIT)
 
 
-def test_azure_chat_openai_with_a_reasoning_profile_is_sent_as_one(host):
+def test_azure_chat_openai_with_a_reasoning_profile_is_sent_as_one(host, reasoning_request):
     llm = host.llm(AzureChatOpenAI, **AZURE)
     with recorded() as record:
         answerer = EvidenceAnswerer(llm=llm, profile="o3", max_output_tokens=LIMIT)
@@ -238,7 +213,7 @@ def test_azure_chat_openai_with_a_reasoning_profile_is_sent_as_one(host):
     assert answerer.invoke(QUESTION).status == "answered"
     assert host.requests[0].url.host == "x.openai.azure.com"
     assert "/deployments/contoso-prod/" in host.requests[0].url.path
-    assert_sent_as_reasoning_model(host.body)
+    reasoning_request(host.body, LIMIT)
 
 
 def test_chat_openai_keeps_temperature_0_and_logprobs_for_a_chat_model(host):
@@ -257,13 +232,13 @@ def test_chat_openai_keeps_temperature_0_and_logprobs_for_a_chat_model(host):
     ("settings", "limit"),
     [
         ({"model": "gpt-4.1", "use_responses_api": True}, LIMIT),
-        ({"model": "o3", "reasoning": {"effort": "low"}}, LIMIT + REASONING_ALLOWANCE),
+        ({"model": "o3", "reasoning": {"effort": "low"}}, LIMIT + 25_000),  # room to reason
         ({"model": "gpt-4.1", "output_version": "responses/v1"}, LIMIT),
     ],
     ids=["use_responses_api", "reasoning", "output_version"],
 )
 def test_chat_openai_on_the_responses_api_gets_text_format_and_no_response_format(
-    settings, limit, host
+    settings, limit, host, schema_keywords
 ):
     llm = host.llm(ChatOpenAI, **settings)
     answer = EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT).invoke(QUESTION)
@@ -274,7 +249,7 @@ def test_chat_openai_on_the_responses_api_gets_text_format_and_no_response_forma
     text_format = body["text"]["format"]
     assert (text_format["type"], text_format["strict"]) == ("json_schema", True)
     assert text_format["name"] == "evidence_ledger"
-    assert keywords(text_format["schema"]) <= DIALECTS["openai"].keywords
+    assert schema_keywords(text_format["schema"]) <= DIALECTS["openai"].keywords
     assert "response_format" not in body
     assert "response_format" not in body.get("text", {})
     assert "logprobs" not in body
@@ -301,14 +276,14 @@ def test_chat_openai_on_the_responses_api_gets_text_format_and_no_response_forma
     ids=["azure-chat-openai", "chat-openai-azure-host", "chat-openai-foundry-host"],
 )
 @pytest.mark.parametrize("mode", ["quote", "passage"])
-def test_azure_openai_is_sent_its_documented_subset(cls, settings, mode, host):
+def test_azure_openai_is_sent_its_documented_subset(cls, settings, mode, host, schema_keywords):
     llm = host.llm(cls, **settings)
     answerer = EvidenceAnswerer(llm=llm, citation_mode=mode, min_reader_confidence=None)
     answerer.invoke(QUESTION)
     assert host.requests[0].url.host.endswith(".azure.com")
     schema = host.body["response_format"]["json_schema"]["schema"]
-    assert not keywords(schema) & AZURE_REFUSES
-    assert keywords(schema) <= DIALECTS["azure-openai"].keywords
+    assert not schema_keywords(schema) & AZURE_REFUSES
+    assert schema_keywords(schema) <= DIALECTS["azure-openai"].keywords
     assert profile_for(llm).dialect == "azure-openai"
 
 
@@ -327,7 +302,9 @@ def test_a_schema_past_azures_limits_is_refused_at_plan_time_before_any_request(
     assert host.requests == []
 
 
-def test_an_unknown_azure_deployment_gets_the_cautious_profile_and_one_warning(host):
+def test_an_unknown_azure_deployment_gets_the_cautious_profile_and_one_warning(
+    host, reasoning_request
+):
     llm = host.llm(AzureChatOpenAI, **AZURE)
     with recorded() as record:
         answerer = EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT)
@@ -339,7 +316,7 @@ def test_an_unknown_azure_deployment_gets_the_cautious_profile_and_one_warning(h
     assert "no log-probabilities (so no reader confidence)" in message
     assert profile_for(llm).cautious
     answerer.invoke(QUESTION)
-    assert_sent_as_reasoning_model(host.body)
+    reasoning_request(host.body, LIMIT)
     with pytest.raises(InvalidRequestError, match="log-probabilities"):
         EvidenceAnswerer(llm=llm, min_reader_confidence=0.5).invoke(QUESTION)
 

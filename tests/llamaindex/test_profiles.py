@@ -37,22 +37,10 @@ from llama_index.response_synthesizers.evidence_first._strict_call import reader
 
 QUESTION = "When is the Apollo launch?"
 LIMIT = 300
-# OpenAI's reasoning guide: "reserving at least 25,000 tokens for reasoning and outputs".
-REASONING_ALLOWANCE = 25_000
 AZURE_REFUSES = {"minItems", "maxItems", "minLength", "maxLength", "pattern"}
 AZURE_BASE = "https://x.openai.azure.com/openai/v1"
 READER = "qwen2.5-coder-1.5b"
 READER_PROFILE = profile_for_name(READER)
-
-
-def keywords(schema: dict[str, Any]) -> set[str]:
-    """The keywords used anywhere in ``schema`` (property names are not keywords)."""
-    found = set(schema)
-    for sub in [*schema.get("properties", {}).values(), *schema.get("anyOf", ())]:
-        found |= keywords(sub)
-    if isinstance(schema.get("items"), dict):
-        found |= keywords(schema["items"])
-    return found
 
 
 @pytest.fixture(autouse=True)
@@ -94,23 +82,15 @@ def synthesize(llm: Any, nodes: list[NodeWithScore], **options: Any) -> Any:
 REASONING = ["o3", "o4-mini", "gpt-5", "gpt-5-2025-08-07", "gpt-6-sol", "ft:o4-mini:acme::x1"]
 
 
-def assert_sent_as_reasoning_model(body: dict[str, Any]) -> None:
-    assert body["max_completion_tokens"] == LIMIT + REASONING_ALLOWANCE
-    assert "max_tokens" not in body
-    assert "temperature" not in body
-    assert not body.get("logprobs")
-    assert "top_logprobs" not in body
-
-
 @pytest.mark.parametrize("model", REASONING)
 def test_openai_sends_reasoning_models_their_limit_field_and_no_temperature_or_logprobs(
-    model, fake_openai, launch_nodes
+    model, fake_openai, launch_nodes, reasoning_request
 ):
     llm = openai_llm(fake_openai, OpenAI, model=model, temperature=0.7)
     assert synthesize(llm, launch_nodes).status == "answered"
     assert str(fake_openai.requests[0].url) == "https://api.openai.com/v1/chat/completions"
     (body,) = fake_openai.bodies
-    assert_sent_as_reasoning_model(body)
+    reasoning_request(body, LIMIT)
     assert body["response_format"]["json_schema"]["strict"] is True
 
 
@@ -124,7 +104,7 @@ def test_openai_sends_reasoning_models_their_limit_field_and_no_temperature_or_l
     ids=["gateway-name", "gateway-profile", "azure-profile"],
 )
 def test_openai_like_sends_a_reasoning_model_its_limit_field_and_no_temperature_or_logprobs(
-    settings, profile, fake_openai, launch_nodes
+    settings, profile, fake_openai, launch_nodes, reasoning_request
 ):
     llm = openai_llm(fake_openai, OpenAILike, is_chat_model=True, **settings)
     with recorded() as record:
@@ -133,7 +113,7 @@ def test_openai_like_sends_a_reasoning_model_its_limit_field_and_no_temperature_
     assert answer.status == "answered"
     (body,) = fake_openai.bodies
     assert body["model"] == settings["model"]
-    assert_sent_as_reasoning_model(body)
+    reasoning_request(body, LIMIT)
 
 
 def test_openai_keeps_temperature_0_and_logprobs_for_a_chat_model(fake_openai, launch_nodes):
@@ -250,15 +230,17 @@ def test_claude_with_extended_thinking_is_planned_without_temperature_and_with_r
 
 
 @pytest.mark.parametrize("mode", ["quote", "passage"])
-def test_openai_like_at_azure_is_sent_its_documented_subset(mode, fake_openai, launch_nodes):
+def test_openai_like_at_azure_is_sent_its_documented_subset(
+    mode, fake_openai, launch_nodes, schema_keywords
+):
     llm = openai_llm(
         fake_openai, OpenAILike, model="gpt-4.1", api_base=AZURE_BASE, is_chat_model=True
     )
     synthesize(llm, launch_nodes, citation_mode=mode)
     assert fake_openai.requests[0].url.host == "x.openai.azure.com"
     schema = fake_openai.bodies[0]["response_format"]["json_schema"]["schema"]
-    assert not keywords(schema) & AZURE_REFUSES
-    assert keywords(schema) <= DIALECTS["azure-openai"].keywords
+    assert not schema_keywords(schema) & AZURE_REFUSES
+    assert schema_keywords(schema) <= DIALECTS["azure-openai"].keywords
 
 
 def test_a_schema_past_azures_limits_is_refused_before_any_request(
@@ -275,7 +257,7 @@ def test_a_schema_past_azures_limits_is_refused_before_any_request(
 
 
 def test_an_unknown_azure_deployment_gets_the_cautious_profile_and_one_warning(
-    fake_openai, launch_nodes
+    fake_openai, launch_nodes, reasoning_request
 ):
     llm = openai_llm(
         fake_openai, OpenAILike, model="contoso-prod", api_base=AZURE_BASE, is_chat_model=True
@@ -286,7 +268,7 @@ def test_an_unknown_azure_deployment_gets_the_cautious_profile_and_one_warning(
     assert [w.category for w in record] == [ModelProfileWarning]
     assert "'contoso-prod'" in str(record[0].message)
     assert synthesizer.synthesize(QUESTION, launch_nodes).metadata["reader_confidence"] is None
-    assert_sent_as_reasoning_model(fake_openai.bodies[0])
+    reasoning_request(fake_openai.bodies[0], LIMIT)
 
 
 def test_a_given_profile_silences_the_warning_and_sets_what_azure_is_sent(
