@@ -19,7 +19,7 @@ half and the public sets' tune slices together): the most correct answers at a p
 the lower floors. The report runs are then judged with the chosen floors. Run from the
 workspace root::
 
-    uv run python benchmarks/reader_policies.py [--choose] [--floor F --uncovered-floor G]
+    uv run python benchmarks/reader_policies.py [--choose] [--mode M] [--floor F --flagged-floor G]
 """
 
 from __future__ import annotations
