@@ -25,7 +25,6 @@ from llama_index.llms.openai_like import OpenAILike
 
 from evidence_first import Evidence, InvalidRequestError, ModelProfile, ModelRequest
 from evidence_first._plan import plan_answer
-from evidence_first._transport import once
 from evidence_first.adapters import DIALECTS, AnswerOptions, ModelProfileWarning, profile_for_name
 from evidence_first.local import LocalModel
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer, profile_for
@@ -44,11 +43,10 @@ READER_PROFILE = profile_for_name(READER)
 
 
 @pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
+def _clean(monkeypatch: pytest.MonkeyPatch, fresh_warnings: None) -> None:
     # The OpenAI LLMs read their API root from the environment; one-time warnings start over.
     for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(once, "_warned", set())
 
 
 @contextlib.contextmanager
