@@ -60,9 +60,10 @@ def settings(values: Mapping[str, Any]) -> str:
             words.append(f"the `{value}` dialect")
         elif field == "citation_mode":
             words.append(f"citation mode `{value}`")
-        elif field == "confidence_floors":
+        elif field in ("confidence_floors", "flagged_floors"):
             floors = ", ".join(f"{mode} {floor}" for mode, floor in value.items())
-            words.append(f"confidence floors: {floors}")
+            whose = "confidence floors" if field == "confidence_floors" else "a flagged answer's"
+            words.append(f"{whose}: {floors}")
         elif field == "policies":
             policies = ", ".join(f"`{flag}` {policy}" for flag, policy in value.items())
             words.append(f"policies: {policies}")
