@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from pathlib import Path
 
@@ -18,60 +19,48 @@ PACKAGES = {
 }
 MAX_CORE_MODULE_LINES = 350
 
-# The core's layers, from the top down, and which each may import besides itself (CONTRIBUTING's
-# map). A module belongs to the layer with the longest prefix of its name; type-only imports
-# (under TYPE_CHECKING) are free.
-LAYERS: dict[str, tuple[str, ...]] = {
-    "front": ("evidence_first", "evidence_first.adapters"),
-    "cli": ("evidence_first.cli", "evidence_first._cli"),
-    "engine": (
-        "evidence_first._engine",
-        "evidence_first._plan",
-        "evidence_first._judge",
-        "evidence_first._request",
-        "evidence_first._options",
-        "evidence_first._invoke",
-    ),
-    "citing": (
-        "evidence_first._citing",
-        "evidence_first._confidence",
-        "evidence_first._schema",
-        "evidence_first._ledger",
-        "evidence_first._verify",
-        "evidence_first._prompt",
-        "evidence_first._packing",
-        "evidence_first._tokens",
-        "evidence_first._passages",
-        "evidence_first._spans",
-        "evidence_first._support",
-        "evidence_first._injection",
-    ),
-    "local reader": ("evidence_first.local", "evidence_first._local"),
-    "transport": ("evidence_first.chat_completions", "evidence_first._transport"),
-    "ground": (
-        "evidence_first._vocabulary",
-        "evidence_first._limits",
-        "evidence_first._text",
-        "evidence_first._errors",
-        "evidence_first._evidence",
-        "evidence_first._answer",
-        "evidence_first._stored",
-        "evidence_first._markers",
-        "evidence_first._model",
-        "evidence_first._metadata",
-        "evidence_first._rendering",
-        "evidence_first.render",
-    ),
-}
-MAY_IMPORT: dict[str, set[str]] = {
-    "front": {"engine", "citing", "transport", "ground"},
-    "cli": {"front", "engine", "citing", "local reader", "transport", "ground"},
-    "engine": {"citing", "transport", "ground"},
-    "citing": {"ground"},
-    "local reader": {"transport", "ground"},
-    "transport": {"ground"},
-    "ground": set(),
-}
+# The core's layers, from the top down, and which each may import besides itself: CONTRIBUTING's
+# table ("Where things live"), read here. A module belongs to the layer with the longest prefix
+# of its name; type-only imports (under TYPE_CHECKING) are free.
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+
+
+def _tables(heading: str) -> list[list[list[str]]]:
+    """The Markdown tables under CONTRIBUTING's ``heading``: rows of cells, headers dropped."""
+    section = CONTRIBUTING.read_text(encoding="utf-8").split(f"\n## {heading}\n")[1]
+    section = section.split("\n## ")[0]
+    tables: list[list[list[str]]] = []
+    rows: list[list[str]] = []
+    for line in [*section.splitlines(), ""]:
+        if line.startswith("|"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif rows:
+            tables.append(rows[2:])  # the header and its rule
+            rows = []
+    return tables
+
+
+def _named(cell: str) -> list[str]:
+    """The files and folders a cell names in backticks, as paths inside the core's package."""
+    return re.findall(r"`([^`]+)`", cell)
+
+
+def _module_name(path: str) -> str:
+    """``_citing/`` or ``_transport/dialects.py`` as a dotted name inside ``evidence_first``."""
+    parts = [part for part in path.removesuffix(".py").split("/") if part]
+    return ".".join(["evidence_first", *parts]).removesuffix(".__init__")
+
+
+def _layer_table() -> tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]:
+    layers: dict[str, tuple[str, ...]] = {}
+    may_import: dict[str, set[str]] = {}
+    for layer, modules, lower in _tables("Where things live")[0]:
+        layers[layer] = tuple(_module_name(path) for path in _named(modules))
+        may_import[layer] = set() if lower == "(itself)" else set(lower.split(", "))
+    return layers, may_import
+
+
+LAYERS, MAY_IMPORT = _layer_table()
 
 
 def _modules(package: str, folder: Path) -> dict[str, Path]:
@@ -154,7 +143,7 @@ def _layer_of(module: str) -> str:
             inside = prefix != "evidence_first" and module.startswith(prefix + ".")
             if (module == prefix or inside) and len(prefix) > length:
                 best, length = layer, len(prefix)
-    assert best, f"{module} is in no layer: add it to LAYERS and to CONTRIBUTING's map"
+    assert best, f"a core module belongs to no layer: add {module} to CONTRIBUTING's table"
     return best
 
 
@@ -171,6 +160,29 @@ def upward_imports(folder: Path) -> list[str]:
             if other != layer and other not in MAY_IMPORT[layer]:
                 found.append(f"{name} ({layer}) imports {target} ({other})")
     return found
+
+
+def test_the_layer_table_names_existing_modules_and_layers():
+    modules = _modules("evidence_first", CORE / "evidence_first")
+    named = [prefix for prefixes in LAYERS.values() for prefix in prefixes]
+    assert [prefix for prefix in named if prefix not in modules] == []
+    assert len(named) == len(set(named)), "a module is in two layers"
+    assert {layer for lower in MAY_IMPORT.values() for layer in lower} <= set(LAYERS)
+
+
+def test_every_core_module_has_its_job_in_contributing():
+    # The second table of "Where things live": one row per job, naming modules and folders.
+    # A subpackage's __init__ is its folder's; the package's own is the public front.
+    named = {path for row in _tables("Where things live")[1] for path in _named(row[0])}
+    folder = CORE / "evidence_first"
+    files = {
+        path.relative_to(folder).as_posix()
+        for path in folder.rglob("*.py")
+        if path.name != "__init__.py" or path.parent == folder
+    }
+    assert {path for path in named if not path.endswith("/")} <= files  # no stale row
+    folders = tuple(path for path in named if path.endswith("/"))
+    assert sorted(path for path in files - named if not path.startswith(folders)) == []
 
 
 def test_every_core_module_imports_only_its_layer_and_those_below():
