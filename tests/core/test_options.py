@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import operator
 import re
 import typing
 from pathlib import Path
 
 import pytest
+from pydantic import Field
 
-from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
+import evidence_first
+from evidence_first import Evidence, InvalidRequestError, _plan, answer_from_evidence
+from evidence_first._options import OPTION_NAMES, _option_parameters
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions, OptionArgs
 
 DOCS = Path(__file__).parents[2] / "docs"
@@ -48,6 +53,7 @@ def test_the_docs_options_table_is_the_declaration():
         ("knowledge", "anything"),
         ("citation_mode", "verbatim"),
         ("min_score", float("nan")),
+        ("min_reader_confidence", 1.5),
         ("scope", "one-string"),
         ("scope_key", ""),
         ("output_language", " "),
@@ -64,6 +70,64 @@ def test_an_option_built_directly_is_checked_like_a_keyword(name, value):
         answer_from_evidence("q?", [Evidence(id="a", text="t")], _never_called(), **{name: value})
     assert called.value.field == name
     assert str(called.value) == str(built.value)
+
+
+class _WithNew(AnswerOptions):
+    """The options with a bool and a bounded float, as new ones would be declared."""
+
+    strict_quotes: bool = Field(False, description="a bool option")
+    share: float = Field(0.5, ge=0, le=1, description="a bounded float option")
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("strict_quotes", "False", "strict_quotes must be True or False"),
+        ("strict_quotes", 1, "strict_quotes must be True or False"),
+        ("share", 1.5, "share must be a number from 0 to 1"),
+        ("share", None, "share must be a number from 0 to 1"),
+        ("share", True, "share must be a number from 0 to 1"),
+    ],
+)
+def test_a_new_bool_or_float_option_is_checked_by_its_declaration(name, value, message):
+    with pytest.raises(InvalidRequestError, match=f"^{message}$") as raised:
+        _WithNew(**{name: value})
+    assert raised.value.field == name
+    assert (_WithNew(strict_quotes=True).strict_quotes, _WithNew(share=1).share) == (True, 1.0)
+
+
+def test_every_option_reaches_the_code_that_uses_it():
+    # An option is read by name (`options.<name>`, `plan.options.<name>`), or handed to a
+    # stage whose keyword-only parameter bears its name (`options.arguments_for(stage)`).
+    read: set[str] = set()
+    stages = []
+    for path in Path(evidence_first.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                owner = node.value
+                if (isinstance(owner, ast.Name) and owner.id in {"options", "self"}) or (
+                    isinstance(owner, ast.Attribute) and owner.attr == "options"
+                ):
+                    read.add(node.attr)
+            elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith(".arguments_for"):
+                stages.append(operator.attrgetter(ast.unparse(node.args[0]))(_plan))
+    handed = {name for stage in stages for name in _option_parameters(stage)}
+    assert {"pack_sources", "ledger_schema"} <= {stage.__name__ for stage in stages}
+    assert sorted(OPTION_NAMES - read - handed) == []
+
+
+def test_a_stage_takes_its_options_by_name_and_the_plan_values_win():
+    options = AnswerOptions(min_score=0.5, scope={"team"}, question_time=0)
+
+    def stage(sources, *, min_score, scope, question_time, serialize=None):
+        return min_score, scope, question_time
+
+    given = options.arguments_for(stage, question_time="1970-01-01T00:00:00Z")
+    assert given == {
+        "min_score": 0.5,
+        "scope": frozenset({"team"}),
+        "question_time": "1970-01-01T00:00:00Z",
+    }
 
 
 def test_the_range_is_inclusive_at_both_ends():

@@ -1,30 +1,29 @@
-"""The answering options, declared once: each one's default, range, meaning and check.
+"""The answering options, declared once: each one's default, range and meaning.
 
-:class:`AnswerOptionFields` is the declaration. Everything else derives from it: the
+:class:`AnswerOptionFields` is the declaration; its checks are inherited from
+:class:`~evidence_first._option_checks.OptionChecks`. Everything else derives from it: the
 checked value :class:`AnswerOptions`, the entry points' keywords (:class:`OptionArgs`, pinned
-to the fields by a test), the integrations' fields and arguments, the CLI flags and the
-options table in ``docs/concepts.md`` (``docs/scripts/options_table.py``).
+to the fields by a test), the integrations' fields and arguments, the CLI flags, the options
+the plan hands each stage (:meth:`AnswerOptions.arguments_for`) and the options table in
+``docs/concepts.md`` (``docs/scripts/options_table.py``).
 """
 
 from __future__ import annotations
 
-import math
+import inspect
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
-from functools import cached_property
-from typing import Any, Literal, get_args, get_origin
+from functools import cache, cached_property
+from typing import Any
 
-import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-from pydantic.fields import FieldInfo
+from pydantic import ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict, Unpack
 
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._limits import MAX_SOURCES
-from evidence_first._request import checked_int
-from evidence_first._text import has_text, is_unicode_text
+from evidence_first._option_checks import OptionChecks, option_bounds, option_error
 from evidence_first._tokens import estimate_tokens
 from evidence_first._vocabulary import CitationMode, FlagPolicy, KnowledgePolicy, UnmarkedSegments
 
@@ -35,12 +34,13 @@ def _accepts(text: str) -> dict[str, Any]:
     return {"accepts": text}
 
 
-class AnswerOptionFields(BaseModel):
+class AnswerOptionFields(OptionChecks):
     """Every answering option with its default, range and meaning: the one declaration.
 
     A field's ``description`` is its documentation; ``ge``/``gt``/``le`` or a ``Literal`` is
     its range, and ``json_schema_extra["accepts"]`` describes any other accepted value. The
-    checks below raise :class:`~evidence_first.InvalidRequestError` naming the option.
+    checks (:class:`~evidence_first._option_checks.OptionChecks`) raise
+    :class:`~evidence_first.InvalidRequestError` naming the option.
     """
 
     model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
@@ -129,109 +129,6 @@ class AnswerOptionFields(BaseModel):
         "list", description="answer text that no marker ties to a fact: listed, or rejected"
     )
 
-    @field_validator("*", mode="before")
-    @classmethod
-    def _declared(cls, value: object, info: ValidationInfo) -> object:
-        # A choice (a Literal) or an int range is checked by its declaration alone.
-        name = str(info.field_name)
-        field = cls.model_fields[name]
-        choices = get_args(field.annotation) if get_origin(field.annotation) is Literal else ()
-        if choices and value not in choices:
-            msg = f"{name} must be one of {', '.join(choices)}"
-            raise InvalidRequestError(msg, field=name)
-        if field.annotation is int:
-            return checked_int(name, value, *option_bounds(field))
-        return value
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _seconds(cls, value: object) -> object:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            msg = "timeout must be a number of seconds"
-            raise InvalidRequestError(msg, field="timeout")
-        low, high = option_bounds(cls.model_fields["timeout"])
-        if not (math.isfinite(value) and low < value <= high):
-            msg = f"timeout must be greater than {low} and at most {high} seconds, got {value}"
-            raise InvalidRequestError(msg, field="timeout")
-        return float(value)
-
-    @field_validator("output_language", mode="before")
-    @classmethod
-    def _language(cls, value: object) -> object:
-        if value is None:
-            return None
-        if not isinstance(value, str) or not has_text(value):
-            msg = "output_language must be None or a string with a visible character"
-            raise InvalidRequestError(msg, field="output_language")
-        if not is_unicode_text(value):
-            msg = "output_language contains a lone surrogate, which is not valid Unicode"
-            raise InvalidRequestError(msg, field="output_language")
-        return value
-
-    @field_validator("question_time", mode="before")
-    @classmethod
-    def _anchor(cls, value: object) -> object:
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, datetime)):
-            msg = "question_time must be Unix milliseconds (int) or an aware datetime"
-            raise InvalidRequestError(msg, field="question_time")
-        if isinstance(value, datetime) and value.utcoffset() is None:
-            msg = "question_time must be timezone-aware"
-            raise InvalidRequestError(msg, field="question_time")
-        try:
-            format_timestamp(value)
-        except (OverflowError, ValueError):
-            msg = "question_time is out of range"
-            raise InvalidRequestError(msg, field="question_time") from None
-        return value
-
-    @field_validator("min_score", "min_reader_confidence", mode="before")
-    @classmethod
-    def _number(cls, value: object, info: ValidationInfo) -> object:
-        if value is None:
-            return None
-        name = str(info.field_name)
-        low, high = option_bounds(cls.model_fields[name])
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not (math.isfinite(value) and low <= value <= high)
-        ):
-            kind = "finite number" if low == -math.inf else f"number from {low:g} to {high:g}"
-            msg = f"{name} must be None or a {kind}"
-            raise InvalidRequestError(msg, field=name)
-        return float(value)
-
-    @field_validator("scope", mode="before")
-    @classmethod
-    def _tags(cls, value: object) -> object:
-        if value is None:
-            return None
-        if isinstance(value, (str, bytes)) or not isinstance(value, Collection):
-            msg = "scope must be a collection of strings, such as a set (not one string)"
-            raise InvalidRequestError(msg, field="scope")
-        if not all(isinstance(tag, str) for tag in value):
-            msg = "scope must contain only strings"
-            raise InvalidRequestError(msg, field="scope")
-        return frozenset(value)
-
-    @field_validator("scope_key", mode="before")
-    @classmethod
-    def _key(cls, value: object) -> object:
-        if not isinstance(value, str) or not value:
-            msg = "scope_key must be a non-empty string"
-            raise InvalidRequestError(msg, field="scope_key")
-        return value
-
-    @field_validator("token_counter", mode="before")
-    @classmethod
-    def _counter(cls, value: object) -> object:
-        if value is not None and not callable(value):
-            msg = "token_counter must be callable"
-            raise InvalidRequestError(msg, field="token_counter")
-        return value
-
     def option_values(self) -> dict[str, Any]:
         """Every option given explicitly, by name (the keywords that rebuild these options).
 
@@ -318,31 +215,21 @@ class AnswerOptions(AnswerOptionFields):
         """``question_time`` in ISO 8601 UTC, as the prompt states it."""
         return None if self.question_time is None else format_timestamp(self.question_time)
 
+    def arguments_for(self, stage: Callable[..., object], **given: Any) -> dict[str, Any]:
+        """The keywords to call a stage with: each option it takes, then ``given``.
 
-def option_error(exc: ValidationError) -> Exception:
-    """The typed error for a failed option check: never pydantic's, never the value.
-
-    Returns:
-        The option's own :class:`InvalidRequestError`; a ``TypeError`` for an unknown name;
-        else an ``InvalidRequestError`` naming the field and the kind of error.
-    """
-    error = exc.errors(include_url=False, include_input=False)[0]
-    name = ".".join(str(part) for part in error["loc"])
-    cause = (error.get("ctx") or {}).get("error")
-    if isinstance(cause, InvalidRequestError):
-        return cause
-    if error["type"] == "extra_forbidden":
-        return TypeError(f"unexpected keyword argument {name!r}")
-    return InvalidRequestError(f"{name} is not valid ({error['type']})", field=name or None)
+        A stage takes an option by a keyword-only parameter of the option's name, so a new
+        option reaches its stage with no line in the plan. ``given`` holds the plan's own
+        values, and wins over an option of the same name (``question_time`` as text).
+        """
+        return {**{name: getattr(self, name) for name in _option_parameters(stage)}, **given}
 
 
-def option_bounds(field: FieldInfo) -> tuple[Any, Any]:
-    """A declared option's range, lowest (``ge``/``gt``) to highest (``le``); ``±inf`` if none."""
-    low: Any = -math.inf
-    high: Any = math.inf
-    for bound in field.metadata:
-        if isinstance(bound, (annotated_types.Ge, annotated_types.Gt)):
-            low = bound.ge if isinstance(bound, annotated_types.Ge) else bound.gt
-        if isinstance(bound, annotated_types.Le):
-            high = bound.le
-    return low, high
+@cache
+def _option_parameters(stage: Callable[..., object]) -> tuple[str, ...]:
+    """The keyword-only parameters of ``stage`` named after an option."""
+    return tuple(
+        parameter.name
+        for parameter in inspect.signature(stage).parameters.values()
+        if parameter.kind is parameter.KEYWORD_ONLY and parameter.name in OPTION_NAMES
+    )

@@ -103,6 +103,8 @@ def plan_answer(
 ) -> AnswerPlan:
     """Check the question, sources and model, pack the sources and build the request.
 
+    Each stage is handed the options it takes, by name (:meth:`AnswerOptions.arguments_for`).
+
     Args:
         options: The checked options.
         question: The question.
@@ -132,23 +134,25 @@ def plan_answer(
 
     packed = pack_sources(
         offered,
-        max_context_tokens=options.max_context_tokens,
-        count_tokens=count,
-        serialize=serialize,
-        # A floor is a bound of the default estimate only.
-        floor=style.packing_floor() if count is estimate_tokens else None,
-        min_score=options.min_score,
-        scope=options.scope,  # type: ignore[arg-type]  # a frozenset once checked
-        scope_key=options.scope_key,
+        **options.arguments_for(
+            pack_sources,
+            count_tokens=count,
+            serialize=serialize,
+            # A floor is a bound of the default estimate only.
+            floor=style.packing_floor() if count is estimate_tokens else None,
+        ),
     )
     sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
-    system, prompt_version = system_prompt(style, defences, enforced_markers=profile.reads_patterns)
+    system, prompt_version = system_prompt(
+        style,
+        defences,
+        **options.arguments_for(system_prompt, enforced_markers=profile.reads_patterns),
+    )
     message = UserMessage.of(
         question,
-        knowledge=options.knowledge,
-        output_language=options.output_language,
-        question_time=options.question_time_text,
-        defences=defences,
+        **options.arguments_for(
+            UserMessage.of, question_time=options.question_time_text, defences=defences
+        ),
     )
     system_tokens = count(system)
     question_tokens = count(message.frame)
@@ -168,9 +172,7 @@ def plan_answer(
             max_tokens=options.max_output_tokens,
             json_schema=ledger_schema(
                 style.shape(sent, patterns=profile.reads_patterns),
-                knowledge=options.knowledge,
-                max_output_tokens=options.max_output_tokens,
-                max_response_chars=options.max_response_chars,
+                **options.arguments_for(ledger_schema),
             ),
             timeout=options.timeout,
             temperature=0.0 if profile.temperature else None,
