@@ -37,12 +37,10 @@ def answer_from_evidence(
             in the order given. IDs must be unique; each text at most 262,144 UTF-16 units.
         model: An object with ``generate(request)`` and/or ``async agenerate(request)``.
         cancel: Set it to stop waiting for the model (raises :class:`AnswerCancelledError`).
-        **options: The answering options, each with its default, range and meaning in
-            :class:`~evidence_first.adapters.AnswerOptions` (and the table in ``docs/concepts.md``):
-            ``knowledge``, ``citation_mode``, ``output_language``, ``question_time``,
-            ``max_context_tokens``, ``max_output_tokens``, ``max_response_chars``,
-            ``timeout``, ``min_evidence``, ``min_score``, ``scope``, ``scope_key`` and
-            ``token_counter``.
+        **options: The answering options (:class:`~evidence_first.adapters.OptionArgs`), each
+            with its default, range and meaning declared once in
+            :class:`~evidence_first.adapters.AnswerOptionFields` and shown in the options
+            table of ``docs/concepts.md``.
 
     Returns:
         An :class:`EvidenceAnswer` whose status is ``answered``, ``insufficient_evidence`` or
