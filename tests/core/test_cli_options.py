@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import typing
 from typing import Literal
 
 import annotated_types
+import pytest
+from pydantic import Field
 
 from evidence_first import cli
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions
@@ -23,22 +26,29 @@ SAMPLES: dict[str, tuple[list[str], object]] = {
 }
 
 
-def _sample(name: str) -> tuple[list[str], object]:
-    """The flag values for option ``name``, and the option's value they must give.
+def _sample(
+    name: str, declaration: type[AnswerOptionFields] = AnswerOptionFields
+) -> tuple[list[str], object]:
+    """The command-line words for option ``name``, and the option's value they must give.
 
-    An option with a choice takes its last one; a bounded int, one above its lowest value (so
-    it differs from most defaults); any other, its entry in :data:`SAMPLES`.
+    An option with a choice takes its last one; a bool, the flag that turns its default over; a
+    bounded int, one above its lowest value (so it differs from most defaults); any other, its
+    entry in :data:`SAMPLES`.
     """
-    field = AnswerOptionFields.model_fields[name]
+    field = declaration.model_fields[name]
+    flag = f"--{name.replace('_', '-')}"
     choices = (
         typing.get_args(field.annotation) if typing.get_origin(field.annotation) is Literal else ()
     )
     if choices:
-        return [choices[-1]], choices[-1]
+        return [flag, choices[-1]], choices[-1]
+    if field.annotation is bool:
+        return [f"--no-{flag[2:]}" if field.default else flag], not field.default
     if field.annotation is int:
         low = next(bound.ge for bound in field.metadata if isinstance(bound, annotated_types.Ge))
-        return [str(low + 1)], low + 1
-    return SAMPLES[name]
+        return [flag, str(low + 1)], low + 1
+    values, value = SAMPLES[name]
+    return [word for sample in values for word in (flag, sample)], value
 
 
 def test_ask_passes_every_option_flag_through_as_the_option(monkeypatch, tmp_path):
@@ -53,11 +63,7 @@ def test_ask_passes_every_option_flag_through_as_the_option(monkeypatch, tmp_pat
     source = tmp_path / "notes.txt"
     source.write_text("The launch moved to June 15.", encoding="utf-8")
     names = [name for name in AnswerOptionFields.model_fields if name != "token_counter"]
-    flags = []
-    for name in names:
-        values, _ = _sample(name)
-        for value in values:
-            flags += [f"--{name.replace('_', '-')}", value]
+    flags = [word for name in names for word in _sample(name)[0]]
     status = cli.main(
         ["ask", "When?", str(source), "--base-url", "http://127.0.0.1:9/v1", *flags],
         out=io.StringIO(),
@@ -66,6 +72,33 @@ def test_ask_passes_every_option_flag_through_as_the_option(monkeypatch, tmp_pat
     assert status == cli.EXIT_INTERRUPTED
     assert seen == {name: _sample(name)[1] for name in names}
     assert seen["knowledge"] == "allow-general-inference"  # a value other than the default
+
+
+class _WithBool(AnswerOptionFields):
+    """The declaration with a bool option, as a new one would be declared."""
+
+    strict_quotes: bool = Field(False, description="a bool option")
+
+
+@pytest.mark.parametrize(
+    ("words", "value"),
+    [(["--strict-quotes"], True), (["--no-strict-quotes"], False), ([], None)],
+)
+def test_a_bool_option_is_a_flag_and_its_negation(monkeypatch, words, value):
+    monkeypatch.setattr(cli, "AnswerOptionFields", _WithBool)
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    cli._add_option_flags(parser, ["strict_quotes"])
+    parsed = parser.parse_args(words)
+    assert getattr(parsed, "strict_quotes", None) is value  # None: not given, left unset
+    assert _sample("strict_quotes", _WithBool) == (["--strict-quotes"], True)
+
+
+def test_a_bool_flag_takes_no_word_that_could_read_as_true(monkeypatch):
+    monkeypatch.setattr(cli, "AnswerOptionFields", _WithBool)
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    cli._add_option_flags(parser, ["strict_quotes"])
+    with pytest.raises(SystemExit):  # "False" is no value of the flag: a usage error
+        parser.parse_args(["--strict-quotes", "False"])
 
 
 def test_an_out_of_range_flag_is_the_options_own_error(tmp_path, capsys):

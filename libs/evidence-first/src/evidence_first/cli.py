@@ -116,6 +116,9 @@ def _add_option_flags(parser: argparse.ArgumentParser, names: Sequence[str]) -> 
         }
         if typing.get_origin(kinds[0]) is typing.Literal:
             flag["choices"] = typing.get_args(kinds[0])
+        elif kinds == [bool]:
+            # --name and --no-name: a bool never parses a word ("False" would read as true).
+            flag["action"] = argparse.BooleanOptionalAction
         elif typing.get_origin(kinds[0]) is Collection:
             flag.update(action="append", metavar="TAG")
         elif kinds == [float] and type(None) in _alternatives(field.annotation):
