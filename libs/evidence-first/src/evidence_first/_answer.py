@@ -131,10 +131,9 @@ class CitationCheck(_Frozen):
         code: The reason code when rejected.
         citation: The resolved spans when verified.
         flags: Why a verified span deserves a second look, judged on the sentences it lies
-            in: ``"control_string"`` (they hold a chat-template control string such as
-            ``<|im_end|>``) or ``"instruction_like"`` (they read like an instruction to the
-            model, such as "ignore previous instructions"). A heuristic diagnostic: the
-            verdict and the span are unchanged.
+            in: each a :data:`~evidence_first._vocabulary.CitationFlag`, worded in
+            :data:`~evidence_first._vocabulary.FLAG_DESCRIPTIONS` (the renderers and the CLI
+            show that wording). A heuristic diagnostic: the verdict and the span are unchanged.
     """
 
     path: str
