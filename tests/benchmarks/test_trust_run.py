@@ -11,14 +11,18 @@ import importlib.util
 import io
 import json
 import sys
+import typing
 from pathlib import Path
 
 import pytest
 
+from evidence_first._vocabulary import CitationFlag
+
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 
 CHECKS = ["non_current_evidence", "unsupported_facts", "uncovered_question"]
-CITATION_FLAGS = ["control_string", "instruction_like", "superseded_source", "object_not_cited"]
+# Every citation flag but `contradicted_source`: no source of the sets is marked contradicted.
+CITATION_FLAGS = [flag for flag in typing.get_args(CitationFlag) if flag != "contradicted_source"]
 WRONG_KINDS = {"on_topic_non_answer", "distractor", "superseded_only", "object_not_cited"}
 
 
