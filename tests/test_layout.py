@@ -59,6 +59,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "evidence_first._markers",
         "evidence_first._model",
         "evidence_first._metadata",
+        "evidence_first._presented",
+        "evidence_first._view",
         "evidence_first._rendering",
         "evidence_first.render",
     ),
