@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 
 from evidence_first import EvidenceAnswer, InvalidRequestError
+from evidence_first.adapters import answer_metadata
 from langchain_evidence_first import EvidenceAnswerer, to_content_blocks
 
 LAUNCH = "The launch moved to June 15"
@@ -107,14 +108,8 @@ def test_the_message_metadata_holds_the_evidence_answer_itself(quoting_model):
     message = EvidenceAnswerer(llm=quoting_model, output="message").invoke(
         {"question": QUESTION, "sources": DOCUMENTS}
     )
-    assert set(message.response_metadata) == {
-        "evidence_answer",
-        "evidence_status",
-        "evidence_flags",
-        "evidence_abstention",
-        "reader_confidence",
-    }
     answer = _verified(message)
+    assert message.response_metadata == answer_metadata(answer)
     assert message.response_metadata["reader_confidence"] == answer.reader_confidence
     assert message.response_metadata["evidence_flags"] == list(answer.flags)
     assert message.response_metadata["evidence_abstention"] is None

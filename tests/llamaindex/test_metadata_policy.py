@@ -1,4 +1,6 @@
-"""The same metadata on a LangChain Document and a LlamaIndex node: the same evidence or error."""
+"""The same metadata on a LangChain Document and a LlamaIndex node: the same evidence or error;
+and the same metadata beside the answer either gives back.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from langchain_core.messages import AIMessage
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from evidence_first import Evidence, InvalidRequestError
+from evidence_first.adapters import answer_metadata
 from langchain_evidence_first import EvidenceAnswerer
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer
 
@@ -86,3 +89,16 @@ def test_the_same_unusable_metadata_gives_the_same_error(ledger_llm, metadata):
     assert type(from_langchain.value) is type(from_llamaindex.value)
     assert from_langchain.value.field == from_llamaindex.value.field == "sources[1].metadata"
     assert str(from_langchain.value) == str(from_llamaindex.value)
+
+
+def test_both_integrations_put_the_same_metadata_beside_an_answer(ledger_llm):
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=ABSTAIN)]))
+    message = EvidenceAnswerer(llm=model, output="message").invoke(
+        {"question": "q?", "sources": [Document(id="s0", page_content=TEXT)]}
+    )
+    node = NodeWithScore(node=TextNode(id_="s0", text=TEXT), score=None)
+    response = EvidenceSynthesizer(llm=ledger_llm).synthesize("q?", [node])
+
+    assert set(message.response_metadata) == set(response.metadata)
+    for metadata in (message.response_metadata, response.metadata):
+        assert metadata == answer_metadata(metadata["evidence_answer"])

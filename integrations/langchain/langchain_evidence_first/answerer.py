@@ -111,11 +111,10 @@ class EvidenceAnswerer(
     """What the answerer returns: ``"answer"``, the :class:`~evidence_first.EvidenceAnswer`;
     or ``"message"``, an ``AIMessage`` for a chain that continues (``| StrOutputParser()``).
 
-    The message's ``response_metadata`` is ``evidence_first.adapters.answer_metadata``'s, the
-    keys LlamaIndex's ``Response.metadata`` has too: ``evidence_answer`` (the
-    ``EvidenceAnswer``), ``evidence_status``, ``evidence_flags`` (what deserves a second look,
-    on an answer that stands too), ``evidence_abstention`` (which check abstained, or None)
-    and ``reader_confidence``. Its content is a list of standard content blocks:
+    The message's ``response_metadata`` is ``evidence_first.adapters.answer_metadata(answer)``
+    (``evidence_answer``, the ``EvidenceAnswer``, ``evidence_status`` and the rest listed
+    there), the keys LlamaIndex's ``Response.metadata`` has too. Its content is a list of
+    standard content blocks:
 
     - ``answered``: the blocks of :func:`~langchain_evidence_first.to_content_blocks`, one
       text block holding the answer with a ``Citation`` annotation per verified citation (an

@@ -5,6 +5,8 @@ known character offsets. When the evidence does not support an answer the result
 when the model's output is malformed or unsupported it fails closed.
 """
 
+# Imported for its effect too: the renderers give an answer its str() and its notebook view.
+from evidence_first import render as render
 from evidence_first._answer import (
     AnswerSegment,
     Citation,

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from evidence_first._evidence import Evidence
 from evidence_first._markers import AnswerSegment, FactMarker
+from evidence_first._presented import Presented
 from evidence_first._stored import OFFSETS, CheckedOnLoad
 from evidence_first._text import UnitOffsets
 from evidence_first._vocabulary import (
@@ -177,8 +178,11 @@ class TokenUsage(_Frozen):
     cached_input_tokens: int | None = None
 
 
-class EvidenceAnswer(CheckedOnLoad, _Frozen):
+class EvidenceAnswer(CheckedOnLoad, Presented, _Frozen):
     """The outcome of one answer: answered, an honest abstention, or a fail-closed rejection.
+
+    ``str(answer)`` is the plain-text report and notebooks show the HTML view
+    (:mod:`evidence_first.render`), never the raw response.
 
     Attributes:
         status: ``answered``, ``insufficient_evidence`` or ``invalid_response``.
@@ -327,16 +331,3 @@ class EvidenceAnswer(CheckedOnLoad, _Frozen):
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict of the whole result (the same as ``model_dump(mode="json")``)."""
         return self.model_dump(mode="json")
-
-    def _repr_html_(self) -> str:
-        # Notebooks show the rendered view: numbered citations, spans highlighted in context.
-        from evidence_first.render import render_html
-
-        return render_html(self)
-
-    def __str__(self) -> str:
-        # The plain-text report: status, answer, each cited span in its source, the verdict on
-        # every citation, omissions and reason codes; never the raw response.
-        from evidence_first.render import render_text
-
-        return render_text(self)

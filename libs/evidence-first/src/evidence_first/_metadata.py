@@ -1,7 +1,8 @@
 """The metadata policy both integrations follow (see :mod:`evidence_first.adapters`).
 
 Metadata mapped to an evidence field fails closed when unusable; metadata kept as provenance
-is made JSON-safe, and what cannot be stays only on the original object.
+is made JSON-safe, and what cannot be stays only on the original object. What both put beside
+an answer is :func:`answer_metadata`, under the same keys.
 """
 
 from __future__ import annotations
@@ -15,13 +16,32 @@ from typing import Any, get_args
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
+from evidence_first._answer import EvidenceAnswer
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import EvidenceStatus, format_timestamp, parse_timestamp
 
-__all__ = ["json_safe_metadata", "metadata_fields"]
+__all__ = ["answer_metadata", "json_safe_metadata", "metadata_fields"]
 
 _STATUSES: tuple[str, ...] = get_args(EvidenceStatus)
 _MAX_METADATA_DEPTH = 16  # provenance is not a data store; a cycle must not recurse forever
+
+
+def answer_metadata(answer: EvidenceAnswer) -> dict[str, Any]:
+    """What both integrations put beside an answer, under the same keys.
+
+    LangChain's message ``response_metadata`` and LlamaIndex's ``Response.metadata`` hold:
+    ``evidence_answer`` (the :class:`~evidence_first.EvidenceAnswer`), ``evidence_status``,
+    ``evidence_flags`` (the answer flags, a list: what deserves a second look, also on an
+    answer that stands), ``evidence_abstention`` (which check made an abstention, or
+    ``None``) and ``reader_confidence``. A key added here reaches both.
+    """
+    return {
+        "evidence_answer": answer,
+        "evidence_status": answer.status,
+        "evidence_flags": list(answer.flags),
+        "evidence_abstention": answer.abstention,
+        "reader_confidence": answer.reader_confidence,
+    }
 
 
 def metadata_fields(

@@ -32,14 +32,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import ModelProfileWarning, UnenforcedSettingsWarning
 from evidence_first._evidence import Evidence
 from evidence_first._limits import MAX_SOURCES
-from evidence_first._metadata import json_safe_metadata, metadata_fields
+from evidence_first._metadata import answer_metadata, json_safe_metadata, metadata_fields
 from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
 from evidence_first._plan import aplan_answer, plan_answer
@@ -120,24 +119,6 @@ __all__ = [
     "warn_unenforced_once",
     "without_strict_keys",
 ]
-
-
-def answer_metadata(answer: EvidenceAnswer) -> dict[str, Any]:
-    """What both integrations put beside an answer, under the same keys.
-
-    LangChain's message ``response_metadata`` and LlamaIndex's ``Response.metadata`` hold:
-    ``evidence_answer`` (the :class:`~evidence_first.EvidenceAnswer`), ``evidence_status``,
-    ``evidence_flags`` (the answer flags, a list: what deserves a second look, also on an
-    answer that stands), ``evidence_abstention`` (which check made an abstention, or
-    ``None``) and ``reader_confidence``.
-    """
-    return {
-        "evidence_answer": answer,
-        "evidence_status": answer.status,
-        "evidence_flags": list(answer.flags),
-        "evidence_abstention": answer.abstention,
-        "reader_confidence": answer.reader_confidence,
-    }
 
 
 @dataclass(frozen=True)

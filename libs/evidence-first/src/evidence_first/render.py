@@ -1,56 +1,105 @@
 """Render an answer for people: Markdown, HTML or plain text, with cited spans highlighted.
 
-Every string the answer holds (source text, model output, IDs, anything a stored answer carries)
-is printed under one rule: control characters, line separators and the characters that open a
-bidirectional scope are written as visible escapes (:func:`~evidence_first._rendering.inert`;
-the terminal report escapes every invisible character, line feeds included), then escaped for
-the format, and in HTML isolated in its own ``<bdi>``. So a source containing ``<script>``
-renders as text, no string starts a report line of its own, and none reorders the renderer's
-text. Each citation is shown inside an excerpt of its source, with the source's own span
-``source.text[char_start:char_end]`` highlighted, never a quote the citation carries. Each
-segment of the answer is followed by the numbers of the spans its facts cite; a segment no
-marker ties to a fact, or whose facts' cited text lacks their objects, carries a note saying so.
+What every rendering shows, in order, is one view of the answer (:mod:`evidence_first._view`):
+each cited span inside an excerpt of its source, as ``source.text[char_start:char_end]`` and
+never a quote the citation carries, and each segment followed by its spans' numbers or a note.
+The renderers here only format its parts. Every string the answer holds (source text, model
+output, IDs, anything a stored answer carries) is printed under one rule: control characters,
+line separators and the characters that open a bidirectional scope are written as visible
+escapes (:func:`~evidence_first._rendering.inert`; the terminal report escapes every invisible
+character, line feeds included), then escaped for the format, and in HTML isolated in its own
+``<bdi>``. So a source containing ``<script>`` renders as text, no string starts a report line
+of its own, and none reorders the renderer's text.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import re
 import secrets
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from evidence_first._answer import EvidenceAnswer
 from evidence_first._evidence import Evidence
-from evidence_first._rendering import (
+from evidence_first._presented import set_presenters
+from evidence_first._rendering import in_html as _h
+from evidence_first._rendering import in_markdown as _md
+from evidence_first._rendering import inert, printable
+from evidence_first._rendering import markdown_code as _code
+from evidence_first._view import (
     SEGMENT_NOTES,
     AnswerPart,
-    answer_parts,
+    AnswerView,
+    CheckView,
+    Excerpt,
+    FactView,
+    answer_view,
     around,
-    excerpts,
-    inert,
-    notes,
-    printable,
     source_label,
 )
 from evidence_first._vocabulary import FLAG_DESCRIPTIONS
-
-if TYPE_CHECKING:  # types only: the answer renders itself in notebooks with this module
-    from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer
 
 __all__ = ["render_html", "render_markdown", "render_text"]
 
 _CONTEXT_CHARS = 80
 _TEXT_CONTEXT_CHARS = 60
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&])")
-_LINE_ENDING = re.compile(r"\r\n|\r|\n")
-_Span = tuple[str, int, int]  # source ID, char_start, char_end
 
 
-def _h(text: str) -> str:
-    """A string of the answer in HTML: inert, escaped, and isolated in its own direction."""
-    return f"<bdi>{html.escape(inert(text))}</bdi>"
+def _footnotes(numbers: Sequence[int]) -> str:
+    """Span numbers as the Markdown and text renderings write them: ``[1][2]``."""
+    return "".join(f"[{n}]" for n in numbers)
+
+
+def _html_links(anchor: str, numbers: Sequence[int]) -> str:
+    """Span numbers as superscript links to their excerpts, ``<anchor>-<n>``."""
+    return "".join(f'<sup><a href="#{html.escape(anchor)}-{n}">[{n}]</a></sup>' for n in numbers)
+
+
+def _html_block(opening: str, items: Sequence[str], closing: str) -> list[str]:
+    """A list of items between its opening and closing tags; nothing when it has none."""
+    return [opening, *items, closing] if items else []
+
+
+def _html_part(part: AnswerPart, anchor: str) -> str:
+    links = _html_links(anchor, part.footnotes)
+    if part.note is None:
+        return _h(part.text) + links
+    note, title = SEGMENT_NOTES[part.note]
+    return (
+        f'<span class="segment {part.note}" title="{html.escape(title)}">{_h(part.text)}{links}'
+        f'<small class="segment-note"> [{html.escape(note)}]</small></span>'
+    )
+
+
+def _html_answer(view: AnswerView, anchor: str) -> list[str]:
+    if view.segments is not None:
+        shown = "".join(_html_part(part, anchor) for part in view.segments)
+    elif view.answer is not None:
+        shown = _h(view.answer) + _html_links(anchor, view.footnotes)
+    else:
+        return []
+    return [f'<p class="answer">{shown}</p>']
+
+
+def _html_fact(fact: FactView, anchor: str) -> str:
+    return (
+        f"<li>{_h(fact.subject)} — {_h(fact.relation)} — {_h(fact.object)}"
+        f"{_html_links(anchor, fact.footnotes)}</li>"
+    )
+
+
+def _html_excerpt(item: Excerpt, anchor: str) -> str:
+    e = html.escape
+    c = item.citation
+    label = " · ".join(_h(part) for part in source_label(item.source))
+    excerpt = f"{e(inert(item.before))}<mark>{e(inert(item.span))}</mark>{e(inert(item.after))}"
+    return (
+        f'<li id="{e(anchor)}-{item.number}"><code>{_h(c.source_id)}</code>'
+        f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
+        + "".join(f' <strong class="flag">⚠ {e(w)}</strong>' for w in item.warnings())
+        + f"<blockquote><bdi>{excerpt}</bdi></blockquote></li>"
+    )
 
 
 def render_html(
@@ -67,88 +116,71 @@ def render_html(
     """
     e = html.escape
     anchor = f"evidence-{secrets.token_hex(4)}" if anchor is None else anchor
-    cited, numbers = excerpts(answer, context_chars)
-
-    def link(n: int) -> str:
-        return f'<sup><a href="#{e(anchor)}-{n}">[{n}]</a></sup>'
-
-    def refs(citations: tuple[Citation, ...]) -> str:
-        return "".join(map(link, dict.fromkeys(numbers[id(c)] for c in citations)))
-
-    def shown(part: AnswerPart) -> str:
-        sup = "".join(map(link, part.footnotes))
-        if part.note is None:
-            return _h(part.text) + sup
-        note, title = SEGMENT_NOTES[part.note]
-        return (
-            f'<span class="segment {part.note}" title="{e(title)}">{_h(part.text)}{sup}'
-            f'<small class="segment-note"> [{e(note)}]</small></span>'
-        )
-
-    all_citations = tuple(c for fact in answer.facts for c in fact.citations)
-    parts = [f'<div class="evidence-answer status-{e(answer.status)}">']
-    parts.append(f'<p class="status"><strong>{e(answer.status)}</strong></p>')
-    parts.extend(f'<p class="note">{e(note)}</p>' for note in notes(answer))
-    segmented = answer_parts(answer, numbers)
-    if segmented is not None:
-        parts.append(f'<p class="answer">{"".join(shown(part) for part in segmented)}</p>')
-    elif answer.answer is not None:
-        parts.append(f'<p class="answer">{_h(answer.answer)}{refs(all_citations)}</p>')
-    if answer.inference is not None:
-        parts.append(f'<p class="inference"><em>Inference:</em> {_h(answer.inference)}</p>')
-    if answer.facts:
-        parts.append('<ol class="facts">')
-        parts.extend(
-            f"<li>{_h(f.subject)} — {_h(f.relation)} — {_h(f.object)}{refs(f.citations)}</li>"
-            for f in answer.facts
-        )
-        parts.append("</ol>")
-    if answer.missing_evidence:
-        parts.append('<p class="missing">Missing evidence:</p><ul class="missing">')
-        parts.extend(f"<li>{_h(item)}</li>" for item in answer.missing_evidence)
-        parts.append("</ul>")
-    if answer.validation_errors:
-        parts.append('<p class="rejected">Rejected:</p><ul class="rejected">')
-        parts.extend(
+    view = answer_view(answer, context_chars)
+    parts = [
+        f'<div class="evidence-answer status-{e(view.status)}">',
+        f'<p class="status"><strong>{e(view.status)}</strong></p>',
+        *(f'<p class="note">{e(note)}</p>' for note in view.notes),
+        *_html_answer(view, anchor),
+    ]
+    if view.inference is not None:
+        parts.append(f'<p class="inference"><em>Inference:</em> {_h(view.inference)}</p>')
+    parts += _html_block(
+        '<ol class="facts">', [_html_fact(fact, anchor) for fact in view.facts], "</ol>"
+    )
+    parts += _html_block(
+        '<p class="missing">Missing evidence:</p><ul class="missing">',
+        [f"<li>{_h(item)}</li>" for item in view.missing_evidence],
+        "</ul>",
+    )
+    parts += _html_block(
+        '<p class="rejected">Rejected:</p><ul class="rejected">',
+        [
             f"<li><code>{e(issue.code)}</code> at <code>{_h(issue.path)}</code>: "
             f"{_h(issue.detail)}</li>"
-            for issue in answer.validation_errors
-        )
-        parts.append("</ul>")
-    if answer.diagnostic:
-        parts.append(f'<p class="diagnostic">{_h(answer.diagnostic)}</p>')
-    if cited:
-        parts.append('<ol class="citations">')
-        for item in cited:
-            c = item.citation
-            label = " · ".join(_h(part) for part in source_label(item.source))
-            excerpt = (
-                f"{e(inert(item.before))}<mark>{e(inert(item.span))}</mark>{e(inert(item.after))}"
-            )
-            parts.append(
-                f'<li id="{e(anchor)}-{item.number}"><code>{_h(c.source_id)}</code>'
-                f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
-                + "".join(f' <strong class="flag">⚠ {e(w)}</strong>' for w in item.warnings())
-                + f"<blockquote><bdi>{excerpt}</bdi></blockquote></li>"
-            )
-        parts.append("</ol>")
+            for issue in view.rejections
+        ],
+        "</ul>",
+    )
+    if view.diagnostic:
+        parts.append(f'<p class="diagnostic">{_h(view.diagnostic)}</p>')
+    parts += _html_block(
+        '<ol class="citations">', [_html_excerpt(item, anchor) for item in view.excerpts], "</ol>"
+    )
     parts.append("</div>")
     return "\n".join(parts)
 
 
-def _one_line(text: str) -> str:
-    """Every CommonMark line ending (LF, CR, CRLF) as a space: no string can end our line."""
-    return _LINE_ENDING.sub(" ", text)
+def _md_block(heading: str, items: Sequence[str]) -> list[str]:
+    """A bold heading, its items and a blank line; nothing when it has no items."""
+    return [heading, *items, ""] if items else []
 
 
-def _md(text: str) -> str:
-    """A string of the answer in Markdown: on one line, inert, Markdown and inline HTML escaped."""
-    return _MARKDOWN_SPECIAL.sub(r"\\\1", inert(_one_line(text)))
+def _md_part(part: AnswerPart) -> str:
+    note = f"_{_md(f'[{SEGMENT_NOTES[part.note][0]}]')}_" if part.note else ""
+    return " ".join(piece for piece in (_md(part.text), _footnotes(part.footnotes), note) if piece)
 
 
-def _code(text: str) -> str:
-    """A code span of ``text``: on one line, inert, without the backticks that would close it."""
-    return f"`{inert(_one_line(text)).replace('`', '')}`"
+def _md_answer(view: AnswerView) -> list[str]:
+    if view.segments is not None:
+        shown = "".join(_md_part(part) for part in view.segments)
+    elif view.answer is not None:
+        shown = f"{_md(view.answer)} {_footnotes(view.footnotes)}"
+    else:
+        return []
+    return [f"**Answer:** {shown}".rstrip(), ""]
+
+
+def _md_excerpt(item: Excerpt) -> list[str]:
+    c = item.citation
+    label = " · ".join(_md(part) for part in source_label(item.source))
+    return [
+        f"[{item.number}] {_code(c.source_id)}"
+        f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
+        + "".join(f" · **⚠ {_md(w)}**" for w in item.warnings()),
+        f"> {_md(item.before)}**{_md(item.span)}**{_md(item.after)}",
+        "",
+    ]
 
 
 def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHARS) -> str:
@@ -158,56 +190,33 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
         answer: The answer to render.
         context_chars: Characters of source text shown on each side of a cited span.
     """
-    cited, numbers = excerpts(answer, context_chars)
-
-    def refs(citations: tuple[Citation, ...]) -> str:
-        return "".join(f"[{n}]" for n in dict.fromkeys(numbers[id(c)] for c in citations))
-
-    def shown(part: AnswerPart) -> str:
-        sup = "".join(f"[{n}]" for n in part.footnotes)
-        note = f"_{_md(f'[{SEGMENT_NOTES[part.note][0]}]')}_" if part.note else ""
-        return " ".join(piece for piece in (_md(part.text), sup, note) if piece)
-
-    all_citations = tuple(c for fact in answer.facts for c in fact.citations)
-    lines = [f"**Status:** `{answer.status}`", ""]
-    lines += [item for note in notes(answer) for item in (f"_{_md(note)}_", "")]
-    segmented = answer_parts(answer, numbers)
-    if segmented is not None:
-        lines += [f"**Answer:** {''.join(shown(part) for part in segmented)}".rstrip(), ""]
-    elif answer.answer is not None:
-        lines += [f"**Answer:** {_md(answer.answer)} {refs(all_citations)}".rstrip(), ""]
-    if answer.inference is not None:
-        lines += [f"**Inference:** {_md(answer.inference)}", ""]
-    if answer.facts:
-        lines.append("**Facts:**")
-        lines += [
-            f"{i}. {_md(f.subject)} — {_md(f.relation)} — {_md(f.object)} {refs(f.citations)}"
-            for i, f in enumerate(answer.facts, start=1)
-        ]
-        lines.append("")
-    if answer.missing_evidence:
-        lines.append("**Missing evidence:**")
-        lines += [f"- {_md(item)}" for item in answer.missing_evidence]
-        lines.append("")
-    if answer.validation_errors:
-        lines.append("**Rejected:**")
-        lines += [
+    view = answer_view(answer, context_chars)
+    lines = [f"**Status:** `{view.status}`", ""]
+    lines += [item for note in view.notes for item in (f"_{_md(note)}_", "")]
+    lines += _md_answer(view)
+    if view.inference is not None:
+        lines += [f"**Inference:** {_md(view.inference)}", ""]
+    lines += _md_block(
+        "**Facts:**",
+        [
+            f"{i}. {_md(f.subject)} — {_md(f.relation)} — {_md(f.object)} {_footnotes(f.footnotes)}"
+            for i, f in enumerate(view.facts, start=1)
+        ],
+    )
+    lines += _md_block(
+        "**Missing evidence:**", [f"- {_md(item)}" for item in view.missing_evidence]
+    )
+    lines += _md_block(
+        "**Rejected:**",
+        [
             f"- `{issue.code}` at {_code(issue.path)}: {_md(issue.detail)}"
-            for issue in answer.validation_errors
-        ]
-        lines.append("")
-    if answer.diagnostic:
-        lines += [f"_{_md(answer.diagnostic)}_", ""]
-    for item in cited:
-        c = item.citation
-        label = " · ".join(_md(part) for part in source_label(item.source))
-        lines.append(
-            f"[{item.number}] {_code(c.source_id)}"
-            f"{' · ' + label if label else ''} · chars {c.char_start}-{c.char_end}"
-            + "".join(f" · **⚠ {_md(w)}**" for w in item.warnings())
-        )
-        lines.append(f"> {_md(item.before)}**{_md(item.span)}**{_md(item.after)}")
-        lines.append("")
+            for issue in view.rejections
+        ],
+    )
+    if view.diagnostic:
+        lines += [f"_{_md(view.diagnostic)}_", ""]
+    for item in view.excerpts:
+        lines += _md_excerpt(item)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -217,29 +226,20 @@ def _in_context(source: Evidence, start: int, end: int, context_chars: int) -> s
     return printable(f"{before}⟦{text[start:end]}⟧{after}".replace("\n", " "))
 
 
-def _spans_in_context(
-    answer: EvidenceAnswer, citation: Citation, indent: str, context_chars: int, number: str
-) -> list[str]:
-    source = answer.source(citation.source_id)
-    labels = f" (passages {', '.join(citation.passages)})" if citation.passages else ""
-    lines = [f"    ✓ verified  {number}{printable(citation.source_id)}{printable(labels)}:"]
-    lines.extend(
-        f"{indent}chars {span.char_start}-{span.char_end}: "
-        f"{_in_context(source, span.char_start, span.char_end, context_chars)}"
-        for span in citation.evidence_spans
-    )
-    return lines
-
-
-def _check_line(
-    answer: EvidenceAnswer, check: CitationCheck, context_chars: int, spans: dict[_Span, int]
-) -> list[str]:
-    if check.verdict == "verified" and check.citation is not None:
-        c = check.citation
-        number = spans.get((c.source_id, c.char_start, c.char_end))
-        label = "" if number is None else f"[{number}] "
-        flags = [f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags]
-        return _spans_in_context(answer, c, "      ", context_chars, label) + flags
+def _check_line(item: CheckView, context_chars: int) -> list[str]:
+    check, c = item.check, item.check.citation
+    if item.source is not None and c is not None:
+        label = "" if item.number is None else f"[{item.number}] "
+        passages = f" (passages {', '.join(c.passages)})" if c.passages else ""
+        return [
+            f"    ✓ verified  {label}{printable(c.source_id)}{printable(passages)}:",
+            *(
+                f"      chars {span.char_start}-{span.char_end}: "
+                f"{_in_context(item.source, span.char_start, span.char_end, context_chars)}"
+                for span in c.evidence_spans
+            ),
+            *(f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags),
+        ]
     quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
     return [
         f"    ✗ rejected  {printable(check.source_id)}: {check.code}",
@@ -247,11 +247,32 @@ def _check_line(
     ]
 
 
+def _check_lines(checks: Sequence[CheckView], context_chars: int) -> list[str]:
+    """The verdict on every citation, each distinct block once with a count when it repeats."""
+    if not checks:
+        return []
+    verified = sum(item.check.verdict == "verified" for item in checks)
+    lines = [f"Citation checks ({verified} of {len(checks)} verified; diagnostics, not an answer):"]
+    blocks = Counter(tuple(_check_line(item, context_chars)) for item in checks)
+    for block, count in blocks.items():
+        repeat = f"  (the same citation x{count})" if count > 1 else ""
+        lines.append(block[0] + repeat)
+        lines.extend(block[1:])
+    return lines
+
+
 def _text_part(part: AnswerPart) -> str:
     """A part of the answer, then its footnotes ``[1][2]`` and its note, if any."""
-    sup = "".join(f"[{n}]" for n in part.footnotes)
     note = f"[{SEGMENT_NOTES[part.note][0]}]" if part.note else ""
-    return " ".join(piece for piece in (printable(part.text), sup, note) if piece)
+    return " ".join(
+        piece for piece in (printable(part.text), _footnotes(part.footnotes), note) if piece
+    )
+
+
+def _text_answer(view: AnswerView) -> list[str]:
+    if view.segments is not None:
+        return [f"Answer: {''.join(_text_part(part) for part in view.segments)}"]
+    return [] if view.answer is None else [f"Answer: {printable(view.answer)}"]
 
 
 def _folded(lines: Sequence[str]) -> list[str]:
@@ -266,19 +287,19 @@ def _folded(lines: Sequence[str]) -> list[str]:
     return folded
 
 
-def _fact_lines(answer: EvidenceAnswer, numbers: dict[int, int]) -> list[str]:
+def _fact_lines(facts: Sequence[FactView]) -> list[str]:
     """One line per distinct fact, naming the numbered spans it cites (shown in context below)."""
     p = printable
-    facts: Counter[str] = Counter()
-    for fact in answer.facts:
+    lines: Counter[str] = Counter()
+    for fact in facts:
         spans = ", ".join(
-            f"[{numbers[id(c)]}] {p(c.source_id)} chars {c.char_start}-{c.char_end}"
-            for c in fact.citations
+            f"[{number}] {p(c.source_id)} chars {c.char_start}-{c.char_end}"
+            for number, c in fact.cited
         )
-        facts[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  {spans}"] += 1
+        lines[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  {spans}"] += 1
     return [
         f"  Fact {number}: {line}" + (f"  (the same fact x{count})" if count > 1 else "")
-        for number, (line, count) in enumerate(facts.items(), start=1)
+        for number, (line, count) in enumerate(lines.items(), start=1)
     ]
 
 
@@ -294,55 +315,32 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
         context_chars: Characters of source text shown on each side of a cited span.
     """
     p = printable
-    cited, numbers = excerpts(answer, context_chars)
-    spans = {
-        (i.citation.source_id, i.citation.char_start, i.citation.char_end): i.number for i in cited
-    }
-    lines = [f"Question: {p(answer.question)}  [{answer.citation_mode} mode]"]
-    sent = [f"{p(e.id)} ({e.status})" if e.status else p(e.id) for e in answer.evidence]
+    view = answer_view(answer, context_chars)
+    lines = [f"Question: {p(view.question)}  [{view.citation_mode} mode]"]
+    sent = [f"{p(e.id)} ({e.status})" if e.status else p(e.id) for e in view.sent]
     lines.append(f"Sources sent: {', '.join(sent) or '-'}")
-    if answer.omissions:
+    if view.omissions:
         lines.append(
             "Sources omitted: "
-            + ", ".join(f"{p(i)} ({reason})" for i, reason in answer.omissions.items())
+            + ", ".join(f"{p(i)} ({reason})" for i, reason in view.omissions.items())
         )
-    lines.append(f"Status: {answer.status}")
-    lines.extend(notes(answer))
-    segmented = answer_parts(answer, numbers)
-    if segmented is not None:
-        lines.append(f"Answer: {''.join(_text_part(part) for part in segmented)}")
-    elif answer.answer is not None:
-        lines.append(f"Answer: {p(answer.answer)}")
-    if answer.inference is not None:
-        lines.append(f"Inference (not from the sources): {p(answer.inference)}")
-    lines.extend(_fact_lines(answer, numbers))
-    if answer.missing_evidence:
+    lines += [f"Status: {view.status}", *view.notes, *_text_answer(view)]
+    if view.inference is not None:
+        lines.append(f"Inference (not from the sources): {p(view.inference)}")
+    lines += _fact_lines(view.facts)
+    if view.missing_evidence:
         lines.append("Missing evidence:")
-        lines.extend(_folded([f"  - {p(item)}" for item in answer.missing_evidence]))
-    if answer.status == "invalid_response":
-        lines.append(f"Reason codes: {', '.join(answer.reason_codes)}")
-        lines.extend(
-            _folded(
-                [
-                    f"  {issue.code} at {p(issue.path)}: {p(issue.detail)}"
-                    for issue in answer.validation_errors
-                ]
-            )
+        lines += _folded([f"  - {p(item)}" for item in view.missing_evidence])
+    if view.status == "invalid_response":
+        lines.append(f"Reason codes: {', '.join(view.reason_codes)}")
+        lines += _folded(
+            [f"  {issue.code} at {p(issue.path)}: {p(issue.detail)}" for issue in view.rejections]
         )
-    if answer.diagnostic:
-        lines.append(f"Diagnostic: {p(answer.diagnostic)}")
-    if answer.citation_checks:
-        verified = sum(check.verdict == "verified" for check in answer.citation_checks)
-        lines.append(
-            f"Citation checks ({verified} of {len(answer.citation_checks)} verified; "
-            "diagnostics, not an answer):"
-        )
-        checks = Counter(
-            tuple(_check_line(answer, check, context_chars, spans))
-            for check in answer.citation_checks
-        )
-        for block, count in checks.items():
-            repeat = f"  (the same citation x{count})" if count > 1 else ""
-            lines.append(block[0] + repeat)
-            lines.extend(block[1:])
-    return "\n".join(lines)
+    if view.diagnostic:
+        lines.append(f"Diagnostic: {p(view.diagnostic)}")
+    return "\n".join(lines + _check_lines(view.checks, context_chars))
+
+
+# str(answer) is the text report and notebooks show the HTML view: the result's model holds no
+# presentation, so the renderers give it theirs here (the package imports this module).
+set_presenters(text=render_text, html=render_html)

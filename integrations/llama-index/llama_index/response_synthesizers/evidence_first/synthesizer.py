@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from llama_index.core.base.response.schema import RESPONSE_TYPE
-from llama_index.core.callbacks.base import CallbackManager
+from llama_index.core.callbacks.base import CallbackManager, EventContext
 from llama_index.core.callbacks.schema import CBEventType, EventPayload
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index.core.instrumentation.events.synthesis import (
@@ -281,27 +284,10 @@ class EvidenceSynthesizer(BaseSynthesizer):
             ModelCallError: The LLM call failed (HTTP errors included).
             AnswerTimeoutError: The LLM did not answer within ``timeout``.
         """
-        dispatcher.event(SynthesizeStartEvent(query=query))
-        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        with self.callback_manager.event(
-            CBEventType.SYNTHESIZE, payload={EventPayload.QUERY_STR: bundle.query_str}
-        ) as event:
-            selected = select_nodes(nodes, self._keys, self._documents)
-            self._reader.check()  # tools added after construction are refused before sending
-            answer = answer_selection(
-                bundle.query_str, selected.selection, self._reader, self._options
+        with self._synthesis(query, nodes, additional_source_nodes, is_async=False) as run:
+            return run.respond(
+                answer_selection(run.question, run.selected.selection, self._reader, self._options)
             )
-            response = _response(
-                answer,
-                selected,
-                additional_source_nodes,
-                self._streaming,
-                is_async=False,
-                number_sources=self._number_sources,
-            )
-            event.on_end(payload={EventPayload.RESPONSE: response})
-        dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
-        return response
 
     @dispatcher.span
     async def asynthesize(
@@ -317,6 +303,29 @@ class EvidenceSynthesizer(BaseSynthesizer):
         propagates ``asyncio.CancelledError``. With ``streaming=True`` it returns an
         ``AsyncStreamingResponse``, as LlamaIndex's own synthesizers do in async streaming.
         """
+        with self._synthesis(query, nodes, additional_source_nodes, is_async=True) as run:
+            return run.respond(
+                await aanswer_selection(
+                    run.question, run.selected.selection, self._reader, self._options
+                )
+            )
+
+    @contextmanager
+    def _synthesis(
+        self,
+        query: QueryType,
+        nodes: list[NodeWithScore],
+        additional_source_nodes: Sequence[NodeWithScore] | None,
+        *,
+        is_async: bool,
+    ) -> Iterator[_Synthesis]:
+        """The events around one answer, the same for :meth:`synthesize` and :meth:`asynthesize`.
+
+        LlamaIndex's start event; its callback event with the question, in which the nodes are
+        selected and the reader checked, and which :meth:`_Synthesis.respond` ends with the
+        response it builds from the answer; then its end event. An error ends the callback
+        event with it, and no end event follows.
+        """
         dispatcher.event(SynthesizeStartEvent(query=query))
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
         with self.callback_manager.event(
@@ -324,20 +333,38 @@ class EvidenceSynthesizer(BaseSynthesizer):
         ) as event:
             selected = select_nodes(nodes, self._keys, self._documents)
             self._reader.check()  # tools added after construction are refused before sending
-            answer = await aanswer_selection(
-                bundle.query_str, selected.selection, self._reader, self._options
-            )
-            response = _response(
-                answer,
+            run = _Synthesis(
+                bundle.query_str,
                 selected,
-                additional_source_nodes,
-                self._streaming,
-                is_async=True,
-                number_sources=self._number_sources,
+                event,
+                partial(
+                    _response,
+                    selected=selected,
+                    additional_source_nodes=additional_source_nodes,
+                    streaming=self._streaming,
+                    is_async=is_async,
+                    number_sources=self._number_sources,
+                ),
             )
-            event.on_end(payload={EventPayload.RESPONSE: response})
-        dispatcher.event(SynthesizeEndEvent(query=bundle, response=response))
-        return response
+            yield run
+        dispatcher.event(SynthesizeEndEvent(query=bundle, response=run.response))
+
+
+@dataclass
+class _Synthesis:
+    """One answer under way: its question and selected nodes, then the response it gave."""
+
+    question: str
+    selected: NodeSelection
+    event: EventContext
+    build: Callable[[EvidenceAnswer], RESPONSE_TYPE]
+    response: RESPONSE_TYPE = field(init=False)
+
+    def respond(self, answer: EvidenceAnswer) -> RESPONSE_TYPE:
+        """The response to ``answer``; it ends the callback event, and is kept for the end one."""
+        self.response = self.build(answer)
+        self.event.on_end(payload={EventPayload.RESPONSE: self.response})
+        return self.response
 
 
 _TEXT_CHUNKS_REFUSAL = (
