@@ -39,6 +39,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "evidence_first._ledger",
         "evidence_first._verify",
         "evidence_first._prompt",
+        "evidence_first._prompt_text",
         "evidence_first._packing",
         "evidence_first._tokens",
         "evidence_first._passages",

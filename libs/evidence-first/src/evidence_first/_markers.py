@@ -2,10 +2,10 @@
 
 The model ends each claim of its answer with a marker naming 1-based fact numbers, ``[F1]`` or
 ``[F1, F2]``: ``F1`` is the ledger's first fact. The ``F`` reserves the form, so "[2019]" or
-"[1]" stays ordinary text. This module holds the marker's grammar, the prompt sentence that
-asks for it (:data:`MARKER_RULE`), the request-schema pattern that makes a grammar-constrained
-reader write it (:func:`answer_pattern`) and the parse of an answer into segments
-(:func:`marked_answer`).
+"[1]" stays ordinary text. This module holds the marker's grammar, the request-schema pattern
+that makes a grammar-constrained reader write it (:func:`answer_pattern`) and the parse of an
+answer into segments (:func:`marked_answer`); the prompt sentence that asks for it is
+``_prompt_text.MARKER_RULE``, with the rest of the prompt.
 
 What is matched, exactly:
 
@@ -41,7 +41,6 @@ from evidence_first._text import UnitOffsets, has_text, is_visible
 from evidence_first._vocabulary import AnswerFlag, SegmentSupport
 
 __all__ = [
-    "MARKER_RULE",
     "MIN_CLAIM_CHARS",
     "UNMARKED_SUFFIX",
     "AnswerSegment",
@@ -52,14 +51,7 @@ __all__ = [
     "pattern_chars",
 ]
 
-# Measured on the report half: "with the number of the fact it rests on: [F1] for the first"
-# made the reader write a list of numbers ("4, 5, 6, ...") as its answer, twice in 48.
-MARKER_RULE = (
-    'End each claim of "answer" with the numbers of the facts it rests on, as [F1] or [F1, F2] '
-    "(F1 is the first fact)."
-)
-
-# Where no grammar holds the answer to claims (a dialect without patterns), MARKER_RULE led the
+# Where no grammar holds the answer to claims (a dialect without patterns), the marker rule led the
 # embedded reader to answers that were markers alone ("[F1, F2]"): through the json-schema
 # dialect, 11 of the report half's first 12 questions were inconsistent_output (0 right), and a
 # rule reworded to ask for claims in words and to say that numbers alone are not an answer did
