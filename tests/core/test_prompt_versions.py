@@ -95,4 +95,3 @@ def test_a_prompt_version_names_one_prompt(mode, pytestconfig):
         "`uv run pytest tests/core/test_prompt_versions.py --record-golden` "
         "(CONTRIBUTING, A prompt change)"
     )
-
