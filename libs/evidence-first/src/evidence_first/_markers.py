@@ -34,6 +34,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict
 
@@ -157,14 +158,34 @@ class _Open:
     markers: list[tuple[str, int]]
 
 
+# A marker removed from the answer: its spelling, its offset in the answer without markers,
+# and the fact numbers it names.
+_Removed = tuple[str, int, list[int]]
+
+
 def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -> MarkedAnswer:
     """Remove the markers of ``answer`` and cut it into segments.
 
     ``flagged`` are the 0-based indices of facts whose citations carry ``object_not_cited``: a
     segment resting only on those is flagged ``unsupported_facts``.
     """
+    text, removed = _without_markers(answer)
+    segment = partial(
+        _segment, text=text, offsets=UnitOffsets(text), fact_count=fact_count, flagged=flagged
+    )
+    if not removed:
+        whole = _visible(text, 0, len(text))
+        assigned = () if whole is None else (segment(_Open(*whole, [], []), "assigned"),)
+        return MarkedAnswer(text, assigned, ())
+    parts = _parts(text, removed)
+    segments = tuple(segment(part, "marked" if part.markers else "unmarked") for part in parts)
+    return MarkedAnswer(text, segments, tuple(n for _, _, numbers in removed for n in numbers))
+
+
+def _without_markers(answer: str) -> tuple[str, list[_Removed]]:
+    """The answer without its markers, and each marker removed, in order."""
     kept: list[str] = []
-    removed: list[tuple[str, int, list[int]]] = []  # spelling, offset without markers, numbers
+    removed: list[_Removed] = []
     last = length = 0
     for start, end in _marker_spans(answer):
         kept.append(answer[last:start])
@@ -176,42 +197,11 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
         removed.append((spelling, length, numbers))
         last = end
     kept.append(answer[last:])
-    text = "".join(kept)
-    all_numbers = tuple(number for _, _, numbers in removed for number in numbers)
-    offsets = UnitOffsets(text)
+    return "".join(kept), removed
 
-    def segment(part: _Open, support: SegmentSupport) -> AnswerSegment:
-        facts = tuple(dict.fromkeys(number - 1 for number in part.numbers))
-        if support == "assigned":
-            facts = tuple(range(fact_count))
-        (utf16_start, utf8_start), (utf16_end, utf8_end) = (
-            offsets.at(part.start),
-            offsets.at(part.end),
-        )
-        markers = tuple(
-            FactMarker(spelling=spelling, char_offset=at, utf16_offset=utf16, utf8_offset=utf8)
-            for spelling, at in part.markers
-            for utf16, utf8 in (offsets.at(at),)
-        )
-        return AnswerSegment(
-            text=text[part.start : part.end],
-            char_start=part.start,
-            char_end=part.end,
-            utf16_start=utf16_start,
-            utf16_end=utf16_end,
-            utf8_start=utf8_start,
-            utf8_end=utf8_end,
-            fact_indices=facts,
-            support=support,
-            markers=markers,
-            flags=("unsupported_facts",) if facts and set(facts) <= set(flagged) else (),
-        )
 
-    if not removed:
-        whole = _visible(text, 0, len(text))
-        assigned = () if whole is None else (segment(_Open(*whole, [], []), "assigned"),)
-        return MarkedAnswer(text, assigned, ())
-
+def _parts(text: str, removed: list[_Removed]) -> list[_Open]:
+    """The segments of ``text`` (the answer without markers) that ``removed`` end."""
     parts: list[_Open] = []
     pending = _Open(0, 0, [], [])  # markers with no text before them: they join the next part
     cursor = 0
@@ -237,8 +227,41 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
         parts[-1].end = rest[1]  # trailing punctuation ends the last part
     elif rest is not None:
         parts.append(_Open(*rest, pending.numbers, pending.markers))
-    segments = tuple(segment(part, "marked" if part.markers else "unmarked") for part in parts)
-    return MarkedAnswer(text, segments, all_numbers)
+    return parts
+
+
+def _segment(
+    part: _Open,
+    support: SegmentSupport,
+    *,
+    text: str,
+    offsets: UnitOffsets,
+    fact_count: int,
+    flagged: Collection[int],
+) -> AnswerSegment:
+    """The segment ``part`` of ``text``, its offsets in every unit and the facts it rests on."""
+    facts = tuple(dict.fromkeys(number - 1 for number in part.numbers))
+    if support == "assigned":
+        facts = tuple(range(fact_count))
+    (utf16_start, utf8_start), (utf16_end, utf8_end) = offsets.at(part.start), offsets.at(part.end)
+    markers = tuple(
+        FactMarker(spelling=spelling, char_offset=at, utf16_offset=utf16, utf8_offset=utf8)
+        for spelling, at in part.markers
+        for utf16, utf8 in (offsets.at(at),)
+    )
+    return AnswerSegment(
+        text=text[part.start : part.end],
+        char_start=part.start,
+        char_end=part.end,
+        utf16_start=utf16_start,
+        utf16_end=utf16_end,
+        utf8_start=utf8_start,
+        utf8_end=utf8_end,
+        fact_indices=facts,
+        support=support,
+        markers=markers,
+        flags=("unsupported_facts",) if facts and set(facts) <= set(flagged) else (),
+    )
 
 
 def _marker_spans(answer: str) -> Iterator[tuple[int, int]]:
