@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime, timezone
 from itertools import product
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from evidence_first import Evidence
+from evidence_first import _prompt_text as text
 from evidence_first._citing.modes import STYLES
 from evidence_first._injection import Defences
 from evidence_first._options import AnswerOptions
@@ -61,16 +63,21 @@ DEFENCES = (Defences(), Defences(escape_controls=False, datamark=False, restate_
 DIALECTS = ("full", "json-schema")
 
 
-def prompt_digest(mode: str) -> str:
-    """A SHA-256 over everything the model of ``mode`` reads, in every variant above."""
-    read: list[Any] = [ledger_schema(STYLES[mode]().shape(None))]  # the general schema
+def read_by(mode: str) -> list[Any]:
+    """Everything the model of ``mode`` reads, in every variant above, and the general schema."""
+    read: list[Any] = [ledger_schema(STYLES[mode]().shape(None))]
     for dialect, defences, options in product(DIALECTS, DEFENCES, OPTIONS):
         model = ChatCompletionsModel("http://127.0.0.1:9/v1", model="m", dialect=dialect)
         answer_options = AnswerOptions(citation_mode=mode, defences=defences, **options)
         request = plan_answer(answer_options, QUESTION, SOURCES, model).request
         assert request is not None
         read.append([request.prompt_version, request.system, request.user, request.json_schema])
-    encoded = json.dumps(read, ensure_ascii=False, sort_keys=True).encode("utf-8")
+    return read
+
+
+def prompt_digest(mode: str) -> str:
+    """A SHA-256 over :func:`read_by` ``mode``."""
+    encoded = json.dumps(read_by(mode), ensure_ascii=False, sort_keys=True).encode("utf-8")
     return hashlib.sha256(encoded).hexdigest()
 
 
@@ -95,3 +102,23 @@ def test_a_prompt_version_names_one_prompt(mode, pytestconfig):
         "`uv run pytest tests/core/test_prompt_versions.py --record-golden` "
         "(CONTRIBUTING, A prompt change)"
     )
+
+
+def test_the_digests_cover_every_text_the_model_reads():
+    # Each text of _prompt_text, split at its $names, reaches some system prompt or user message
+    # the digests hash: a text only a variant outside them would send is caught here.
+    sent = [
+        part
+        for mode in STYLES
+        for _, system, user, _ in read_by(mode)[1:]
+        for part in (system, user)
+    ]
+    texts = [
+        value
+        for name, value in vars(text).items()
+        if name.isupper() and not name.endswith("_VERSION") and isinstance(value, str)
+    ]
+    texts += text.POLICY_TEXT.values()
+    for value in texts:
+        for piece in re.split(r"\$[a-z_]+", value):
+            assert any(piece in part for part in sent), piece
