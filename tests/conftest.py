@@ -7,6 +7,7 @@ stub that answers with provider errors). They replay with ``record_mode="none"``
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -125,14 +126,58 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
         "--record-golden",
         action="store_true",
-        help="rewrite tests/golden/requests from the requests this code sends",
+        help="rewrite tests/golden/requests from the requests this code sends, and record a new "
+        "prompt version's digest in tests/golden/prompt_versions.json",
     )
+
+
+# In a recorded body the system prompt stands as a reference to its version: the digest test
+# (core/test_prompt_versions.py) pins each version's text, so a change to the system prompt
+# re-records only the version beside each body. Each marker stands for one JSON spelling of
+# the system prompt (escaped to ASCII or not).
+SYSTEM_PROMPT_MARKERS = {"@system-prompt@": False, "@system-prompt-ascii@": True}
+
+
+@functools.cache
+def _system_prompts() -> dict[str, str]:
+    """Each default system prompt by its full version: every citation style, with and without
+    fact markers."""
+    from evidence_first._citing.modes import STYLES
+    from evidence_first._prompt import system_prompt
+
+    found = {}
+    for style in STYLES.values():
+        for markers in (True, False):
+            system, version = system_prompt(style(), enforced_markers=markers)
+            found[version] = system
+    return found
+
+
+def _sent_prompt(body: str) -> tuple[str, str]:
+    """The prompt version of the one system prompt ``body`` carries, and the body with each
+    spelling of it replaced by its marker."""
+    carried = {
+        version: system
+        for version, system in _system_prompts().items()
+        if any(json.dumps(system, ensure_ascii=escaped)[1:-1] in body for escaped in (False, True))
+    }
+    assert len(carried) == 1, f"the body carries {len(carried)} known system prompts, not one"
+    ((version, system),) = carried.items()
+    for marker, escaped in SYSTEM_PROMPT_MARKERS.items():
+        assert marker not in body, f"the body holds {marker} itself"
+        body = body.replace(json.dumps(system, ensure_ascii=escaped)[1:-1], marker)
+    return version, body
 
 
 @pytest.fixture
 def golden_request(pytestconfig: pytest.Config) -> Callable[[str, str, bytes], None]:
     """Return a check that a request body's bytes are those recorded as ``case`` in
     ``tests/golden/requests/<name>.json`` (one file per provider or dialect, a body per case).
+
+    Each case holds the ``prompt_version`` it was recorded under and the ``body``, in which
+    the system prompt of that version stands as a marker (:data:`SYSTEM_PROMPT_MARKERS`); the
+    check puts the prompt back and compares every byte. A body recorded under another version
+    than the one sent fails: a prompt change bumps the version and re-records.
 
     With ``--record-golden`` it records them instead: record at a commit whose requests are
     right, and commit the files with the change that alters what is sent.
@@ -141,14 +186,25 @@ def golden_request(pytestconfig: pytest.Config) -> Callable[[str, str, bytes], N
     def check(name: str, case: str, body: bytes) -> None:
         path = GOLDEN_REQUESTS / f"{name}.json"
         recorded = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        sent = body.decode("utf-8")
+        version, referenced = _sent_prompt(sent)
         if pytestconfig.getoption("--record-golden"):
-            recorded[case] = body.decode("utf-8")
+            recorded[case] = {"prompt_version": version, "body": referenced}
             path.parent.mkdir(parents=True, exist_ok=True)
             text = json.dumps(dict(sorted(recorded.items())), ensure_ascii=False, indent=1)
             path.write_text(text + "\n", encoding="utf-8")
             return
         assert case in recorded, f"no recorded body {name}/{case}; record it with --record-golden"
-        assert body.decode("utf-8") == recorded[case], f"{name}/{case}"
+        assert recorded[case]["prompt_version"] == version, (
+            f"{name}/{case} was recorded under prompt version "
+            f"{recorded[case]['prompt_version']}, and {version} is sent now: record it again "
+            "with --record-golden (CONTRIBUTING, A prompt change)"
+        )
+        system = _system_prompts()[version]
+        expected = recorded[case]["body"]
+        for marker, escaped in SYSTEM_PROMPT_MARKERS.items():
+            expected = expected.replace(marker, json.dumps(system, ensure_ascii=escaped)[1:-1])
+        assert sent == expected, f"{name}/{case}"
 
     return check
 

@@ -16,8 +16,9 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first._citing.quote import QuoteStyle
-from evidence_first._markers import MARKER_RULE, UNMARKED_SUFFIX
+from evidence_first._markers import UNMARKED_SUFFIX
 from evidence_first._passages import SentSources
+from evidence_first._prompt_text import MARKER_RULE
 from evidence_first._schema import ledger_schema
 from evidence_first._transport.writing import branch_on_answer, schema_in
 from evidence_first.chat_completions import ChatCompletionsModel

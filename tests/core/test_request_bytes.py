@@ -1,7 +1,9 @@
 """What the OpenAI-compatible client posts, byte for byte, for every dialect and citation mode.
 
-The bodies are recorded in ``tests/golden/requests/`` (``--record-golden``): a change to the
-prompt, the schema or a dialect shows here as a changed file, never unseen.
+The bodies are recorded in ``tests/golden/requests/`` (``--record-golden``), each beside the
+prompt version it was sent under, its system prompt standing as a reference to that version
+(``conftest.golden_request``): a change to the schema or a dialect shows here as a changed
+body, and a change to the prompt as a new version (``test_prompt_versions.py``), never unseen.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 The model ends each claim of its answer with a marker naming 1-based fact numbers, ``[F1]`` or
 ``[F1, F2]``: ``F1`` is the ledger's first fact. The ``F`` reserves the form, so "[2019]" or
-"[1]" stays ordinary text. This module holds the marker's grammar, the prompt sentence that
-asks for it (:data:`MARKER_RULE`), the request-schema pattern that makes a grammar-constrained
-reader write it (:func:`answer_pattern`) and the parse of an answer into segments
-(:func:`marked_answer`).
+"[1]" stays ordinary text. This module holds the marker's grammar, the request-schema pattern
+that makes a grammar-constrained reader write it (:func:`answer_pattern`) and the parse of an
+answer into segments (:func:`marked_answer`); the prompt sentence that asks for it is
+``_prompt_text.MARKER_RULE``, with the rest of the prompt.
 
 What is matched, exactly:
 
@@ -34,6 +34,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from pydantic import BaseModel, ConfigDict
 
@@ -41,7 +42,6 @@ from evidence_first._text import UnitOffsets, has_text, is_visible
 from evidence_first._vocabulary import AnswerFlag, SegmentSupport
 
 __all__ = [
-    "MARKER_RULE",
     "MIN_CLAIM_CHARS",
     "UNMARKED_SUFFIX",
     "AnswerSegment",
@@ -52,14 +52,7 @@ __all__ = [
     "pattern_chars",
 ]
 
-# Measured on the report half: "with the number of the fact it rests on: [F1] for the first"
-# made the reader write a list of numbers ("4, 5, 6, ...") as its answer, twice in 48.
-MARKER_RULE = (
-    'End each claim of "answer" with the numbers of the facts it rests on, as [F1] or [F1, F2] '
-    "(F1 is the first fact)."
-)
-
-# Where no grammar holds the answer to claims (a dialect without patterns), MARKER_RULE led the
+# Where no grammar holds the answer to claims (a dialect without patterns), the marker rule led the
 # embedded reader to answers that were markers alone ("[F1, F2]"): through the json-schema
 # dialect, 11 of the report half's first 12 questions were inconsistent_output (0 right), and a
 # rule reworded to ask for claims in words and to say that numbers alone are not an answer did
@@ -165,14 +158,34 @@ class _Open:
     markers: list[tuple[str, int]]
 
 
+# A marker removed from the answer: its spelling, its offset in the answer without markers,
+# and the fact numbers it names.
+_Removed = tuple[str, int, list[int]]
+
+
 def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -> MarkedAnswer:
     """Remove the markers of ``answer`` and cut it into segments.
 
     ``flagged`` are the 0-based indices of facts whose citations carry ``object_not_cited``: a
     segment resting only on those is flagged ``unsupported_facts``.
     """
+    text, removed = _without_markers(answer)
+    segment = partial(
+        _segment, text=text, offsets=UnitOffsets(text), fact_count=fact_count, flagged=flagged
+    )
+    if not removed:
+        whole = _visible(text, 0, len(text))
+        assigned = () if whole is None else (segment(_Open(*whole, [], []), "assigned"),)
+        return MarkedAnswer(text, assigned, ())
+    parts = _parts(text, removed)
+    segments = tuple(segment(part, "marked" if part.markers else "unmarked") for part in parts)
+    return MarkedAnswer(text, segments, tuple(n for _, _, numbers in removed for n in numbers))
+
+
+def _without_markers(answer: str) -> tuple[str, list[_Removed]]:
+    """The answer without its markers, and each marker removed, in order."""
     kept: list[str] = []
-    removed: list[tuple[str, int, list[int]]] = []  # spelling, offset without markers, numbers
+    removed: list[_Removed] = []
     last = length = 0
     for start, end in _marker_spans(answer):
         kept.append(answer[last:start])
@@ -184,42 +197,11 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
         removed.append((spelling, length, numbers))
         last = end
     kept.append(answer[last:])
-    text = "".join(kept)
-    all_numbers = tuple(number for _, _, numbers in removed for number in numbers)
-    offsets = UnitOffsets(text)
+    return "".join(kept), removed
 
-    def segment(part: _Open, support: SegmentSupport) -> AnswerSegment:
-        facts = tuple(dict.fromkeys(number - 1 for number in part.numbers))
-        if support == "assigned":
-            facts = tuple(range(fact_count))
-        (utf16_start, utf8_start), (utf16_end, utf8_end) = (
-            offsets.at(part.start),
-            offsets.at(part.end),
-        )
-        markers = tuple(
-            FactMarker(spelling=spelling, char_offset=at, utf16_offset=utf16, utf8_offset=utf8)
-            for spelling, at in part.markers
-            for utf16, utf8 in (offsets.at(at),)
-        )
-        return AnswerSegment(
-            text=text[part.start : part.end],
-            char_start=part.start,
-            char_end=part.end,
-            utf16_start=utf16_start,
-            utf16_end=utf16_end,
-            utf8_start=utf8_start,
-            utf8_end=utf8_end,
-            fact_indices=facts,
-            support=support,
-            markers=markers,
-            flags=("unsupported_facts",) if facts and set(facts) <= set(flagged) else (),
-        )
 
-    if not removed:
-        whole = _visible(text, 0, len(text))
-        assigned = () if whole is None else (segment(_Open(*whole, [], []), "assigned"),)
-        return MarkedAnswer(text, assigned, ())
-
+def _parts(text: str, removed: list[_Removed]) -> list[_Open]:
+    """The segments of ``text`` (the answer without markers) that ``removed`` end."""
     parts: list[_Open] = []
     pending = _Open(0, 0, [], [])  # markers with no text before them: they join the next part
     cursor = 0
@@ -245,8 +227,41 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
         parts[-1].end = rest[1]  # trailing punctuation ends the last part
     elif rest is not None:
         parts.append(_Open(*rest, pending.numbers, pending.markers))
-    segments = tuple(segment(part, "marked" if part.markers else "unmarked") for part in parts)
-    return MarkedAnswer(text, segments, all_numbers)
+    return parts
+
+
+def _segment(
+    part: _Open,
+    support: SegmentSupport,
+    *,
+    text: str,
+    offsets: UnitOffsets,
+    fact_count: int,
+    flagged: Collection[int],
+) -> AnswerSegment:
+    """The segment ``part`` of ``text``, its offsets in every unit and the facts it rests on."""
+    facts = tuple(dict.fromkeys(number - 1 for number in part.numbers))
+    if support == "assigned":
+        facts = tuple(range(fact_count))
+    (utf16_start, utf8_start), (utf16_end, utf8_end) = offsets.at(part.start), offsets.at(part.end)
+    markers = tuple(
+        FactMarker(spelling=spelling, char_offset=at, utf16_offset=utf16, utf8_offset=utf8)
+        for spelling, at in part.markers
+        for utf16, utf8 in (offsets.at(at),)
+    )
+    return AnswerSegment(
+        text=text[part.start : part.end],
+        char_start=part.start,
+        char_end=part.end,
+        utf16_start=utf16_start,
+        utf16_end=utf16_end,
+        utf8_start=utf8_start,
+        utf8_end=utf8_end,
+        fact_indices=facts,
+        support=support,
+        markers=markers,
+        flags=("unsupported_facts",) if facts and set(facts) <= set(flagged) else (),
+    )
 
 
 def _marker_spans(answer: str) -> Iterator[tuple[int, int]]:

@@ -25,7 +25,8 @@ class CitationStyle(ABC):
         mode: The mode's name, as callers pass it in ``citation_mode``.
         prompt_version: Versions the system prompt, the user message and the schema.
         citation_model: The ledger citation this style parses.
-        facts_rule: The system prompt's description of the ``facts`` key.
+        facts_rule: The system prompt's description of the ``facts`` key (its text, like all the
+            prompt's, in ``_prompt_text``).
         defences: The names of the :class:`Defences` settings this style applies.
         identifiers: The citation's keys that hold IDs or labels: their schema bounds are
             validity bounds, never shortened to fit ``max_response_chars``.

@@ -6,10 +6,12 @@ import re
 from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
+from string import Template
 from typing import Any, ClassVar
 
 from pydantic import Field
 
+from evidence_first import _prompt_text as text
 from evidence_first._answer import Citation
 from evidence_first._citing.base import CitationStyle
 from evidence_first._evidence import Evidence
@@ -29,8 +31,8 @@ from evidence_first._vocabulary import CitationMode
 
 __all__ = ["PROMPT_VERSION", "LedgerCitation", "QuoteStyle", "locate_quote", "quote_pattern"]
 
-PROMPT_VERSION = "evidence-first/quote/8"
-"""Quote mode: changes whenever its system prompt, the user message or its schema changes."""
+PROMPT_VERSION = text.QUOTE_PROMPT_VERSION
+"""Quote mode's prompt version (declared in ``_prompt_text``)."""
 
 
 class LedgerCitation(LedgerCitationBase):
@@ -55,13 +57,9 @@ class QuoteStyle(CitationStyle):
     mode: ClassVar[CitationMode] = "quote"
     prompt_version: ClassVar[str] = PROMPT_VERSION
     citation_model: ClassVar[type[LedgerCitationBase]] = LedgerCitation
-    facts_rule: ClassVar[str] = """\
-- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
-"relation": ..., "object": ..., "citations": [{"quote": ..., "source_id": ...}]}. Each fact \
-has 1 to @CITATIONS@ citations. "quote" is copied exactly, character for character, from a \
-source's "text": one contiguous excerpt, usually a sentence or a clause, with nothing changed, \
-added or left out. "source_id" is the "id" of that source.
-""".replace("@CITATIONS@", str(MAX_CITATIONS_PER_FACT))
+    facts_rule: ClassVar[str] = Template(text.QUOTE_FACTS_RULE).substitute(
+        citations=MAX_CITATIONS_PER_FACT
+    )
 
     def text_fields(
         self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
