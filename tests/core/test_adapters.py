@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from evidence_first import Evidence, InvalidRequestError, ModelRequest
+from evidence_first._transport.strict import tool_keys_in
 from evidence_first.adapters import (
     SCHEMA_NAME,
     STRICT_KEYS,
@@ -24,7 +25,6 @@ from evidence_first.adapters import (
     normalized_finish_reason,
     openai_response_format,
     select_sources,
-    tool_keys_in,
     warn_unenforced_once,
     without_strict_keys,
 )

@@ -37,12 +37,12 @@ from evidence_first import (
     profile_for,
 )
 from evidence_first._transport import reading
+from evidence_first._transport.profiles import model_key
 from evidence_first._transport.rules import CAUTIOUS, PROFILE_RULES
 from evidence_first.adapters import (
     DIALECTS,
     ModelProfileWarning,
     family_for_url,
-    model_key,
     profile_for_name,
     schema_in,
 )

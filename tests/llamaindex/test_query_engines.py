@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pytest
@@ -17,10 +18,12 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from evidence_first import EvidenceAnswer
+from evidence_first.adapters import OptionArgs
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceQueryEngine,
     EvidenceSynthesizer,
 )
+from llama_index.response_synthesizers.evidence_first.query_engine import _SynthesizerArgs
 
 QUESTION = "When is the Apollo launch?"
 
@@ -460,3 +463,13 @@ def test_an_engine_with_another_synthesizer_is_refused(retriever):
     with pytest.raises(InvalidRequestError) as raised:
         EvidenceQueryEngine(retriever, other)
     assert raised.value.field == "response_synthesizer"
+
+
+def test_from_args_types_every_keyword_argument_of_the_synthesizer():
+    synthesizer = inspect.signature(EvidenceSynthesizer.__init__).parameters
+    from_args = inspect.signature(EvidenceQueryEngine.from_args).parameters
+    keywords = {name for name, value in synthesizer.items() if value.kind is value.KEYWORD_ONLY}
+    named_by_from_args = keywords & set(from_args)
+    assert named_by_from_args == {"callback_manager", "streaming"}
+    passed_on = _SynthesizerArgs.__required_keys__ | _SynthesizerArgs.__optional_keys__
+    assert passed_on == (keywords - named_by_from_args) | OptionArgs.__optional_keys__

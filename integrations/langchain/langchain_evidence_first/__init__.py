@@ -4,8 +4,19 @@
 langchain-core standard content with Citation annotations.
 """
 
+from types import FunctionType
+
 from langchain_evidence_first._chat_model import UnenforcedSettingsWarning, profile_for
 from langchain_evidence_first.answerer import EvidenceAnswerer
 from langchain_evidence_first.content_blocks import to_content_blocks
 
 __all__ = ["EvidenceAnswerer", "UnenforcedSettingsWarning", "profile_for", "to_content_blocks"]
+
+# Objects defined in private modules name this one, as httpx's do: reprs, tracebacks, pickles and
+# the API reference show where they are imported from. The core's warning names
+# ``evidence_first.adapters``.
+for _name in __all__:
+    _object = globals()[_name]
+    if isinstance(_object, type | FunctionType) and "._" in f".{_object.__module__}":
+        _object.__module__ = __name__
+del _name, _object

@@ -169,32 +169,7 @@ def strict_chat_model(
             retry or fallbacks, or (outside the allow-list) would retry failed calls; the
             message says what to pass instead. Or ``profile`` is of the wrong type.
     """
-    bound_kwargs: dict[str, Any] = {}
-    binding_config: RunnableConfig | None = None
-    model = llm
-    if isinstance(model, RunnableRetry):
-        msg = "llm is wrapped in with_retry(); pass the chat model itself (retries are not allowed)"
-        raise InvalidRequestError(msg, field="llm")
-    if isinstance(model, RunnableWithFallbacks):
-        msg = "llm has fallbacks; pass one chat model (the answer must come from one call)"
-        raise InvalidRequestError(msg, field="llm")
-    if isinstance(model, RunnableBindingBase):
-        if not isinstance(model, RunnableBinding) or model.config_factories:
-            msg = "llm is a wrapped runnable; pass the chat model itself"
-            raise InvalidRequestError(msg, field="llm")
-        if TOOL_KEYS & model.kwargs.keys():
-            msg = "llm has bound tools (bind_tools); pass the chat model without tools"
-            raise InvalidRequestError(msg, field="llm")
-        refuse_tools(model.kwargs, "its binding (bind)")
-        bound_kwargs = dict(model.kwargs)
-        binding_config = model.config
-        model = model.bound
-    if not isinstance(model, BaseChatModel):
-        msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
-        raise InvalidRequestError(msg, field="llm")
-    for name in NESTED_SETTINGS:
-        refuse_tools(getattr(model, name, None), name)
-    bound_kwargs = without_strict_keys(bound_kwargs)
+    model, bound_kwargs, binding_config = _unwrapped(llm)
     async_session: AsyncSession | None = None
     for provider in _PROVIDERS:
         if provider.matches(model):
@@ -227,6 +202,40 @@ def strict_chat_model(
         binding_config=binding_config,
         async_session=async_session,
     )
+
+
+def _unwrapped(llm: object) -> tuple[BaseChatModel, dict[str, Any], RunnableConfig | None]:
+    """The chat model in ``llm``, with its binding's kwargs (less the strict call's) and config.
+
+    Raises:
+        InvalidRequestError: ``llm`` is not a chat model, retries, falls back or binds tools.
+    """
+    bound_kwargs: dict[str, Any] = {}
+    binding_config: RunnableConfig | None = None
+    model = llm
+    if isinstance(model, RunnableRetry):
+        msg = "llm is wrapped in with_retry(); pass the chat model itself (retries are not allowed)"
+        raise InvalidRequestError(msg, field="llm")
+    if isinstance(model, RunnableWithFallbacks):
+        msg = "llm has fallbacks; pass one chat model (the answer must come from one call)"
+        raise InvalidRequestError(msg, field="llm")
+    if isinstance(model, RunnableBindingBase):
+        if not isinstance(model, RunnableBinding) or model.config_factories:
+            msg = "llm is a wrapped runnable; pass the chat model itself"
+            raise InvalidRequestError(msg, field="llm")
+        if TOOL_KEYS & model.kwargs.keys():
+            msg = "llm has bound tools (bind_tools); pass the chat model without tools"
+            raise InvalidRequestError(msg, field="llm")
+        refuse_tools(model.kwargs, "its binding (bind)")
+        bound_kwargs = dict(model.kwargs)
+        binding_config = model.config
+        model = model.bound
+    if not isinstance(model, BaseChatModel):
+        msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
+        raise InvalidRequestError(msg, field="llm")
+    for name in NESTED_SETTINGS:
+        refuse_tools(getattr(model, name, None), name)
+    return model, without_strict_keys(bound_kwargs), binding_config
 
 
 def profile_for(llm: object, *, profile: ModelProfile | str | None = None) -> ModelProfile:

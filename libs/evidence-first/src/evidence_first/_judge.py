@@ -152,14 +152,7 @@ def answer_flags(
     (:func:`~evidence_first._support.question_is_covered`).
     """
     flags: list[AnswerFlag] = []
-    stale = ("superseded_source", "contradicted_source")
-    current = [source.text for source in plan.sent.sources if source.status == "current"]
-    if (
-        current
-        and checks
-        and all(set(stale) & set(c.flags) for c in checks)
-        and not objects_are_held((fact.object for fact in facts), current)
-    ):
+    if _rests_on_stale_sources(plan, checks, facts):
         flags.append("non_current_evidence")
     if any("object_not_cited" in check.flags for check in checks):
         flags.append("unsupported_facts")
@@ -170,6 +163,20 @@ def answer_flags(
     if texts and question_is_covered(plan.question, texts, others) is False:
         flags.append("uncovered_question")
     return tuple(flags)
+
+
+def _rests_on_stale_sources(
+    plan: AnswerPlan, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
+) -> bool:
+    """Whether the answer is ``non_current_evidence`` (:func:`answer_flags`)."""
+    stale = ("superseded_source", "contradicted_source")
+    current = [source.text for source in plan.sent.sources if source.status == "current"]
+    return bool(
+        current
+        and checks
+        and all(set(stale) & set(c.flags) for c in checks)
+        and not objects_are_held((fact.object for fact in facts), current)
+    )
 
 
 def _withheld(

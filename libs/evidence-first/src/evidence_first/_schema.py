@@ -76,6 +76,11 @@ def _flatten(node: Any, defs: Mapping[str, Any]) -> Any:
             flat[key] = {name: _flatten(sub, defs) for name, sub in value.items()}
         else:
             flat[key] = _flatten(value, defs)
+    return _as_strict(flat)
+
+
+def _as_strict(flat: dict[str, Any]) -> dict[str, Any]:
+    """A flattened node as strict providers take it: nullable types, every key, keys in order."""
     branches = flat.get("anyOf")
     if branches and all(list(b) == ["type"] and isinstance(b["type"], str) for b in branches):
         # `str | None` is a type list, as strict providers spell a nullable string.
@@ -276,19 +281,31 @@ def _worst_of(
             return math.inf, math.inf
         return 2 + (bound if fixed else min(bound, 1)), 2 + bound
     if kind == "array":
-        count = schema.get("maxItems", math.inf)
-        if count == 0:
-            return 2, 2
-        short, long = _worst(schema["items"], identifiers, fixed)
-        return 1 + count * (short + 1), 1 + count * (long + 1)
+        return _worst_array(schema, identifiers, fixed)
     if kind == "object":
-        short = long = 1.0 + max(1, len(schema["properties"]))
-        for name, sub in schema["properties"].items():
-            key = _printed(name) + 1
-            sub_short, sub_long = _worst(sub, identifiers, fixed or name in identifiers)
-            short, long = short + key + sub_short, long + key + sub_long
-        return short, long
+        return _worst_object(schema, identifiers, fixed)
     return math.inf, math.inf
+
+
+def _worst_array(
+    schema: Mapping[str, Any], identifiers: Collection[str], fixed: bool
+) -> tuple[float, float]:
+    count = schema.get("maxItems", math.inf)
+    if count == 0:
+        return 2, 2
+    short, long = _worst(schema["items"], identifiers, fixed)
+    return 1 + count * (short + 1), 1 + count * (long + 1)
+
+
+def _worst_object(
+    schema: Mapping[str, Any], identifiers: Collection[str], fixed: bool
+) -> tuple[float, float]:
+    short = long = 1.0 + max(1, len(schema["properties"]))
+    for name, sub in schema["properties"].items():
+        key = _printed(name) + 1
+        sub_short, sub_long = _worst(sub, identifiers, fixed or name in identifiers)
+        short, long = short + key + sub_short, long + key + sub_long
+    return short, long
 
 
 def _printed(value: object) -> int:

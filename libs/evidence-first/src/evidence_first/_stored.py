@@ -133,6 +133,11 @@ def _citation_problem(citation: Citation, text: str, offsets: UnitOffsets) -> st
 
 def _status_problem(answer: EvidenceAnswer) -> str | None:
     """The rules every result is built to: what each status holds and lacks, and the verdicts."""
+    return _verdict_problem(answer) or _held_by_status_problem(answer)
+
+
+def _verdict_problem(answer: EvidenceAnswer) -> str | None:
+    """The sources used, each check's verdict and citation, and ``citations_verified``."""
     if answer.used_source_ids != tuple(source.id for source in answer.evidence):
         return "used_source_ids are not the sources the answer holds"
     for k, check in enumerate(answer.citation_checks):
@@ -143,22 +148,32 @@ def _status_problem(answer: EvidenceAnswer) -> str | None:
             return f"citation_checks[{k}]: the citation is of another source than the check's"
     if answer.citations_verified != any(fact.citations for fact in answer.facts):
         return "citations_verified does not say whether the facts hold citations"
+    return None
+
+
+def _held_by_status_problem(answer: EvidenceAnswer) -> str | None:
+    """What each status holds and lacks."""
+    if answer.status == "answered":
+        return _answered_problem(answer)
+    if answer.answer is not None or answer.inference is not None or answer.segments:
+        return "only an answered result holds an answer"
+    if answer.status == "invalid_response" and (answer.facts or not answer.validation_errors):
+        return "a rejected result holds no facts, and its failed checks"
+    if answer.status == "insufficient_evidence" and answer.validation_errors:
+        return "an abstention holds no failed checks"
+    return None
+
+
+def _answered_problem(answer: EvidenceAnswer) -> str | None:
+    """An answered result: its confidence against its floor, and what it holds."""
     floor, confidence = answer.confidence_floor, answer.reader_confidence
-    if answer.status == "answered" and floor is not None and (confidence or 0.0) < floor:
+    if floor is not None and (confidence or 0.0) < floor:
         return "an answered result's reader confidence is below its floor"
-    if answer.status == "answered" and not (
+    if not (
         has_text(answer.answer)
         and answer.facts
         and not answer.missing_evidence
         and not answer.validation_errors
     ):
         return "an answered result needs an answer, facts, and nothing missing or failed"
-    if answer.status != "answered" and (
-        answer.answer is not None or answer.inference is not None or answer.segments
-    ):
-        return "only an answered result holds an answer"
-    if answer.status == "invalid_response" and (answer.facts or not answer.validation_errors):
-        return "a rejected result holds no facts, and its failed checks"
-    if answer.status == "insufficient_evidence" and answer.validation_errors:
-        return "an abstention holds no failed checks"
     return None

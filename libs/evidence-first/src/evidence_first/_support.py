@@ -212,11 +212,8 @@ def question_is_covered(
     a time, and no further than needed: an answer whose cited texts hold the question's words
     early is decided on their first piece.
     """
-    words = [word for word in _WORD.findall(_folded(question)) if len(word) > 1]
-    asked = list(dict.fromkeys(word for word in words if word not in _FUNCTION_WORDS))
-    function_words = [word for word in words if word in _FUNCTION_WORDS]
-    english = len(function_words) >= 2 and not _SHARED_FUNCTION_WORDS.issuperset(function_words)
-    if not english or not asked:
+    asked = _asked_words(question)
+    if not asked:
         return None
     written_in = _script(itertools.chain.from_iterable(cited))
     if written_in is not None and written_in != _script(question):
@@ -232,6 +229,15 @@ def question_is_covered(
             break
         lacking = {word for word in lacking if not _holds_word(piece, word)}
     return held >= QUESTION_COVERAGE * (held + len(lacking))
+
+
+def _asked_words(question: str) -> list[str]:
+    """The question's words the check looks for, in order; none when it is not read as English."""
+    words = [word for word in _WORD.findall(_folded(question)) if len(word) > 1]
+    function_words = [word for word in words if word in _FUNCTION_WORDS]
+    if len(function_words) < 2 or _SHARED_FUNCTION_WORDS.issuperset(function_words):
+        return []
+    return list(dict.fromkeys(word for word in words if word not in _FUNCTION_WORDS))
 
 
 def _folded(text: str) -> str:

@@ -8,6 +8,7 @@ Each citation style (:mod:`evidence_first._citing`) resolves its own kind of cit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -74,32 +75,16 @@ def verify_citations(
         fact_checks: list[CitationCheck] = []
         for citation_index, cited in enumerate(fact.citations):
             path = f"$.facts[{fact_index}].citations[{citation_index}]"
-            source = sent.by_id.get(cited.source_id)
-            outcome = (
-                Rejection("unknown_source", "the cited source was not sent to the model")
-                if source is None
-                else style.resolve(cited, source, sent)
-            )
-            check = CitationCheck(
-                path=path,
-                source_id=cited.source_id,
-                quote=getattr(cited, "quote", None) or "",
-                verdict="rejected",
-            )
+            check, outcome = _checked(cited, path, sent, style, flags)
             if isinstance(outcome, Rejection):
                 issues.append(
                     ValidationIssue(
                         code=outcome.code, path=path + outcome.subpath, detail=outcome.detail
                     )
                 )
-                fact_checks.append(check.model_copy(update={"code": outcome.code}))
             else:
                 citations.append(outcome)
-                fact_checks.append(
-                    check.model_copy(
-                        update={"verdict": "verified", "citation": outcome, "flags": flags(outcome)}
-                    )
-                )
+            fact_checks.append(check)
         # A citation's passages read together, as they stand in the source: an object may run
         # across two of them ("Y. p. orientalis" is cut after each initial).
         texts = [" ".join(span.text for span in c.evidence_spans) for c in citations]
@@ -126,3 +111,29 @@ def verify_citations(
     return Verdict(
         tuple(facts), tuple(checks), tuple(issues), frozenset(unverified), frozenset(unsupported)
     )
+
+
+def _checked(
+    cited: Any,
+    path: str,
+    sent: SentSources,
+    style: CitationStyle,
+    flags: Callable[[Citation], tuple[CitationFlag, ...]],
+) -> tuple[CitationCheck, Citation | Rejection]:
+    """One citation's check at ``path``, and what it resolved to: a citation or a rejection."""
+    source = sent.by_id.get(cited.source_id)
+    outcome = (
+        Rejection("unknown_source", "the cited source was not sent to the model")
+        if source is None
+        else style.resolve(cited, source, sent)
+    )
+    check = CitationCheck(
+        path=path,
+        source_id=cited.source_id,
+        quote=getattr(cited, "quote", None) or "",
+        verdict="rejected",
+    )
+    if isinstance(outcome, Rejection):
+        return check.model_copy(update={"code": outcome.code}), outcome
+    update = {"verdict": "verified", "citation": outcome, "flags": flags(outcome)}
+    return check.model_copy(update=update), outcome

@@ -29,10 +29,14 @@ strict-call settings, schema dialects and provider-table shape (defined in
 
 from __future__ import annotations
 
+import importlib
 import threading
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
+from evidence_first import _publish
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import ModelProfileWarning, UnenforcedSettingsWarning
@@ -46,10 +50,8 @@ from evidence_first._request import checked_int
 from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
 from evidence_first._transport.once import warn_once
 from evidence_first._transport.profiles import (
-    ModelProfile,
     ProviderFamily,
     family_for_url,
-    model_key,
     profile_for_name,
     profile_of,
 )
@@ -59,14 +61,12 @@ from evidence_first._transport.strict import (
     SCHEMA_NAME,
     STRICT_KEYS,
     TOOL_KEYS,
-    TOP_LOGPROBS,
     chat_completions_settings,
     limits_in,
     normalized_finish_reason,
     openai_response_format,
     refuse_retries,
     refuse_tools,
-    tool_keys_in,
     warn_unenforced_once,
     without_strict_keys,
 )
@@ -81,12 +81,10 @@ __all__ = [
     "SCHEMA_NAME",
     "STRICT_KEYS",
     "TOOL_KEYS",
-    "TOP_LOGPROBS",
     "AnswerOptionFields",
     "AnswerOptions",
     "Dialect",
     "DialectName",
-    "ModelProfile",
     "ModelProfileWarning",
     "OptionArgs",
     "Provider",
@@ -103,7 +101,6 @@ __all__ = [
     "json_safe_metadata",
     "limits_in",
     "metadata_fields",
-    "model_key",
     "normalized_finish_reason",
     "openai_response_format",
     "option_error",
@@ -114,11 +111,41 @@ __all__ = [
     "schema_in",
     "select_sources",
     "token_logprobs",
-    "tool_keys_in",
     "warn_once",
     "warn_unenforced_once",
     "without_strict_keys",
 ]
+
+
+# Names this module no longer exports, kept for one release: where each now lives, and what to
+# use instead.
+_MOVED = {
+    "ModelProfile": ("evidence_first", "evidence_first.ModelProfile"),
+    "TOP_LOGPROBS": (
+        "evidence_first._transport.strict",
+        "nothing: it is ChatCompletionsModel's own setting",
+    ),
+    "model_key": (
+        "evidence_first._transport.profiles",
+        "evidence_first.adapters.profile_for_name, which reads the name the same way",
+    ),
+    "tool_keys_in": ("evidence_first._transport.strict", "evidence_first.adapters.refuse_tools"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """A name removed from this module, with a ``DeprecationWarning`` naming its replacement."""
+    if name not in _MOVED:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    home, replacement = _MOVED[name]
+    warnings.warn(
+        f"evidence_first.adapters.{name} is deprecated and will be removed in the next release; "
+        f"use {replacement}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module(home), name)
 
 
 @dataclass(frozen=True)
@@ -175,3 +202,6 @@ async def aanswer_selection(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )
     return await arun_plan(plan, model)
+
+
+_publish(globals())

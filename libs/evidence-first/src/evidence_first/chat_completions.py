@@ -222,13 +222,8 @@ def _parse_reply(payload: Any, limits: ReplyLimits | None = None) -> ModelRespon
     ``over_limit="logprob_entries"``. Without limits, log-probabilities are read within the
     contract's largest (:func:`token_logprobs`).
     """
-    choices = _field(payload, "choices") if isinstance(payload, dict) else None
-    choice = choices[0] if isinstance(choices, list) and choices else None
-    message = choice.get("message") if isinstance(choice, dict) else None
-    text = message.get("content") if isinstance(message, dict) else None
-    if choice is None or not isinstance(message, dict) or not isinstance(text, (str, type(None))):
-        msg = "the endpoint's reply is not a chat completion"
-        raise ModelCallError(msg, cause_type=None)
+    choice, message = _first_choice(payload)
+    text = message.get("content")
     calls = message.get("tool_calls")
     tool_calls = tuple(calls) if isinstance(calls, list) else (calls,) if calls else ()
     finish_reason = choice.get("finish_reason")
@@ -245,6 +240,22 @@ def _parse_reply(payload: Any, limits: ReplyLimits | None = None) -> ModelRespon
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
         usage=_usage(payload.get("usage")),
     )
+
+
+def _first_choice(payload: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The reply's first choice and its message, whose content is a string or ``None``.
+
+    Raises:
+        ModelCallError: The reply is not a chat completion.
+    """
+    choices = _field(payload, "choices") if isinstance(payload, dict) else None
+    choice = choices[0] if isinstance(choices, list) and choices else None
+    message = choice.get("message") if isinstance(choice, dict) else None
+    text = message.get("content") if isinstance(message, dict) else None
+    if choice is None or not isinstance(message, dict) or not isinstance(text, (str, type(None))):
+        msg = "the endpoint's reply is not a chat completion"
+        raise ModelCallError(msg, cause_type=None)
+    return choice, message
 
 
 def _usage(usage: object) -> TokenUsage:

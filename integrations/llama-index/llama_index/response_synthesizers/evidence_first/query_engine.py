@@ -2,20 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.llms import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import BaseNode
 from llama_index.core.settings import Settings
+from llama_index.core.storage.docstore.types import BaseDocumentStore
+from typing_extensions import Unpack
 
-from evidence_first import InvalidRequestError
+from evidence_first import InvalidRequestError, ModelProfile
+from evidence_first.adapters import OptionArgs
 from llama_index.response_synthesizers.evidence_first.synthesizer import EvidenceSynthesizer
 
 __all__ = ["EvidenceQueryEngine"]
+
+
+class _SynthesizerArgs(OptionArgs, total=False):
+    """The keyword arguments of `EvidenceSynthesizer` that ``from_args`` passes on as given."""
+
+    speaker_key: str
+    observed_at_key: str
+    status_key: str
+    documents: Iterable[BaseNode] | Mapping[str, str] | None
+    docstore: BaseDocumentStore | None
+    number_sources: bool
+    profile: ModelProfile | str | None
 
 
 class EvidenceQueryEngine(RetrieverQueryEngine):
@@ -66,7 +81,9 @@ class EvidenceQueryEngine(RetrieverQueryEngine):
 
     # The base from_args takes the options of LlamaIndex's own synthesizers (response_mode,
     # templates...), which do not apply here; its options are EvidenceSynthesizer's, and
-    # streaming, like the base's, builds a streaming synthesizer.
+    # streaming, like the base's, builds a streaming synthesizer. The override is incompatible
+    # by design, hence the ignore: the base takes response_synthesizer and those options
+    # positionally and any keyword (**kwargs: Any), where this one takes only the synthesizer's.
     @classmethod
     def from_args(  # type: ignore[override]
         cls,
@@ -76,7 +93,7 @@ class EvidenceQueryEngine(RetrieverQueryEngine):
         node_postprocessors: Sequence[BaseNodePostprocessor] | None = None,
         callback_manager: CallbackManager | None = None,
         streaming: bool = False,
-        **options: Any,
+        **options: Unpack[_SynthesizerArgs],
     ) -> EvidenceQueryEngine:
         """Build the engine and its `EvidenceSynthesizer` in one call.
 

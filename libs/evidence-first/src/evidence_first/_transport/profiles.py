@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, get_args
 
@@ -141,36 +141,37 @@ class ModelProfile:
 
 
 def _check_profile(profile: ModelProfile) -> None:
-    def refuse(field: str, expected: str) -> None:
-        msg = f"ModelProfile.{field} must be {expected}"
-        raise InvalidRequestError(msg, field=f"profile.{field}")
+    for field, expected, valid in _field_checks(profile):
+        if not valid:
+            msg = f"ModelProfile.{field} must be {expected}"
+            raise InvalidRequestError(msg, field=f"profile.{field}")
 
-    if profile.dialect is not None and profile.dialect not in DIALECTS:
-        refuse("dialect", f"None or one of {', '.join(DIALECTS)}")
+
+def _field_checks(profile: ModelProfile) -> Iterator[tuple[str, str, bool]]:
+    """Each field, what it must be and whether it is, checked in order as it is reached."""
+    dialect, allowance, policies = profile.dialect, profile.output_allowance, profile.policies
+    yield "dialect", f"None or one of {', '.join(DIALECTS)}", dialect is None or dialect in DIALECTS
     for name in ("structured_output", "temperature", "logprobs", "cautious"):
-        if not isinstance(getattr(profile, name), bool):
-            refuse(name, "a bool")
-    if profile.output_limit not in get_args(OutputLimitField):
-        refuse("output_limit", "max_tokens or max_completion_tokens")
-    allowance = profile.output_allowance
-    if isinstance(allowance, bool) or not isinstance(allowance, int) or not allowance >= 0:
-        refuse("output_allowance", "a non-negative int")
-    if profile.api not in get_args(ApiSurface):
-        refuse("api", f"one of {', '.join(get_args(ApiSurface))}")
+        yield name, "a bool", isinstance(getattr(profile, name), bool)
+    limits = get_args(OutputLimitField)
+    yield "output_limit", "max_tokens or max_completion_tokens", profile.output_limit in limits
+    valid = isinstance(allowance, int) and not isinstance(allowance, bool) and allowance >= 0
+    yield "output_allowance", "a non-negative int", valid
+    yield "api", f"one of {', '.join(get_args(ApiSurface))}", profile.api in get_args(ApiSurface)
     for name in ("confidence_floors", "flagged_floors"):
         floors = getattr(profile, name)
-        if not isinstance(floors, Mapping) or not all(
-            mode in _MODES and (floor is None or (isinstance(floor, float) and 0 <= floor <= 1))
-            for mode, floor in floors.items()
-        ):
-            refuse(name, "a mapping of citation modes to None or a float from 0 to 1")
-    policies = profile.policies
-    if not isinstance(policies, Mapping) or not all(
+        valid = isinstance(floors, Mapping) and all(map(_is_floor, floors, floors.values()))
+        yield name, "a mapping of citation modes to None or a float from 0 to 1", valid
+    valid = isinstance(policies, Mapping) and all(
         flag in _FLAGS and policy in _POLICIES for flag, policy in policies.items()
-    ):
-        refuse("policies", "a mapping of answer flags to 'flag' or 'abstain'")
-    if profile.citation_mode is not None and profile.citation_mode not in _MODES:
-        refuse("citation_mode", "None, 'quote' or 'passage'")
+    )
+    yield "policies", "a mapping of answer flags to 'flag' or 'abstain'", valid
+    mode = profile.citation_mode
+    yield "citation_mode", "None, 'quote' or 'passage'", mode is None or mode in _MODES
+
+
+def _is_floor(mode: object, floor: object) -> bool:
+    return mode in _MODES and (floor is None or (isinstance(floor, float) and 0 <= floor <= 1))
 
 
 DEFAULT_PROFILE = ModelProfile()
@@ -269,23 +270,23 @@ def profile_for_name(
     """
     key = model_key(name)
     matched = [rule for rule in PROFILE_RULES if rule.pattern.search(key)]
-    vendor: Vendor | None = matched[0].vendor if matched else _vendor_by_name(key)
-    if vendor is None and family is not None:
-        vendor = FAMILY_VENDOR.get(family)
-    settings: dict[str, Any] = {}
-    sources: list[str] = []
-    names: list[str] = []
-    if vendor is not None and not matched and vendor in CAUTIOUS:
-        cautious = CAUTIOUS[vendor]
-        settings.update(cautious.settings, cautious=True)
-        sources.append(cautious.source)
-        names.append(cautious.name)
-        if warn:
-            _warn_unknown(name, family, vendor)
-    for rule in matched:
-        settings.update(rule.settings)
-        sources.append(rule.source)
-        names.append(rule.name)
+    vendor = matched[0].vendor if matched else _vendor_by_name(key, family)
+    cautious = CAUTIOUS.get(vendor) if vendor is not None and not matched else None
+    if cautious is not None and warn:
+        _warn_unknown(name, family, cautious.vendor)
+    applied = matched if cautious is None else [cautious]
+    settings: dict[str, Any] = {
+        field: value for rule in applied for field, value in rule.settings.items()
+    }
+    if cautious is not None:
+        settings["cautious"] = True
+    _reached_through(family, key, settings)
+    names = " + ".join(rule.name for rule in applied) or "default"
+    return ModelProfile(name=names, sources=tuple(rule.source for rule in applied), **settings)
+
+
+def _reached_through(family: ProviderFamily | None, key: str, settings: dict[str, Any]) -> None:
+    """Set what ``family`` decides where no rule did: the API, the dialect, log-probabilities."""
     names_dialect = "dialect" in settings
     if family is not None:
         settings.setdefault("api", _FAMILY_API.get(family, "chat-completions"))
@@ -295,14 +296,14 @@ def profile_for_name(
                 settings["logprobs"] = False
     elif not names_dialect:
         settings["logprobs"] = False  # a caller's own model declares its own
-    return ModelProfile(name=" + ".join(names) or "default", sources=tuple(sources), **settings)
 
 
-def _vendor_by_name(key: str) -> Vendor | None:
+def _vendor_by_name(key: str, family: ProviderFamily | None) -> Vendor | None:
+    """The vendor of a name no rule matches: its cautious rule's, else its family's."""
     for rule in CAUTIOUS.values():
         if rule.pattern.search(key):
             return rule.vendor
-    return None
+    return FAMILY_VENDOR.get(family) if family is not None else None
 
 
 def _family_dialect(

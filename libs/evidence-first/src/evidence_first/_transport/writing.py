@@ -119,21 +119,26 @@ def _merged(branches: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     if any(set(branch) != set(first) for branch in branches):
         return None
     merged: dict[str, Any] = {}
-    for key, value in first.items():
-        values = [branch[key] for branch in branches]
-        if all(item == value for item in values):
-            merged[key] = value
-        elif key == "enum":
-            merged[key] = list(dict.fromkeys(item for enum in values for item in enum))
-        elif key == "items":
-            merged[key] = _merged(values)
-        elif key == "properties" and all(list(item) == list(value) for item in values):
-            merged[key] = {name: _merged([item[name] for item in values]) for name in value}
-        else:
+    for key in first:
+        joined = _joined(key, [branch[key] for branch in branches])
+        if joined is None or (key == "properties" and None in joined.values()):
             return None
-        if merged[key] is None or (key == "properties" and None in merged[key].values()):
-            return None
+        merged[key] = joined
     return merged
+
+
+def _joined(key: str, values: Sequence[Any]) -> Any:
+    """The branches' values of ``key`` as one value, or ``None`` where they cannot be one."""
+    value = values[0]
+    if all(item == value for item in values):
+        return value
+    if key == "enum":
+        return list(dict.fromkeys(item for enum in values for item in enum))
+    if key == "items":
+        return _merged(values)
+    if key == "properties" and all(list(item) == list(value) for item in values):
+        return {name: _merged([item[name] for item in values]) for name in value}
+    return None
 
 
 def _share_first_key(branches: Sequence[Mapping[str, Any]]) -> bool:
@@ -160,40 +165,12 @@ def _one_enum_apart(branches: Sequence[Mapping[str, Any]]) -> bool:
 def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dict[str, Any]:
     branches = node.get("anyOf")
     written = [_written(branch, dialect, keep_enums) for branch in branches or ()]
-    if _share_first_key(written):
-        # Written in the dialect, a choice can lose what told its branches apart (quote
-        # mode's patterns): branches one enum apart are exactly one object with that enum.
-        merged = _merged(written)
-        if merged is not None and (not dialect.object_unions or _one_enum_apart(written)):
-            return merged
-        if not dialect.object_unions:
-            msg = (
-                f"the request schema has a choice of objects sharing their first key, which the "
-                f"{dialect.name} dialect does not send (object_unions)"
-            )
-            raise InvalidRequestError(msg, field="json_schema")
+    merged = _merged_choice(written, dialect)
+    if merged is not None:
+        return merged
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key == "properties":
-            # The decision's two values are its shape, not a list of what was sent: kept.
-            out[key] = {
-                name: _written(sub, dialect, keep_enums or name == DECISION_KEY)
-                for name, sub in value.items()
-            }
-            if dialect.property_ordering:
-                out["propertyOrdering"] = list(value)
-        elif key == "anyOf":
-            out[key] = written
-        elif key == "items":
-            out[key] = _written(value, dialect, keep_enums)
-        elif key == "enum":
-            if keep_enums:
-                out[key] = list(value)
-        elif key == "minItems" and dialect.max_min_items is not None:
-            if value <= dialect.max_min_items:
-                out[key] = value
-        elif key in dialect.keywords:
-            out[key] = list(value) if isinstance(value, list) else value
+        out.update(_keyword(key, value, dialect, keep_enums, written))
     if "pattern" in out:
         # The pattern is the string's one bound: it is built to fit the length bounds, which
         # llama.cpp ignores beside it and vLLM's xgrammar refuses beside it.
@@ -205,6 +182,59 @@ def _written(node: Mapping[str, Any], dialect: Dialect, keep_enums: bool) -> dic
         out["type"] = others[0] if others else "string"
         out["nullable"] = True
     return {key: out[key] for key in (*node.keys(), "nullable", "propertyOrdering") if key in out}
+
+
+def _merged_choice(written: Sequence[Mapping[str, Any]], dialect: Dialect) -> dict[str, Any] | None:
+    """A written choice of objects sharing their first key as one object, or ``None`` to keep it.
+
+    Raises:
+        InvalidRequestError: The dialect sends no such choice, and its branches are not one.
+    """
+    if not _share_first_key(written):
+        return None
+    # Written in the dialect, a choice can lose what told its branches apart (quote mode's
+    # patterns): branches one enum apart are exactly one object with that enum.
+    merged = _merged(written)
+    if merged is not None and (not dialect.object_unions or _one_enum_apart(written)):
+        return merged
+    if not dialect.object_unions:
+        msg = (
+            f"the request schema has a choice of objects sharing their first key, which the "
+            f"{dialect.name} dialect does not send (object_unions)"
+        )
+        raise InvalidRequestError(msg, field="json_schema")
+    return None
+
+
+def _keyword(
+    key: str, value: Any, dialect: Dialect, keep_enums: bool, written: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """What a node's ``key: value`` is in ``dialect`` (nothing when it drops it).
+
+    ``written`` is the node's choice (``anyOf``), its branches already written.
+    """
+    if key == "properties":
+        # The decision's two values are its shape, not a list of what was sent: kept.
+        out: dict[str, Any] = {
+            key: {
+                name: _written(sub, dialect, keep_enums or name == DECISION_KEY)
+                for name, sub in value.items()
+            }
+        }
+        if dialect.property_ordering:
+            out["propertyOrdering"] = list(value)
+        return out
+    if key == "anyOf":
+        return {key: written}
+    if key == "items":
+        return {key: _written(value, dialect, keep_enums)}
+    if key == "enum":
+        return {key: list(value)} if keep_enums else {}
+    if key == "minItems" and dialect.max_min_items is not None:
+        return {key: value} if value <= dialect.max_min_items else {}
+    if key in dialect.keywords:
+        return {key: list(value) if isinstance(value, list) else value}
+    return {}
 
 
 def branch_on_answer(schema: dict[str, Any]) -> dict[str, Any]:
