@@ -40,27 +40,10 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> list[EvidenceAnswer]:
     modes: list[CitationMode] = ["quote", "passage"] if args.mode == "both" else [args.mode]
     say = Progress(out, as_json=args.json)
     reader = LocalModel(args.model)
-    items = corpus["questions"]
-    tours = [item for item in items if not item.get("tiny")]
-    # The last questions go to the tiny model, to show what the verifier rejects.
-    rejections = [item for item in items if item.get("tiny")] if args.rejection else []
-    if rejections and not is_installed(TINY_MODEL):
-        say(
-            "(Skipping what the verifier rejects, shown on the tiny model: install it with "
-            f"{KNOWN_MODELS[TINY_MODEL].install_hint}.)"
-        )
-        rejections = []
+    tours = [item for item in corpus["questions"] if not item.get("tiny")]
+    rejections = _rejections(corpus["questions"], args, say)
     if not args.json:
-        out.write(
-            f"evidence-first demo: {corpus['project']}\n"
-            f"{len(corpus['sources'])} sources (meeting notes, emails, tickets). Each question "
-            f"gets what a BM25 retriever returned for it; sources scoring under "
-            f"{args.min_score:g} are omitted before the model is called.\n"
-            f"Reader: {reader.title}, on llama.cpp at 127.0.0.1, {' then '.join(modes)} mode. "
-            "Every citation is checked against the text actually sent: verified means the "
-            "span exists in a source that was sent, not that it supports the answer.\n"
-        )
-        out.flush()
+        _introduce(corpus, args, reader, modes, out)
     answers: list[EvidenceAnswer] = []
     ask = _Asker(args, out, say, by_id, len(tours) * len(modes) + len(rejections), answers)
     with started(reader, say):
@@ -68,22 +51,59 @@ def run_demo(args: argparse.Namespace, out: TextIO) -> list[EvidenceAnswer]:
             for mode in modes:
                 ask(item, mode, reader)
     if rejections:
-        tiny = LocalModel(TINY_MODEL)
-        # Sent the schema of a provider that reads no patterns: under the full dialect's
-        # anchored quotes its quotes could only be exact excerpts, and nothing would fail.
-        tiny.profile = tiny.profile.replace(dialect="json-schema")
-        say(
-            f"\nWhat the verifier rejects: the tiny model, {tiny.title}, reads badly; it is "
-            "sent the schema of a provider that does not hold quotes to the sources."
-        )
-        with started(tiny, say):  # the reader has stopped: one server at a time
-            for item in rejections:
-                ask(item, item.get("mode", "quote"), tiny)
+        _show_rejections(rejections, ask, say)
     if args.json:
         emit(answers, as_json=True, out=out)
     else:
         out.write(f"\n{'=' * 72}\n{_summary(answers)}\n")
     return answers
+
+
+def _rejections(
+    items: list[dict[str, Any]], args: argparse.Namespace, say: Progress
+) -> list[dict[str, Any]]:
+    """The last questions, which go to the tiny model to show what the verifier rejects."""
+    rejections = [item for item in items if item.get("tiny")] if args.rejection else []
+    if rejections and not is_installed(TINY_MODEL):
+        say(
+            "(Skipping what the verifier rejects, shown on the tiny model: install it with "
+            f"{KNOWN_MODELS[TINY_MODEL].install_hint}.)"
+        )
+        return []
+    return rejections
+
+
+def _introduce(
+    corpus: dict[str, Any],
+    args: argparse.Namespace,
+    reader: LocalModel,
+    modes: list[CitationMode],
+    out: TextIO,
+) -> None:
+    out.write(
+        f"evidence-first demo: {corpus['project']}\n"
+        f"{len(corpus['sources'])} sources (meeting notes, emails, tickets). Each question "
+        f"gets what a BM25 retriever returned for it; sources scoring under "
+        f"{args.min_score:g} are omitted before the model is called.\n"
+        f"Reader: {reader.title}, on llama.cpp at 127.0.0.1, {' then '.join(modes)} mode. "
+        "Every citation is checked against the text actually sent: verified means the "
+        "span exists in a source that was sent, not that it supports the answer.\n"
+    )
+    out.flush()
+
+
+def _show_rejections(rejections: list[dict[str, Any]], ask: _Asker, say: Progress) -> None:
+    tiny = LocalModel(TINY_MODEL)
+    # Sent the schema of a provider that reads no patterns: under the full dialect's
+    # anchored quotes its quotes could only be exact excerpts, and nothing would fail.
+    tiny.profile = tiny.profile.replace(dialect="json-schema")
+    say(
+        f"\nWhat the verifier rejects: the tiny model, {tiny.title}, reads badly; it is "
+        "sent the schema of a provider that does not hold quotes to the sources."
+    )
+    with started(tiny, say):  # the reader has stopped: one server at a time
+        for item in rejections:
+            ask(item, item.get("mode", "quote"), tiny)
 
 
 class _Asker:
