@@ -30,6 +30,9 @@ from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 from llama_index.llms.openai_like import OpenAILike
 from llama_index.retrievers.bm25 import BM25Retriever
 
+from evidence_first import ModelRequest
+from llama_index.response_synthesizers.evidence_first._strict_call import AsyncLLMReader, LLMReader
+
 SECRET = "sk-live-4f9c2d-DO-NOT-SEND"
 
 # Paragraphs are separated the way SentenceSplitter splits first ("\n\n\n"), and each fits a
@@ -279,3 +282,39 @@ def launch_nodes(launch_quote) -> list[NodeWithScore]:
 @pytest.fixture
 def make_ledger() -> Callable[..., str]:
     return ledger_for
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[ModelRequest]:
+    """The requests the synthesizer hands its reader, to compare with what went on the wire."""
+    requests: list[ModelRequest] = []
+    generate, agenerate = LLMReader.generate, AsyncLLMReader.agenerate
+
+    def spy(self: LLMReader, request: ModelRequest) -> Any:
+        requests.append(request)
+        return generate(self, request)
+
+    async def aspy(self: AsyncLLMReader, request: ModelRequest) -> Any:
+        requests.append(request)
+        return await agenerate(self, request)
+
+    monkeypatch.setattr(LLMReader, "generate", spy)
+    monkeypatch.setattr(AsyncLLMReader, "agenerate", aspy)
+    return requests
+
+
+def anthropic_chat_arguments(strict: Any, request: ModelRequest) -> dict[str, Any]:
+    """What ``Anthropic.chat`` passes its client's ``messages.create`` for ``request`` through
+    the strict copy, without the message conversion that fails with anthropic 2.x."""
+    return {
+        "messages": [{"role": "user", "content": request.user}],
+        "system": request.system,
+        "stream": False,
+        **strict._get_all_kwargs(),
+    }
+
+
+@pytest.fixture
+def anthropic_chat_call() -> Callable[[Any, ModelRequest], dict[str, Any]]:
+    """Return :func:`anthropic_chat_arguments`."""
+    return anthropic_chat_arguments

@@ -153,17 +153,6 @@ def planned(llm: Anthropic) -> tuple[ModelRequest, ModelProfile]:
     return plan.request, reader.profile
 
 
-def send_as_chat_does(strict: Anthropic, request: ModelRequest) -> None:
-    """``Anthropic.chat``'s own call through the strict copy's client, without the message
-    conversion that fails with anthropic 2.x."""
-    strict._client.messages.create(
-        messages=[{"role": "user", "content": request.user}],
-        system=request.system,
-        stream=False,
-        **strict._get_all_kwargs(),
-    )
-
-
 @pytest.mark.parametrize(
     "model",
     [
@@ -174,7 +163,9 @@ def send_as_chat_does(strict: Anthropic, request: ModelRequest) -> None:
         "claude-opus-4-7@20260416",  # Vertex AI
     ],
 )
-def test_no_temperature_reaches_claude_opus_4_7_or_later_through_the_strict_call(model, loopback):
+def test_no_temperature_reaches_claude_opus_4_7_or_later_through_the_strict_call(
+    model, loopback, anthropic_chat_call
+):
     loopback.reply = ANTHROPIC_REPLY
     llm = anthropic_llm(loopback.url, model)
     request, profile = planned(llm)
@@ -184,7 +175,7 @@ def test_no_temperature_reaches_claude_opus_4_7_or_later_through_the_strict_call
     assert profile.structured_output
     strict, _ = strict_anthropic_call(request, llm, False, profile)
 
-    send_as_chat_does(strict, request)
+    strict._client.messages.create(**anthropic_chat_call(strict, request))
 
     (received,) = loopback.posts
     assert received.path == "/v1/messages"

@@ -30,30 +30,11 @@ from llama_index.response_synthesizers.evidence_first import (
 )
 from llama_index.response_synthesizers.evidence_first._anthropic import strict_anthropic_call
 from llama_index.response_synthesizers.evidence_first._openai import family_for
-from llama_index.response_synthesizers.evidence_first._strict_call import AsyncLLMReader, LLMReader
+from llama_index.response_synthesizers.evidence_first._strict_call import reader_for
 
 QUESTION = "When is the Apollo launch?"
 MODES = pytest.mark.parametrize("mode", ["sync", "async"])
 FAILURES = pytest.mark.parametrize("status", [500, 429])
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[ModelRequest]:
-    """The requests the synthesizer hands its reader, to compare with what went on the wire."""
-    requests: list[ModelRequest] = []
-    generate, agenerate = LLMReader.generate, AsyncLLMReader.agenerate
-
-    def spy(self, request: ModelRequest):
-        requests.append(request)
-        return generate(self, request)
-
-    async def aspy(self, request: ModelRequest):
-        requests.append(request)
-        return await agenerate(self, request)
-
-    monkeypatch.setattr(LLMReader, "generate", spy)
-    monkeypatch.setattr(AsyncLLMReader, "agenerate", aspy)
-    return requests
 
 
 async def synthesize(synthesizer: EvidenceSynthesizer, nodes, mode: str):
@@ -523,6 +504,54 @@ def test_anthropic_chat_fails_before_sending_with_the_installed_packages(loopbac
     assert loopback.requests == []
 
 
+# What the strict call prepares for the real Anthropic LLM, read where Anthropic.chat takes it
+# (the copy's fields and clients, and `_get_all_kwargs()`, the arguments it passes to
+# `messages.create` beside the messages): these pass whatever breaks the chat call above it.
+
+
+@pytest.mark.parametrize(
+    ("model", "temperature"),
+    [("claude-sonnet-4-5", 0.0), ("claude-opus-4-7", None)],
+    ids=["takes-temperature", "no-temperature"],
+)
+@pytest.mark.parametrize("citation_mode", ["quote", "passage"])
+def test_the_strict_anthropic_call_prepares_the_planned_request(
+    model, temperature, citation_mode, loopback, launch_nodes, sent
+):
+    llm = anthropic_llm(
+        loopback.url, model=model, additional_kwargs={"output_config": {"effort": "low"}}
+    )
+    synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=300, citation_mode=citation_mode)
+    with pytest.raises(ModelCallError):  # Anthropic.chat itself (BROKEN_UPSTREAM)
+        synthesizer.synthesize(QUESTION, launch_nodes)
+    (request,) = sent  # what the synthesizer planned for this LLM, by its profile
+    assert request.temperature == temperature
+
+    strict, kwargs = strict_anthropic_call(request, llm, False, reader_for(llm).profile)
+
+    assert kwargs == {}  # everything travels on the copy
+    arguments = strict._get_all_kwargs()
+    expected = {"model", "max_tokens", "output_config"} | (
+        {"temperature"} if temperature is not None else set()
+    )
+    assert set(arguments) == expected  # no tools, tool_choice or mcp_servers
+    assert arguments["max_tokens"] == 300
+    assert arguments.get("temperature") == temperature
+    # The schema in the anthropic dialect as output_config.format; the caller's effort kept.
+    output_format = arguments["output_config"]["format"]
+    assert arguments["output_config"]["effort"] == "low"
+    assert output_format["type"] == "json_schema"
+    assert_in_dialect(output_format["schema"], request, "anthropic")
+    assert (strict.max_retries, strict.timeout) == (0, request.timeout)
+    for client in (strict._client, strict._aclient):
+        assert (client.max_retries, client.timeout) == (0, request.timeout)
+        assert str(client.base_url).startswith(loopback.url)
+    # The caller's LLM is not changed.
+    assert llm.max_retries == 10
+    assert llm.additional_kwargs == {"output_config": {"effort": "low"}}
+    assert loopback.requests == []
+
+
 @pytest.fixture
 def ledger_request(ledger_llm, launch_nodes, sent) -> ModelRequest:
     """A real request for the launch nodes (what every reader is handed), from a prompt-only LLM."""
@@ -533,15 +562,7 @@ def ledger_request(ledger_llm, launch_nodes, sent) -> ModelRequest:
     return sent[-1]
 
 
-async def send_as_anthropic_chat_does(strict: Any, request: ModelRequest, mode: str) -> None:
-    """``Anthropic.chat``'s own call through the strict copy's client, minus the message
-    conversion that fails with anthropic 2.x."""
-    call = {
-        "messages": [{"role": "user", "content": request.user}],
-        "system": request.system,
-        "stream": False,
-        **strict._get_all_kwargs(),
-    }
+async def send_as_anthropic_chat(strict: Any, call: dict[str, Any], mode: str) -> None:
     if mode == "sync":
         strict._client.messages.create(**call)
     else:
@@ -555,7 +576,7 @@ PROFILE = ModelProfile(dialect="anthropic", temperature=False, api="anthropic-me
 
 @MODES
 async def test_the_strict_anthropic_call_sends_output_config_without_retries(
-    mode, loopback, ledger_request, make_ledger
+    mode, loopback, ledger_request, make_ledger, anthropic_chat_call
 ):
     loopback.reply = lambda path, body: anthropic_answer(make_ledger, body)
     llm = anthropic_llm(
@@ -563,7 +584,7 @@ async def test_the_strict_anthropic_call_sends_output_config_without_retries(
     )
     strict, kwargs = strict_anthropic_call(ledger_request, llm, mode == "async", PROFILE)
 
-    await send_as_anthropic_chat_does(strict, ledger_request, mode)
+    await send_as_anthropic_chat(strict, anthropic_chat_call(strict, ledger_request), mode)
 
     assert kwargs == {}
     (received,) = loopback.requests
@@ -576,7 +597,7 @@ async def test_the_strict_anthropic_call_sends_output_config_without_retries(
 @FAILURES
 @MODES
 async def test_the_strict_anthropic_call_makes_one_request_on_a_provider_error(
-    status, mode, loopback, ledger_request
+    status, mode, loopback, ledger_request, anthropic_chat_call
 ):
     loopback.status = status
     llm = anthropic_llm(loopback.url, model=NO_TEMPERATURE_MODEL)
@@ -584,7 +605,7 @@ async def test_the_strict_anthropic_call_makes_one_request_on_a_provider_error(
     strict, _ = strict_anthropic_call(ledger_request, llm, mode == "async", PROFILE)
 
     with pytest.raises(anthropic.APIStatusError):
-        await send_as_anthropic_chat_does(strict, ledger_request, mode)
+        await send_as_anthropic_chat(strict, anthropic_chat_call(strict, ledger_request), mode)
 
     assert len(loopback.requests) == 1
 
