@@ -16,11 +16,6 @@ def _call(model, *, question="When is the launch?", sources=GOOD, **options):
     return answer_from_evidence(question, sources, model, **options)
 
 
-@pytest.fixture
-def model(scripted, make_ledger):
-    return scripted(make_ledger(answer=None, missing_evidence=["nothing"]))
-
-
 def _assert_rejected(model, field: str, **kwargs):
     with pytest.raises(InvalidRequestError) as info:
         _call(model, **kwargs)

@@ -30,11 +30,6 @@ QUESTION = "When is the launch after the schema change?"
 SECRET = "Ravi owns the schema change"
 
 
-@pytest.fixture
-def retriever(bm25_retriever):
-    return bm25_retriever(DOCUMENTS, k=2)
-
-
 def _ledger(**fields: Any) -> AIMessage:
     ledger = {"facts": [], "answer": None, "inference": None, "missing_evidence": [], **fields}
     return AIMessage(content=json.dumps(ledger))

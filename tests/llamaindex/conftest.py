@@ -205,17 +205,6 @@ def fake_openai() -> FakeOpenAI:
     return FakeOpenAI()
 
 
-@pytest.fixture
-def loopback(loopback_server: Callable[..., Any]) -> Any:
-    """A provider endpoint on 127.0.0.1 (``tests/conftest.py``'s ``Loopback``, HTTP/1.0) that
-    records each request and answers as scripted.
-
-    ``reply(path, body)`` gives the JSON of a 200 answer; set ``status`` to fail every request
-    with that code (an error body every SDK here can read, carrying "crafted failure").
-    """
-    return loopback_server(keep_alive=False)
-
-
 class LedgerLLM(CustomLLM):
     """A LlamaIndex ``CustomLLM`` (outside the allow-list) that answers with a ledger.
 
@@ -279,8 +268,9 @@ def launch_nodes(launch_quote) -> list[NodeWithScore]:
     ]
 
 
-@pytest.fixture
-def make_ledger() -> Callable[..., str]:
+@pytest.fixture(name="ledger_for")
+def ledger_for_fixture() -> Callable[..., str]:
+    """Return :func:`ledger_for`: a ledger answering from the sources a user message holds."""
     return ledger_for
 
 

@@ -279,10 +279,10 @@ def test_a_given_profile_silences_the_warning_and_sets_what_azure_is_sent(
 # 7. The embedded reader's profile through OpenAILike pointed at its server (recipe 3).
 
 
-def _reader_reply(logprobs_of: Any, make_ledger: Any, yes: float) -> Any:
+def _reader_reply(logprobs_of: Any, ledger_for: Any, yes: float) -> Any:
     def reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        ledger = json.loads(make_ledger(user))
+        ledger = json.loads(ledger_for(user))
         ledger["answer"] = "The launch is on June 15 [F1]."
         text = json.dumps({"answerable": "yes", **ledger})
         logprobs = logprobs_of(text, yes) if body.get("logprobs") else None
@@ -303,9 +303,9 @@ def _reader_reply(logprobs_of: Any, make_ledger: Any, yes: float) -> Any:
 # Below and above the reader's floor in passage mode (0.61; the ledger carries no flag).
 @pytest.mark.parametrize(("yes", "status"), [(0.5, "insufficient_evidence"), (0.9, "answered")])
 def test_openai_like_at_the_embedded_readers_server_gets_the_readers_profile(
-    yes, status, loopback, launch_nodes, logprobs_of, make_ledger
+    yes, status, loopback, launch_nodes, logprobs_of, ledger_for
 ):
-    loopback.reply = _reader_reply(logprobs_of, make_ledger, yes)
+    loopback.reply = _reader_reply(logprobs_of, ledger_for, yes)
     llm = OpenAILike(
         api_base=f"{loopback.url}/v1", model=READER, api_key="none", is_chat_model=True
     )

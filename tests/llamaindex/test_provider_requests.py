@@ -151,11 +151,11 @@ async def test_openai_strict_mode_gets_no_string_lengths(mode, fake_openai, laun
 
 @MODES
 async def test_a_loopback_openai_like_is_sent_the_request_schema_unchanged(
-    mode, loopback, launch_nodes, sent, make_ledger
+    mode, loopback, launch_nodes, sent, ledger_for
 ):
     def reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        message = {"role": "assistant", "content": make_ledger(user)}
+        message = {"role": "assistant", "content": ledger_for(user)}
         choice = {"index": 0, "finish_reason": "stop", "message": message}
         return {
             "id": "c",
@@ -213,10 +213,10 @@ GEMINI_META = {
 }
 
 
-def gemini_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+def gemini_answer(ledger_for, body: dict[str, Any]) -> dict[str, Any]:
     user = body["contents"][-1]["parts"][0]["text"]
     candidate = {
-        "content": {"role": "model", "parts": [{"text": make_ledger(user)}]},
+        "content": {"role": "model", "parts": [{"text": ledger_for(user)}]},
         "finishReason": "STOP",
     }
     usage = {"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18}
@@ -224,10 +224,10 @@ def gemini_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def gemini(loopback, make_ledger):
+def gemini(loopback, ledger_for):
     """A loopback Gemini API: model metadata on GET, a ledger on generateContent."""
     loopback.reply = lambda path, body: (
-        GEMINI_META if body is None else gemini_answer(make_ledger, body)
+        GEMINI_META if body is None else gemini_answer(ledger_for, body)
     )
     return loopback
 
@@ -281,7 +281,7 @@ def test_gemini_3_is_sent_no_temperature_as_googlegenai_leaves_it_unset(gemini, 
 
 
 @MODES
-async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, make_ledger):
+async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, ledger_for):
     # google-genai's own hook for an httpx client: the timeout of each request is visible.
     seen: list[httpx.Request] = []
 
@@ -289,7 +289,7 @@ async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, mak
         seen.append(request)
         body = json.loads(request.content) if request.content else None
         return httpx.Response(
-            200, json=GEMINI_META if body is None else gemini_answer(make_ledger, body)
+            200, json=GEMINI_META if body is None else gemini_answer(ledger_for, body)
         )
 
     transport = httpx.MockTransport(handle)
@@ -341,12 +341,12 @@ async def test_gemini_is_sent_one_request_on_a_provider_error(status, mode, gemi
 # Ollama: `format` (a grammar) and `options`.
 
 
-def ollama_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+def ollama_answer(ledger_for, body: dict[str, Any]) -> dict[str, Any]:
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     return {
         "model": body["model"],
         "created_at": "2025-01-01T00:00:00Z",
-        "message": {"role": "assistant", "content": make_ledger(user)},
+        "message": {"role": "assistant", "content": ledger_for(user)},
         "done": True,
         "done_reason": "stop",
         "prompt_eval_count": 11,
@@ -363,9 +363,9 @@ def ollama_llm(base_url: str, **settings: Any):
 
 @MODES
 async def test_ollama_gets_the_schema_as_format_and_the_limit_as_num_predict(
-    mode, loopback, launch_nodes, sent, make_ledger
+    mode, loopback, launch_nodes, sent, ledger_for
 ):
-    loopback.reply = lambda path, body: ollama_answer(make_ledger, body)
+    loopback.reply = lambda path, body: ollama_answer(ledger_for, body)
     llm = ollama_llm(
         loopback.url,
         temperature=0.8,
@@ -392,10 +392,8 @@ async def test_ollama_gets_the_schema_as_format_and_the_limit_as_num_predict(
     assert llm.additional_kwargs["num_predict"] == 4000  # the caller's LLM is unchanged
 
 
-def test_ollama_num_predict_smaller_than_ours_is_the_limit_sent(
-    loopback, launch_nodes, make_ledger
-):
-    loopback.reply = lambda path, body: ollama_answer(make_ledger, body)
+def test_ollama_num_predict_smaller_than_ours_is_the_limit_sent(loopback, launch_nodes, ledger_for):
+    loopback.reply = lambda path, body: ollama_answer(ledger_for, body)
     llm = ollama_llm(loopback.url, additional_kwargs={"num_predict": 200})
 
     synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=2048)
@@ -431,7 +429,7 @@ BROKEN_UPSTREAM = pytest.mark.xfail(
 )
 
 
-def anthropic_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+def anthropic_answer(ledger_for, body: dict[str, Any]) -> dict[str, Any]:
     user = body["messages"][-1]["content"]
     text = user if isinstance(user, str) else user[0]["text"]
     return {
@@ -439,7 +437,7 @@ def anthropic_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": body["model"],
-        "content": [{"type": "text", "text": make_ledger(text)}],
+        "content": [{"type": "text", "text": ledger_for(text)}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 11, "output_tokens": 7},
@@ -465,9 +463,9 @@ def assert_anthropic_body(body: dict[str, Any], request: ModelRequest, max_token
 @BROKEN_UPSTREAM
 @MODES
 async def test_anthropic_gets_the_schema_as_output_config(
-    mode, loopback, launch_nodes, sent, make_ledger
+    mode, loopback, launch_nodes, sent, ledger_for
 ):
-    loopback.reply = lambda path, body: anthropic_answer(make_ledger, body)
+    loopback.reply = lambda path, body: anthropic_answer(ledger_for, body)
     synthesizer = EvidenceSynthesizer(llm=anthropic_llm(loopback.url), max_output_tokens=300)
 
     response = await synthesize(synthesizer, launch_nodes, mode)
@@ -576,9 +574,9 @@ PROFILE = ModelProfile(dialect="anthropic", temperature=False, api="anthropic-me
 
 @MODES
 async def test_the_strict_anthropic_call_sends_output_config_without_retries(
-    mode, loopback, ledger_request, make_ledger, anthropic_chat_call
+    mode, loopback, ledger_request, ledger_for, anthropic_chat_call
 ):
-    loopback.reply = lambda path, body: anthropic_answer(make_ledger, body)
+    loopback.reply = lambda path, body: anthropic_answer(ledger_for, body)
     llm = anthropic_llm(
         loopback.url, model=NO_TEMPERATURE_MODEL, additional_kwargs={"stop_sequences": ["END"]}
     )
@@ -664,12 +662,12 @@ def test_a_schema_past_the_dialects_limits_is_refused_before_any_request(
 # The reader's confidence: OpenAI and OpenAILike are asked for log-probabilities where read.
 
 
-def _decided_reply(logprobs_of: Any, make_ledger: Any) -> Any:
+def _decided_reply(logprobs_of: Any, ledger_for: Any) -> Any:
     """Answer the launch question with a decision, and log-probabilities when asked."""
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        content = json.dumps({"answerable": "yes", **json.loads(make_ledger(user))})
+        content = json.dumps({"answerable": "yes", **json.loads(ledger_for(user))})
         choice: dict[str, Any] = {"message": {"role": "assistant", "content": content}}
         if body.get("logprobs"):
             choice["logprobs"] = logprobs_of(content, 0.75)
@@ -694,11 +692,11 @@ def _decided_reply(logprobs_of: Any, make_ledger: Any) -> Any:
 )
 @MODES
 async def test_openai_llms_are_asked_for_logprobs_where_they_are_read(
-    cls, settings, asked, mode, fake_openai, launch_nodes, logprobs_of, make_ledger, monkeypatch
+    cls, settings, asked, mode, fake_openai, launch_nodes, logprobs_of, ledger_for, monkeypatch
 ):
     for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    fake_openai.reply = _decided_reply(logprobs_of, make_ledger)
+    fake_openai.reply = _decided_reply(logprobs_of, ledger_for)
     llm = openai_llm(fake_openai, cls).model_copy(update=settings)
     response = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
     (body,) = fake_openai.bodies
@@ -714,11 +712,11 @@ async def test_openai_llms_are_asked_for_logprobs_where_they_are_read(
 
 
 def test_the_floor_holds_for_an_openai_llm(
-    fake_openai, launch_nodes, logprobs_of, make_ledger, monkeypatch
+    fake_openai, launch_nodes, logprobs_of, ledger_for, monkeypatch
 ):
     for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    fake_openai.reply = _decided_reply(logprobs_of, make_ledger)
+    fake_openai.reply = _decided_reply(logprobs_of, ledger_for)
     llm = openai_llm(fake_openai, OpenAI)
     response = EvidenceSynthesizer(llm=llm, min_reader_confidence=0.8).synthesize(
         QUESTION, launch_nodes
