@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import _support
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
@@ -31,8 +32,7 @@ SECRET = "Ravi owns the schema change"
 
 
 def _ledger(**fields: Any) -> AIMessage:
-    ledger = {"facts": [], "answer": None, "inference": None, "missing_evidence": [], **fields}
-    return AIMessage(content=json.dumps(ledger))
+    return AIMessage(content=json.dumps({**_support.ledger_dict(answer=None), **fields}))
 
 
 def _without_ids(blocks: Any) -> Any:
