@@ -19,6 +19,12 @@ from typing import Any
 import bm25s
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+
+from langchain_evidence_first import to_content_blocks
+
+# isort: split
+# The imports `ask` needs, kept together so that its excerpt in the README runs as shown.
+# --8<-- [start:imports]
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import RunnablePassthrough
@@ -26,7 +32,9 @@ from langchain_openai import ChatOpenAI
 
 from evidence_first import EvidenceAnswer
 from evidence_first.local import LocalModel
-from langchain_evidence_first import EvidenceAnswerer, to_content_blocks
+from langchain_evidence_first import EvidenceAnswerer
+
+# --8<-- [end:imports]
 
 
 class BM25Retriever(BaseRetriever):
@@ -78,13 +86,9 @@ DOCUMENTS = [
 ]
 
 
-def main(local: LocalModel | None = None) -> EvidenceAnswer:
-    """Run the chain with the given local model, or start the default reader for the run."""
-    if local is None:
-        with LocalModel() as started:
-            return main(started)
-    # --8<-- [start:chain]
-    retriever = BM25Retriever(documents=DOCUMENTS, k=2)  # any LangChain retriever
+# --8<-- [start:chain]
+def ask(retriever: BaseRetriever, local: LocalModel) -> EvidenceAnswer:
+    """Answer from what ``retriever`` finds, read by ``local``, a started embedded reader."""
     llm = ChatOpenAI(base_url=local.base_url, api_key="unused", model=local.model_name)
     # A local model on a busy CPU can take minutes: a modest output, the longest timeout.
     answerer = EvidenceAnswerer(llm=llm, max_output_tokens=512, timeout=300)
@@ -95,7 +99,18 @@ def main(local: LocalModel | None = None) -> EvidenceAnswer:
     # To go on with text: the answer as an AIMessage with Citation blocks, then any parser.
     as_message = answerer.model_copy(update={"output": "message"})
     print((retrieve | as_message | StrOutputParser()).invoke("When is the launch?"))
+    return answer
     # --8<-- [end:chain]
+
+
+def main(local: LocalModel | None = None) -> EvidenceAnswer:
+    """Run the chain with the given local model, or start the default reader for the run."""
+    if local is None:
+        with LocalModel() as started:
+            return main(started)
+    # This recipe's own retriever (above); any LangChain retriever works in its place.
+    retriever = BM25Retriever(documents=DOCUMENTS, k=2)
+    answer = ask(retriever, local)
     # The same chain in one call: EvidenceAnswerer.from_retriever(retriever, llm=llm)
     # Without llm=, EvidenceAnswerer() uses the default reader: langchain-evidence-first[local].
     print(to_content_blocks(answer))  # [] unless answered: then one text block with citations

@@ -1,4 +1,5 @@
-"""Fixtures shared by every test folder: the embedded local models and the cassette setup.
+"""Fixtures shared by every test folder: the embedded local models, the cassette setup, the
+scripted model and ledger builders of ``_support.py``, and loopback provider endpoints.
 
 Cassette tests replay HTTP exchanges recorded from the local model server (and from a loopback
 stub that answers with provider errors). They replay with ``record_mode="none"`` by default;
@@ -19,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import _support
 import pytest
 
 from evidence_first import EvidenceAnswer
@@ -80,6 +82,24 @@ class ModelSlot:
         if self._current is not None:
             self._current.stop()
             self._current = None
+
+
+@pytest.fixture
+def scripted() -> Callable[..., _support.ScriptedModel]:
+    """Return :class:`_support.ScriptedModel`: a model answering as scripted, counting calls."""
+    return _support.ScriptedModel
+
+
+@pytest.fixture
+def make_ledger() -> Callable[..., str]:
+    """Return :func:`_support.ledger`: a ledger's JSON text from its facts and fields."""
+    return _support.ledger
+
+
+@pytest.fixture
+def make_fact() -> Callable[..., dict[str, Any]]:
+    """Return :func:`_support.fact`: a ledger fact from its citations."""
+    return _support.fact
 
 
 @pytest.fixture(scope="session")
@@ -336,6 +356,11 @@ class Loopback:
         (body,) = self.bodies
         return body
 
+    def answering(self, status: int, reply: Any, delay: float = 0.0) -> Loopback:
+        """Answer every later request with ``status`` and ``reply``, after ``delay`` seconds."""
+        self.status, self.reply, self.delay = status, reply, delay
+        return self
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
@@ -398,6 +423,17 @@ def loopback_server() -> Iterator[Callable[..., Loopback]]:
     yield start
     for server in started:
         server.close()
+
+
+@pytest.fixture
+def loopback(loopback_server: Callable[..., Loopback]) -> Loopback:
+    """A provider endpoint over HTTP/1.0, as every folder's provider tests use it: no client
+    keeps a connection, so each request a client attempts reaches the server as its own.
+
+    It answers ``{}`` until told otherwise: set ``reply`` (``reply(path, body)`` for each 200
+    answer), ``status`` and ``delay`` on it, or all three with :meth:`Loopback.answering`.
+    """
+    return loopback_server(keep_alive=False)
 
 
 @pytest.fixture

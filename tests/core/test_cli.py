@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import _support
 import pytest
 
 from evidence_first import answer_from_evidence, cli
@@ -18,21 +19,9 @@ TEXT = "Standup, April 28. The launch moved to June 15. Dana Whitfield owns the 
 
 
 def _ledger(**overrides: Any) -> str:
-    ledger: dict[str, Any] = {
-        "facts": [
-            {
-                "subject": "the launch",
-                "relation": "moved to",
-                "object": "June 15",
-                "citations": [{"source_id": "notes.txt", "quote": "The launch moved to June 15."}],
-            }
-        ],
-        "answer": "June 15",
-        "inference": None,
-        "missing_evidence": [],
-    }
-    ledger.update(overrides)
-    return json.dumps(ledger)
+    citation = ("notes.txt", "The launch moved to June 15.")
+    launch = _support.fact(citation, subject="the launch", relation="moved to", obj="June 15")
+    return json.dumps({**_support.ledger_dict([launch], answer="June 15"), **overrides})
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+import _support
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -57,14 +58,7 @@ def _ask(sources: list[Evidence], model: Any, *, defences: Defences | None = Non
 
 
 def _citing(*citations: dict[str, Any]) -> str:
-    return json.dumps(
-        {
-            "facts": [{"subject": "s", "relation": "r", "object": "o", "citations": [*citations]}],
-            "answer": "an answer",
-            "inference": None,
-            "missing_evidence": [],
-        }
-    )
+    return json.dumps(_support.ledger_dict([_support.fact(*citations)]))
 
 
 @pytest.mark.parametrize("mode", ["quote", "passage"])

@@ -16,11 +16,6 @@ def _call(model, *, question="When is the launch?", sources=GOOD, **options):
     return answer_from_evidence(question, sources, model, **options)
 
 
-@pytest.fixture
-def model(scripted, make_ledger):
-    return scripted(make_ledger(answer=None, missing_evidence=["nothing"]))
-
-
 def _assert_rejected(model, field: str, **kwargs):
     with pytest.raises(InvalidRequestError) as info:
         _call(model, **kwargs)
@@ -150,7 +145,22 @@ def test_blank_output_language_is_rejected(model):
 
 
 def test_a_source_that_is_not_evidence_is_rejected(model):
-    _assert_rejected(model, "sources[0]", sources=["just a string"])
+    error = _assert_rejected(model, "sources[0]", sources=[42])
+    assert "Evidence, a mapping or a string" in str(error)
+
+
+def test_plain_strings_are_sources_named_by_their_position(scripted, make_ledger, make_fact):
+    # The rule LangChain's EvidenceAnswerer follows too (tests/langchain/test_documents.py).
+    ledger = make_ledger([make_fact(("doc-2", "moved to June 15"))], answer="June 15 [F1].")
+    model = scripted(ledger)
+    sources = ["The budget review is on Friday.", "The launch moved to June 15."]
+
+    answer = _call(model, sources=sources)
+
+    assert answer.status == "answered"
+    assert [source.id for source in answer.evidence] == ["doc-1", "doc-2"]
+    assert [source.text for source in answer.evidence] == sources
+    assert answer.facts[0].citations[0].source_id == "doc-2"
 
 
 def test_sources_given_as_one_string_are_rejected(model):

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+import _support
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -44,15 +45,7 @@ MISQUOTED = {
 
 
 def _ledger(answer: str | None, facts: Any = (LAUNCH, OWNER), missing: Any = ()) -> str:
-    return json.dumps(
-        {
-            "facts": list(facts),
-            "answer": answer,
-            "inference": None,
-            "missing_evidence": list(missing),
-        },
-        ensure_ascii=False,
-    )
+    return _support.ledger(facts, answer=answer, missing_evidence=missing)
 
 
 def _run(scripted, answer, facts=(LAUNCH, OWNER), missing=(), **options) -> EvidenceAnswer:

@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-
 from evidence_first import Evidence, answer_from_evidence
 
 
 def _count_words(text: str) -> int:
     return len(text.split())
-
-
-@pytest.fixture
-def model(scripted, make_ledger):
-    return scripted(make_ledger(answer=None, missing_evidence=["more"]))
 
 
 def test_oversized_source_is_omitted_whole_and_later_smaller_one_fits(model):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
+import _support
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -36,16 +37,7 @@ def _sent(request) -> list[dict]:
 
 
 def _ledger(*citations, answer="June 15", missing=()):
-    return json.dumps(
-        {
-            "facts": [
-                {"subject": "s", "relation": "r", "object": "o", "citations": list(citations)}
-            ],
-            "answer": answer,
-            "inference": None,
-            "missing_evidence": list(missing),
-        }
-    )
+    return _support.ledger([_support.fact(*citations)], answer=answer, missing_evidence=missing)
 
 
 def _cite(source_id, *labels, quote=None):

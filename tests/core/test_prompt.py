@@ -44,11 +44,6 @@ def _sent_sources(user_message: str) -> list[dict]:
     return decoded
 
 
-@pytest.fixture
-def model(scripted, make_ledger):
-    return scripted(make_ledger(answer=None, missing_evidence=["m"]))
-
-
 def test_metadata_and_score_never_reach_the_model(model):
     source = Evidence(
         id="a",

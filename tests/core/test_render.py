@@ -8,6 +8,7 @@ import re
 import unicodedata
 from html.parser import HTMLParser
 
+import _support
 import pytest
 from markdown_it import MarkdownIt
 
@@ -28,31 +29,21 @@ SOURCES = [
 
 
 def _answered(scripted):
-    ledger = {
-        "facts": [
-            {
-                "subject": "launch",
-                "relation": "moved to",
-                "object": "June 15",
-                "citations": [
-                    {"source_id": "notes<1>", "quote": "The launch moved to June 15."},
-                    {"source_id": "notes<1>", "quote": "<script>alert('x')</script>"},
-                ],
-            },
-            {
-                "subject": "budget",
-                "relation": "spent",
-                "object": "62%",
-                "citations": [
-                    {"source_id": "email", "quote": "62% spent *so far* [draft]"},
-                    {"source_id": "notes<1>", "quote": "The launch moved to June 15."},
-                ],
-            },
-        ],
-        "answer": "June 15 <b>bold</b>",
-        "inference": None,
-        "missing_evidence": [],
-    }
+    launch = _support.fact(
+        ("notes<1>", "The launch moved to June 15."),
+        ("notes<1>", "<script>alert('x')</script>"),
+        subject="launch",
+        relation="moved to",
+        obj="June 15",
+    )
+    budget = _support.fact(
+        ("email", "62% spent *so far* [draft]"),
+        ("notes<1>", "The launch moved to June 15."),
+        subject="budget",
+        relation="spent",
+        obj="62%",
+    )
+    ledger = _support.ledger_dict([launch, budget], answer="June 15 <b>bold</b>")
     return answer_from_evidence("When?", SOURCES, scripted(json.dumps(ledger)))
 
 

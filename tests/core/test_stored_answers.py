@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import _support
 import pytest
 
 from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
@@ -17,15 +18,8 @@ QUOTE = "The launch moved to June 15."
 
 
 def _ledger(citation):
-    return json.dumps(
-        {
-            "facts": [{"subject": "launch", "relation": "moved to", "object": "June 15",
-                       "citations": [citation]}],
-            "answer": "June 15",
-            "inference": None,
-            "missing_evidence": [],
-        }
-    )  # fmt: skip
+    launch = _support.fact(citation, subject="launch", relation="moved to", obj="June 15")
+    return _support.ledger([launch], answer="June 15")
 
 
 @pytest.mark.parametrize(

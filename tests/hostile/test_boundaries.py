@@ -8,6 +8,7 @@ import logging
 import random
 from concurrent.futures import ThreadPoolExecutor
 
+import _support
 import pytest
 
 from evidence_first import (
@@ -33,7 +34,7 @@ EVIDENCE_TEXT = "The launch moved to June 15 (confidential)."
 
 
 def _abstain(request: ModelRequest) -> str:
-    return json.dumps({"facts": [], "answer": None, "inference": None, "missing_evidence": ["m"]})
+    return json.dumps(_support.ledger_dict(answer=None, missing_evidence=["m"]))
 
 
 class Recording:
@@ -104,10 +105,8 @@ class Echo:
     def _ledger(self, request: ModelRequest) -> str:
         sent = json.JSONDecoder().raw_decode(request.user, request.user.index("["))[0]
         (item,) = sent
-        citation = {"source_id": item["id"], "quote": item["text"]}
-        fact = {"subject": "s", "relation": "r", "object": "o", "citations": [citation]}
         return json.dumps(
-            {"facts": [fact], "answer": item["id"], "inference": None, "missing_evidence": []}
+            _support.ledger_dict([_support.fact((item["id"], item["text"]))], answer=item["id"])
         )
 
     async def agenerate(self, request: ModelRequest) -> str:

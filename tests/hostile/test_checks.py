@@ -7,12 +7,13 @@ attacks one such way round and asserts the promise it breaks, quoted from the do
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+import _support
 import pytest
+from _support import ScriptedModel
 
-from evidence_first import Evidence, InvalidRequestError, ModelRequest, answer_from_evidence
+from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
 
 SOURCE = Evidence(
     id="notes", text="Standup, May 2. The launch moved to June 15. Room 16 is booked."
@@ -20,21 +21,11 @@ SOURCE = Evidence(
 QUESTION = "When did the launch move?"
 
 
-class Reader:
-    """Answers every request with one fixed ledger."""
-
-    def __init__(self, ledger: dict[str, Any]) -> None:
-        self.text = json.dumps(ledger, ensure_ascii=False)
-
-    def generate(self, request: ModelRequest) -> str:
-        return self.text
-
-
 def _ledger(
     citation: dict[str, Any], *, obj: str = "June 16", answer: str = "June 16 [F1]."
 ) -> Any:
-    fact = {"subject": "the launch", "relation": "moved to", "object": obj, "citations": [citation]}
-    return {"facts": [fact], "answer": answer, "inference": None, "missing_evidence": []}
+    launch = _support.fact(citation, subject="the launch", relation="moved to", obj=obj)
+    return _support.ledger_dict([launch], answer=answer)
 
 
 # "A fact's `object` must be in one of its cited spans [...]; if it is not, each of its numbers
@@ -47,14 +38,14 @@ def _ledger(
 @pytest.mark.parametrize("quote", ["16", ".", ",", "15", "16 "])
 def test_a_quote_without_letters_does_not_skip_the_check_of_the_facts_words(quote):
     citation = {"source_id": "notes", "quote": quote}
-    flagged = answer_from_evidence(QUESTION, [SOURCE], Reader(_ledger(citation)))
+    flagged = answer_from_evidence(QUESTION, [SOURCE], ScriptedModel(_ledger(citation)))
     assert flagged.status == "answered"
     assert flagged.citation_checks[0].verdict == "verified"
     assert flagged.citation_checks[0].flags == ("object_not_cited",)
     assert flagged.flags == ("unsupported_facts",)
 
     held = answer_from_evidence(
-        QUESTION, [SOURCE], Reader(_ledger(citation)), unsupported_facts="abstain"
+        QUESTION, [SOURCE], ScriptedModel(_ledger(citation)), unsupported_facts="abstain"
     )
     assert held.status == "insufficient_evidence"
     assert held.abstention == "unsupported_facts"
@@ -63,14 +54,14 @@ def test_a_quote_without_letters_does_not_skip_the_check_of_the_facts_words(quot
 def test_a_quote_in_another_script_than_its_source_does_not_skip_the_check():
     source = Evidence(id="notes", text="The launch moved to June 15. Room 16 (第16号) is booked.")
     citation = {"source_id": "notes", "quote": "第16号"}
-    answer = answer_from_evidence(QUESTION, [source], Reader(_ledger(citation)))
+    answer = answer_from_evidence(QUESTION, [source], ScriptedModel(_ledger(citation)))
     assert answer.flags == ("unsupported_facts",)
 
 
 def test_a_translated_fact_of_a_source_in_another_script_is_still_not_checked():
     source = Evidence(id="notes", text="发射日期改到六月十五日。16号房间已预订。")
     citation = {"source_id": "notes", "quote": "16"}
-    answer = answer_from_evidence(QUESTION, [source], Reader(_ledger(citation)))
+    answer = answer_from_evidence(QUESTION, [source], ScriptedModel(_ledger(citation)))
     assert answer.status == "answered"
     assert answer.flags == ()
 
@@ -83,7 +74,7 @@ def test_a_narrowing_quote_without_letters_does_not_turn_a_caught_abstention_int
         answer = answer_from_evidence(
             QUESTION,
             [SOURCE],
-            Reader(_ledger(citation)),
+            ScriptedModel(_ledger(citation)),
             citation_mode="passage",
             unsupported_facts="abstain",
         )
@@ -106,7 +97,7 @@ def test_a_quote_of_invisible_characters_is_an_empty_quote(mode, quote):
     if mode == "passage":
         citation["passages"] = ["notes#1"]
     answer = answer_from_evidence(
-        QUESTION, [source], Reader(_ledger(citation, obj="June 15")), citation_mode=mode
+        QUESTION, [source], ScriptedModel(_ledger(citation, obj="June 15")), citation_mode=mode
     )
     assert answer.status == "invalid_response"
     assert "empty_quote" in answer.reason_codes
@@ -117,7 +108,7 @@ def test_a_quote_of_invisible_characters_is_an_empty_quote(mode, quote):
 def test_an_invisible_output_language_is_refused_as_blank(language):
     # "`output_language` | `None` | a non-blank string" (docs/concepts.md, the options table).
     with pytest.raises(InvalidRequestError) as raised:
-        answer_from_evidence(QUESTION, [SOURCE], Reader({}), output_language=language)
+        answer_from_evidence(QUESTION, [SOURCE], ScriptedModel({}), output_language=language)
     assert raised.value.field == "output_language"
 
 
@@ -141,7 +132,7 @@ def _marked(answer: str) -> dict[str, Any]:
     ],
 )
 def test_a_marker_between_stray_quote_marks_is_still_checked(answer):
-    result = answer_from_evidence(QUESTION, [SOURCE], Reader(_marked(answer)))
+    result = answer_from_evidence(QUESTION, [SOURCE], ScriptedModel(_marked(answer)))
     assert result.status == "invalid_response"
     assert "invalid_fact_marker" in result.reason_codes
 
@@ -157,13 +148,13 @@ def test_a_marker_between_stray_quote_marks_is_still_checked(answer):
 )
 def test_a_tail_in_enclosed_letters_or_emoji_is_an_unmarked_segment(tail):
     answer = f"The launch is on June 15 [F1]. {tail}"
-    listed = answer_from_evidence(QUESTION, [SOURCE], Reader(_marked(answer)))
+    listed = answer_from_evidence(QUESTION, [SOURCE], ScriptedModel(_marked(answer)))
     assert listed.status == "answered"
     assert [segment.support for segment in listed.segments] == ["marked", "unmarked"]
     assert listed.segments[1].text == tail
 
     rejected = answer_from_evidence(
-        QUESTION, [SOURCE], Reader(_marked(answer)), unmarked_segments="reject"
+        QUESTION, [SOURCE], ScriptedModel(_marked(answer)), unmarked_segments="reject"
     )
     assert rejected.status == "invalid_response"
     assert rejected.reason_codes == ("unmarked_segment",)
@@ -172,7 +163,7 @@ def test_a_tail_in_enclosed_letters_or_emoji_is_an_unmarked_segment(tail):
 def test_punctuation_after_the_last_marker_still_joins_its_segment():
     answer = "The launch is on June 15 [F1] …!"
     result = answer_from_evidence(
-        QUESTION, [SOURCE], Reader(_marked(answer)), unmarked_segments="reject"
+        QUESTION, [SOURCE], ScriptedModel(_marked(answer)), unmarked_segments="reject"
     )
     assert result.status == "answered"
     assert [segment.support for segment in result.segments] == ["marked"]

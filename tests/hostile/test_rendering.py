@@ -14,8 +14,9 @@ from html.parser import HTMLParser
 from typing import Any
 
 import pytest
+from _support import ScriptedModel
 
-from evidence_first import Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
 from evidence_first.render import render_html, render_markdown, render_text
 
 SOURCE = Evidence(id="notes", text="Standup, June 11. The launch moved to June 15. Ana owns it.")
@@ -27,16 +28,10 @@ FORGED = (
 SEPARATORS = ["\n", "\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c"]
 
 
-class Reader:
-    def __init__(self, ledger: dict[str, Any]) -> None:
-        self.text = json.dumps(ledger, ensure_ascii=False)
-
-    def generate(self, request: ModelRequest) -> str:
-        return self.text
-
-
 def _ask(ledger: dict[str, Any], **options: Any) -> EvidenceAnswer:
-    return answer_from_evidence("When did the launch move?", [SOURCE], Reader(ledger), **options)
+    return answer_from_evidence(
+        "When did the launch move?", [SOURCE], ScriptedModel(ledger), **options
+    )
 
 
 def _fact(text: str = "the launch", quote: str = LAUNCH, source_id: str = "notes") -> Any:
@@ -116,7 +111,7 @@ def _with_bidi() -> EvidenceAnswer:
     return answer_from_evidence(
         "When did the launch move?",
         [source],
-        Reader(
+        ScriptedModel(
             {
                 "facts": [{**_fact(spoof, source_id="notes\u202e"), "object": "June 15"}],
                 "answer": f"{spoof} [F1].\u2069\u202e",

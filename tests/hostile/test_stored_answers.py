@@ -13,13 +13,15 @@ import json
 import pickle
 from typing import Any
 
+import _support
 import pytest
+from _support import ScriptedModel
 from langchain_core.load import dumpd, load
 from langchain_core.messages import AIMessage, message_to_dict, messages_from_dict
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import ValidationError
 
-from evidence_first import Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
 from evidence_first.render import render_html, render_markdown, render_text
 
 SOURCE = Evidence(
@@ -30,27 +32,14 @@ LAUNCH = "The launch moved to June 15."
 FORGED = "The launch is cancelled."
 
 
-class Reader:
-    def __init__(self, ledger: dict[str, Any]) -> None:
-        self.text = json.dumps(ledger, ensure_ascii=False)
-
-    def generate(self, request: ModelRequest) -> str:
-        return self.text
-
-
 def _answered(mode: str = "quote") -> EvidenceAnswer:
     citation: dict[str, Any] = {"source_id": "notes", "quote": LAUNCH}
     if mode == "passage":
         citation = {"source_id": "notes", "passages": ["notes#2"], "quote": None}
-    fact = {"subject": "the launch", "relation": "moved to", "object": "June 15"}
-    ledger = {
-        "facts": [{**fact, "citations": [citation]}],
-        "answer": "June 15 [F1].",
-        "inference": None,
-        "missing_evidence": [],
-    }
+    launch = _support.fact(citation, subject="the launch", relation="moved to", obj="June 15")
+    ledger = _support.ledger_dict([launch], answer="June 15 [F1].")
     answer = answer_from_evidence(
-        "When did the launch move?", [SOURCE], Reader(ledger), citation_mode=mode
+        "When did the launch move?", [SOURCE], ScriptedModel(ledger), citation_mode=mode
     )
     assert answer.status == "answered"
     return answer

@@ -9,17 +9,18 @@ machine slows both alike: linear work takes twice as long, quadratic work four t
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+import _support
 import pytest
+from _support import ScriptedModel
 
 import evidence_first._engine as engine
-from evidence_first import Evidence, ModelRequest, aanswer_from_evidence, answer_from_evidence
+from evidence_first import Evidence, aanswer_from_evidence, answer_from_evidence
 
 SHORT, LONG = 8_000, 16_000
 # Linear is 2; quadratic work measured here was 3.9 and more.
@@ -29,22 +30,9 @@ QUESTION = "When did the launch move?"
 LAUNCH = "The launch moved to June 15"
 
 
-class Reader:
-    def __init__(self, ledger: dict[str, Any]) -> None:
-        self.text = json.dumps(ledger, ensure_ascii=False)
-
-    def generate(self, request: ModelRequest) -> str:
-        return self.text
-
-
 def _ledger(citation: dict[str, Any], answer: str = "June 15 [F1].") -> dict[str, Any]:
-    fact = {"subject": "the launch", "relation": "moved to", "object": "June 15"}
-    return {
-        "facts": [{**fact, "citations": [citation]}],
-        "answer": answer,
-        "inference": None,
-        "missing_evidence": [],
-    }
+    launch = _support.fact(citation, subject="the launch", relation="moved to", obj="June 15")
+    return _support.ledger_dict([launch], answer=answer)
 
 
 def _sample(call: Callable[[], Any], times: int) -> float:
@@ -86,7 +74,7 @@ def test_judging_a_source_with_a_run_twice_as_long_takes_about_twice_as_long(mod
     citation: dict[str, Any] = {"source_id": "notes", "quote": LAUNCH}
     if mode == "passage":
         citation = {"source_id": "notes", "passages": ["notes#1"], "quote": None}
-    model = Reader(_ledger(citation))
+    model = ScriptedModel(_ledger(citation))
 
     def call_of(size: int) -> Callable[[], Any]:
         source = _source(space * size)
@@ -108,7 +96,7 @@ def test_judging_an_answer_with_a_run_twice_as_long_takes_about_twice_as_long(sp
     citation = {"source_id": "notes", "quote": LAUNCH}
 
     def call_of(size: int) -> Callable[[], Any]:
-        model = Reader(_ledger(citation, answer=f"June 15 [F1].{space * size}x"))
+        model = ScriptedModel(_ledger(citation, answer=f"June 15 [F1].{space * size}x"))
 
         def call() -> None:
             answer = answer_from_evidence(QUESTION, [source], model, max_response_chars=131_072)
@@ -129,7 +117,7 @@ async def test_a_reply_is_judged_off_the_event_loop_whatever_its_size(monkeypatc
 
     monkeypatch.setattr(engine, "judge", judge)
     source = Evidence(id="notes", text=f"{LAUNCH}. Room 16 is booked.")
-    model = Reader(_ledger({"source_id": "notes", "quote": LAUNCH}))
+    model = ScriptedModel(_ledger({"source_id": "notes", "quote": LAUNCH}))
     answer = await aanswer_from_evidence(QUESTION, [source], model)
     assert answer.status == "answered"
     assert judged_on

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,15 +154,6 @@ def bm25_retriever() -> type[Bm25Retriever]:
 
 
 @pytest.fixture
-def loopback(loopback_server: Callable[..., Any]) -> Callable[..., Any]:
-    """Start loopback servers (``tests/conftest.py``'s ``Loopback``) answering every POST with
-    ``status`` and ``reply`` as JSON, over HTTP/1.0: no client keeps a connection, so each
-    attempted request reaches the server as its own.
-
-    ``delay`` holds each reply back, for timeouts; a client that gave up is not an error.
-    """
-
-    def start(status: int = 200, reply: Any = None, delay: float = 0.0) -> Any:
-        return loopback_server(keep_alive=False, status=status, reply=reply or {}, delay=delay)
-
-    return start
+def retriever(request: pytest.FixtureRequest) -> Bm25Retriever:
+    """A BM25 retriever, top 2, over the test module's ``DOCUMENTS``."""
+    return Bm25Retriever(documents=request.module.DOCUMENTS, k=2)

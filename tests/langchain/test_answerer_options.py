@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _support
 import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
@@ -15,9 +16,7 @@ LONG = Document(page_content="word " * 400, id="long")
 
 def _abstaining(scripted_chat_model):
     return scripted_chat_model(
-        message=AIMessage(
-            content='{"facts": [], "answer": null, "inference": null, "missing_evidence": ["x"]}'
-        )
+        message=AIMessage(content=_support.ledger(answer=None, missing_evidence=["x"]))
     )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 from langchain_core.output_parsers import StrOutputParser
@@ -29,11 +28,6 @@ DOCUMENTS = [
         page_content="Ticket 311: the payment provider needs a security review before launch.",
     ),
 ]
-
-
-@pytest.fixture
-def retriever(bm25_retriever):
-    return bm25_retriever(DOCUMENTS, k=2)
 
 
 def _assert_verified(answer: EvidenceAnswer) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import _support
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 
@@ -21,19 +22,8 @@ def _answer(scripted_chat_model, ledger, metadata=None):
 
 
 def _ledger(answer="June 15", missing=()):
-    return {
-        "facts": [
-            {
-                "subject": "launch",
-                "relation": "moved to",
-                "object": "June 15",
-                "citations": [{"source_id": "standup", "quote": QUOTE}],
-            }
-        ],
-        "answer": answer,
-        "inference": None,
-        "missing_evidence": list(missing),
-    }
+    launch = _support.fact(("standup", QUOTE), subject="launch", relation="moved to", obj="June 15")
+    return _support.ledger_dict([launch], answer=answer, missing_evidence=missing)
 
 
 def test_answer_becomes_a_text_block_with_citation_annotations(scripted_chat_model):

@@ -8,7 +8,9 @@ import pytest
 from langchain_core.documents import Document
 
 from evidence_first import Evidence, InvalidRequestError
+from evidence_first.adapters import source_evidence
 from langchain_evidence_first import EvidenceAnswerer
+from langchain_evidence_first._documents import DocumentKeys, to_evidence
 
 
 def _answer(model, sources, **options):
@@ -116,6 +118,21 @@ def test_evidence_mappings_and_strings_are_accepted(quoting_model):
     ]
     answer = _answer(quoting_model, sources)
     assert answer.used_source_ids == ("e", "m", "doc-3")
+
+
+def test_evidence_mappings_and_strings_follow_the_cores_rule():
+    # One rule for both: each item becomes the evidence the core makes of it, and the
+    # answer keeps the item a mapping or string came from.
+    items = [
+        Evidence(id="e", text="Evidence."),
+        {"id": "m", "text": "Mapping.", "speaker": "Ann"},
+        "A plain string.",
+    ]
+    for index, item in enumerate(items):
+        mapped = to_evidence(item, index, DocumentKeys())
+        assert mapped.model_dump() == source_evidence(item, index).model_dump()
+        assert mapped.source_object is (None if isinstance(item, Evidence) else item)
+    assert to_evidence("text", 2, DocumentKeys()).id == "doc-3"
 
 
 @pytest.mark.parametrize(

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 from uuid import UUID
 
+import _support
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForLLMRun
 from langchain_core.documents import Document
@@ -71,19 +72,9 @@ class LookupChatModel(BaseChatModel):
                 {"source_id": needed, "quote": sources[needed]["text"].split(" on ")[0]}
                 for needed in self.needs
             ]
-            fact = {"subject": "review", "relation": "is in", "object": "4B"}
-            return {
-                "facts": [{**fact, "citations": citations}],
-                "answer": "Room 4B.",
-                "inference": None,
-                "missing_evidence": [],
-            }
-        return {
-            "facts": [],
-            "answer": None,
-            "inference": None,
-            "missing_evidence": list(self.missing),
-        }
+            room = _support.fact(*citations, subject="review", relation="is in", obj="4B")
+            return _support.ledger_dict([room], answer="Room 4B.")
+        return _support.ledger_dict(answer=None, missing_evidence=self.missing)
 
 
 class Recording:
@@ -492,14 +483,9 @@ class GuessingChatModel(LookupChatModel):
 
     def _ledger(self, sources: dict[str, Any]) -> dict[str, Any]:
         quotes = {"review": "The launch review is run", "room": "meets in room 4B"}
-        citations = [{"source_id": i, "quote": q} for i, q in quotes.items() if i in sources]
-        fact = {"subject": "platform team", "relation": "meets in", "object": "4B"}
-        return {
-            "facts": [{**fact, "citations": citations}],
-            "answer": "Room 4B.",
-            "inference": None,
-            "missing_evidence": [],
-        }
+        citations = [(i, q) for i, q in quotes.items() if i in sources]
+        room = _support.fact(*citations, subject="platform team", relation="meets in", obj="4B")
+        return _support.ledger_dict([room], answer="Room 4B.")
 
 
 def test_after_an_abstention_the_engine_decided_it_retrieves_for_the_partial_facts():

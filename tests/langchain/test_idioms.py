@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import _support
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
@@ -31,14 +32,8 @@ QUESTION = "When is the launch after the schema change?"
 SECRET = "Ravi owns the schema change"
 
 
-@pytest.fixture
-def retriever(bm25_retriever):
-    return bm25_retriever(DOCUMENTS, k=2)
-
-
 def _ledger(**fields: Any) -> AIMessage:
-    ledger = {"facts": [], "answer": None, "inference": None, "missing_evidence": [], **fields}
-    return AIMessage(content=json.dumps(ledger))
+    return AIMessage(content=json.dumps({**_support.ledger_dict(answer=None), **fields}))
 
 
 def _without_ids(blocks: Any) -> Any:

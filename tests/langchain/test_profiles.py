@@ -141,7 +141,7 @@ AZURE = {
     "model", ["claude-opus-4-7", "claude-opus-4-8", "claude-opus-5-5", "claude-opus-4-7-20260416"]
 )
 def test_chat_anthropic_sends_no_temperature_to_claude_opus_4_7_or_later(model, loopback):
-    endpoint = loopback(200, ANTHROPIC_REPLY)
+    endpoint = loopback.answering(200, ANTHROPIC_REPLY)
     llm = ChatAnthropic(model=model, api_key="k", base_url=endpoint.url, temperature=0.7)
     answer = EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT).invoke(QUESTION)
     assert answer.status == "answered"
@@ -152,7 +152,7 @@ def test_chat_anthropic_sends_no_temperature_to_claude_opus_4_7_or_later(model, 
 
 
 def test_chat_anthropic_still_sends_temperature_0_to_claude_before_opus_4_7(loopback):
-    endpoint = loopback(200, ANTHROPIC_REPLY)
+    endpoint = loopback.answering(200, ANTHROPIC_REPLY)
     llm = ChatAnthropic(model="claude-haiku-4-5", api_key="k", base_url=endpoint.url)
     EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT).invoke(QUESTION)
     assert endpoint.body["temperature"] == 0.0
@@ -169,7 +169,7 @@ def test_chat_anthropic_still_sends_temperature_0_to_claude_before_opus_4_7(loop
 def test_chat_anthropic_with_extended_thinking_gets_no_temperature_and_room_to_think(
     model, thinking, allowance, loopback
 ):
-    endpoint = loopback(200, ANTHROPIC_REPLY)
+    endpoint = loopback.answering(200, ANTHROPIC_REPLY)
     llm = ChatAnthropic(model=model, api_key="k", base_url=endpoint.url, thinking=thinking)
     assert EvidenceAnswerer(llm=llm, max_output_tokens=LIMIT).invoke(QUESTION).status == "answered"
     body = endpoint.body
@@ -182,7 +182,7 @@ def test_chat_anthropic_with_extended_thinking_gets_no_temperature_and_room_to_t
 
 @pytest.mark.parametrize("model", ["anthropic/claude-opus-4.7", "anthropic/claude-opus-5-5"])
 def test_a_gateway_is_sent_no_temperature_for_claude_opus_4_7_or_later(model, loopback):
-    endpoint = loopback(200, OPENAI_REPLY)
+    endpoint = loopback.answering(200, OPENAI_REPLY)
     llm = ChatOpenAI(model=model, api_key="k", base_url=f"{endpoint.url}/v1")
     assert EvidenceAnswerer(llm=llm).invoke(QUESTION).status == "answered"
     assert "temperature" not in endpoint.body

@@ -73,7 +73,7 @@ def test_chat_openai_builds_its_retrying_clients_at_construction():
 
 @MODES
 async def test_a_strict_chat_openai_sends_one_request_on_a_500(mode, loopback):
-    endpoint = loopback(500, {"error": {"message": "crafted", "type": "server_error"}})
+    endpoint = loopback.answering(500, {"error": {"message": "crafted", "type": "server_error"}})
     llm = ChatOpenAI(model="gpt-4.1-mini", api_key="sk-test", base_url=f"{endpoint.url}/v1")
     strict = strict_chat_model(llm, timeout=5.0, max_tokens=16)
 
@@ -104,7 +104,7 @@ def test_chat_anthropic_still_caches_its_clients_as_cached_properties():
 
 @MODES
 async def test_a_strict_chat_anthropic_sends_one_request_on_a_500(mode, loopback):
-    endpoint = loopback(500, {"type": "error", "error": {"type": "api_error"}})
+    endpoint = loopback.answering(500, {"type": "error", "error": {"type": "api_error"}})
     llm = ChatAnthropic(model="claude-haiku-4-5", api_key="sk-ant-test", base_url=endpoint.url)
     # Ordinary use first: the clients are built and cached with the default two retries.
     assert llm._client.max_retries == 2
@@ -130,7 +130,7 @@ async def test_a_strict_chat_anthropic_sends_one_request_on_a_500(mode, loopback
 @MODES
 async def test_a_strict_chat_ollama_sends_one_request_on_a_500(mode, loopback):
     assert not any("retr" in name for name in ChatOllama.model_fields)
-    endpoint = loopback(500, {"error": "crafted"})
+    endpoint = loopback.answering(500, {"error": "crafted"})
     strict = strict_chat_model(
         ChatOllama(model="llama3.2", base_url=endpoint.url), timeout=5.0, max_tokens=16
     )
@@ -166,7 +166,7 @@ TIMED = pytest.mark.parametrize(
 # google-genai's async client subclasses aiohttp's ClientSession, which aiohttp 3.14 deprecates.
 @pytest.mark.filterwarnings("ignore:Inheritance class AiohttpClientSession:DeprecationWarning")
 async def test_the_strict_client_gives_up_at_the_timeout_after_one_request(mode, build, loopback):
-    endpoint = loopback(200, {}, delay=3.0)
+    endpoint = loopback.answering(200, {}, delay=3.0)
     strict = strict_chat_model(build(endpoint.url), timeout=0.5, max_tokens=16)
     started = time.monotonic()
     with pytest.raises(Exception) as info:  # noqa: PT011 - each SDK has its own timeout error

@@ -149,7 +149,7 @@ def _on(provider: str, url: str) -> Any:
 # response that is a coroutine nobody awaits. It is collected below, under this filter.
 @pytest.mark.filterwarnings("ignore:coroutine 'ClientResponse.json' was never awaited")
 async def test_a_provider_error_costs_exactly_one_request(mode, status, provider, loopback):
-    endpoint = loopback(status, LOOPBACK[provider][1])
+    endpoint = loopback.answering(status, LOOPBACK[provider][1])
     with pytest.raises(ModelCallError) as info:
         await _answer(_on(provider, endpoint.url), mode)
     assert len(endpoint.requests) == 1
@@ -227,7 +227,7 @@ async def test_chat_openai_on_openai_hosts_makes_one_request_on_an_error(
 
 @MODES
 async def test_chat_openai_elsewhere_sends_the_schema_as_built(mode, loopback):
-    endpoint = loopback(200, OPENAI_REPLY)
+    endpoint = loopback.answering(200, OPENAI_REPLY)
     answer = await _answer(_on("openai-elsewhere", endpoint.url), mode)
     assert answer.status == "answered"
     assert endpoint.requests[0].path == "/v1/chat/completions"
@@ -245,7 +245,7 @@ async def test_chat_openai_elsewhere_sends_the_schema_as_built(mode, loopback):
 
 @MODES
 async def test_chat_anthropic_sends_its_structured_output_format(mode, loopback):
-    endpoint = loopback(200, ANTHROPIC_REPLY)
+    endpoint = loopback.answering(200, ANTHROPIC_REPLY)
     answer = await _answer(_on("anthropic", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
@@ -261,7 +261,7 @@ async def test_chat_anthropic_sends_its_structured_output_format(mode, loopback)
 
 
 def test_a_claude_model_without_structured_outputs_gets_prompt_only_json_and_a_warning(loopback):
-    endpoint = loopback(200, ANTHROPIC_REPLY)
+    endpoint = loopback.answering(200, ANTHROPIC_REPLY)
     llm = ChatAnthropic(model="claude-3-5-haiku-20241022", api_key="k", base_url=endpoint.url)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
@@ -279,7 +279,7 @@ def test_a_claude_model_without_structured_outputs_gets_prompt_only_json_and_a_w
 
 @MODES
 async def test_chat_ollama_sends_the_full_schema_as_its_format(mode, loopback):
-    endpoint = loopback(200, OLLAMA_REPLY)
+    endpoint = loopback.answering(200, OLLAMA_REPLY)
     answer = await _answer(_on("ollama", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
@@ -296,7 +296,7 @@ async def test_chat_ollama_sends_the_full_schema_as_its_format(mode, loopback):
 
 @MODES
 async def test_chat_google_sends_its_json_schema_and_json_output(mode, loopback):
-    endpoint = loopback(200, GEMINI_REPLY)
+    endpoint = loopback.answering(200, GEMINI_REPLY)
     answer = await _answer(_on("google", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
@@ -313,7 +313,7 @@ async def test_chat_google_sends_its_json_schema_and_json_output(mode, loopback)
 
 
 def test_gemini_3_keeps_its_default_temperature(loopback):
-    endpoint = loopback(200, GEMINI_REPLY)
+    endpoint = loopback.answering(200, GEMINI_REPLY)
     llm = ChatGoogleGenerativeAI(model="gemini-3-flash-preview", api_key="k", base_url=endpoint.url)
     assert EvidenceAnswerer(llm=llm).invoke(QUESTION).status == "answered"
     assert "temperature" not in endpoint.body["generationConfig"]
@@ -324,7 +324,7 @@ def test_gemini_3_keeps_its_default_temperature(loopback):
 
 @MODES
 async def test_chat_mistral_sends_a_strict_json_schema_response_format(mode, loopback):
-    endpoint = loopback(200, OPENAI_REPLY)
+    endpoint = loopback.answering(200, OPENAI_REPLY)
     answer = await _answer(_on("mistral", endpoint.url), mode)
     assert answer.status == "answered"
     body = endpoint.body
@@ -477,7 +477,7 @@ def test_chat_openai_is_not_asked_for_logprobs_where_it_refuses_them(kwargs, log
 
 
 def test_other_providers_are_never_asked_for_logprobs(loopback):
-    endpoint = loopback(200, ANTHROPIC_REPLY)
+    endpoint = loopback.answering(200, ANTHROPIC_REPLY)
     EvidenceAnswerer(llm=_on("anthropic", endpoint.url)).invoke(QUESTION)
     assert "logprobs" not in endpoint.body
     assert "top_logprobs" not in endpoint.body

@@ -67,7 +67,7 @@ def _ask(llm: Any, mode: str) -> None:
 @CITATION_MODES
 @pytest.mark.parametrize("provider", sorted(ON_LOOPBACK))
 def test_a_provider_posts_the_recorded_body(provider, mode, loopback, golden_request):
-    endpoint = loopback(200, {})
+    endpoint = loopback.answering(200, {})
     _ask(ON_LOOPBACK[provider](endpoint.url), mode)
     golden_request(f"langchain-{provider}", mode, endpoint.posts[-1].raw)
 

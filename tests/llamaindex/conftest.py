@@ -30,6 +30,9 @@ from llama_index.core.schema import BaseNode, NodeWithScore, TextNode
 from llama_index.llms.openai_like import OpenAILike
 from llama_index.retrievers.bm25 import BM25Retriever
 
+from evidence_first import ModelRequest
+from llama_index.response_synthesizers.evidence_first._strict_call import AsyncLLMReader, LLMReader
+
 SECRET = "sk-live-4f9c2d-DO-NOT-SEND"
 
 # Paragraphs are separated the way SentenceSplitter splits first ("\n\n\n"), and each fits a
@@ -202,17 +205,6 @@ def fake_openai() -> FakeOpenAI:
     return FakeOpenAI()
 
 
-@pytest.fixture
-def loopback(loopback_server: Callable[..., Any]) -> Any:
-    """A provider endpoint on 127.0.0.1 (``tests/conftest.py``'s ``Loopback``, HTTP/1.0) that
-    records each request and answers as scripted.
-
-    ``reply(path, body)`` gives the JSON of a 200 answer; set ``status`` to fail every request
-    with that code (an error body every SDK here can read, carrying "crafted failure").
-    """
-    return loopback_server(keep_alive=False)
-
-
 class LedgerLLM(CustomLLM):
     """A LlamaIndex ``CustomLLM`` (outside the allow-list) that answers with a ledger.
 
@@ -276,6 +268,43 @@ def launch_nodes(launch_quote) -> list[NodeWithScore]:
     ]
 
 
-@pytest.fixture
-def make_ledger() -> Callable[..., str]:
+@pytest.fixture(name="ledger_for")
+def ledger_for_fixture() -> Callable[..., str]:
+    """Return :func:`ledger_for`: a ledger answering from the sources a user message holds."""
     return ledger_for
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[ModelRequest]:
+    """The requests the synthesizer hands its reader, to compare with what went on the wire."""
+    requests: list[ModelRequest] = []
+    generate, agenerate = LLMReader.generate, AsyncLLMReader.agenerate
+
+    def spy(self: LLMReader, request: ModelRequest) -> Any:
+        requests.append(request)
+        return generate(self, request)
+
+    async def aspy(self: AsyncLLMReader, request: ModelRequest) -> Any:
+        requests.append(request)
+        return await agenerate(self, request)
+
+    monkeypatch.setattr(LLMReader, "generate", spy)
+    monkeypatch.setattr(AsyncLLMReader, "agenerate", aspy)
+    return requests
+
+
+def anthropic_chat_arguments(strict: Any, request: ModelRequest) -> dict[str, Any]:
+    """What ``Anthropic.chat`` passes its client's ``messages.create`` for ``request`` through
+    the strict copy, without the message conversion that fails with anthropic 2.x."""
+    return {
+        "messages": [{"role": "user", "content": request.user}],
+        "system": request.system,
+        "stream": False,
+        **strict._get_all_kwargs(),
+    }
+
+
+@pytest.fixture
+def anthropic_chat_call() -> Callable[[Any, ModelRequest], dict[str, Any]]:
+    """Return :func:`anthropic_chat_arguments`."""
+    return anthropic_chat_arguments

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import _support
 import pytest
 from llama_index.core import Document, SummaryIndex, VectorStoreIndex
 from llama_index.core.base.response.schema import (
@@ -193,8 +194,8 @@ def invalid_json(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def abstain(body: dict[str, Any]) -> dict[str, Any]:
-    facts = {"facts": [], "answer": None, "inference": None, "missing_evidence": ["the date"]}
-    return {"message": {"role": "assistant", "content": json.dumps(facts)}}
+    ledger = _support.ledger_dict(answer=None, missing_evidence=["the date"])
+    return {"message": {"role": "assistant", "content": json.dumps(ledger)}}
 
 
 # status, how the fake endpoint replies (None: no call), options

@@ -153,17 +153,6 @@ def planned(llm: Anthropic) -> tuple[ModelRequest, ModelProfile]:
     return plan.request, reader.profile
 
 
-def send_as_chat_does(strict: Anthropic, request: ModelRequest) -> None:
-    """``Anthropic.chat``'s own call through the strict copy's client, without the message
-    conversion that fails with anthropic 2.x."""
-    strict._client.messages.create(
-        messages=[{"role": "user", "content": request.user}],
-        system=request.system,
-        stream=False,
-        **strict._get_all_kwargs(),
-    )
-
-
 @pytest.mark.parametrize(
     "model",
     [
@@ -174,7 +163,9 @@ def send_as_chat_does(strict: Anthropic, request: ModelRequest) -> None:
         "claude-opus-4-7@20260416",  # Vertex AI
     ],
 )
-def test_no_temperature_reaches_claude_opus_4_7_or_later_through_the_strict_call(model, loopback):
+def test_no_temperature_reaches_claude_opus_4_7_or_later_through_the_strict_call(
+    model, loopback, anthropic_chat_call
+):
     loopback.reply = ANTHROPIC_REPLY
     llm = anthropic_llm(loopback.url, model)
     request, profile = planned(llm)
@@ -184,7 +175,7 @@ def test_no_temperature_reaches_claude_opus_4_7_or_later_through_the_strict_call
     assert profile.structured_output
     strict, _ = strict_anthropic_call(request, llm, False, profile)
 
-    send_as_chat_does(strict, request)
+    strict._client.messages.create(**anthropic_chat_call(strict, request))
 
     (received,) = loopback.posts
     assert received.path == "/v1/messages"
@@ -288,10 +279,10 @@ def test_a_given_profile_silences_the_warning_and_sets_what_azure_is_sent(
 # 7. The embedded reader's profile through OpenAILike pointed at its server (recipe 3).
 
 
-def _reader_reply(logprobs_of: Any, make_ledger: Any, yes: float) -> Any:
+def _reader_reply(logprobs_of: Any, ledger_for: Any, yes: float) -> Any:
     def reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        ledger = json.loads(make_ledger(user))
+        ledger = json.loads(ledger_for(user))
         ledger["answer"] = "The launch is on June 15 [F1]."
         text = json.dumps({"answerable": "yes", **ledger})
         logprobs = logprobs_of(text, yes) if body.get("logprobs") else None
@@ -312,9 +303,9 @@ def _reader_reply(logprobs_of: Any, make_ledger: Any, yes: float) -> Any:
 # Below and above the reader's floor in passage mode (0.61; the ledger carries no flag).
 @pytest.mark.parametrize(("yes", "status"), [(0.5, "insufficient_evidence"), (0.9, "answered")])
 def test_openai_like_at_the_embedded_readers_server_gets_the_readers_profile(
-    yes, status, loopback, launch_nodes, logprobs_of, make_ledger
+    yes, status, loopback, launch_nodes, logprobs_of, ledger_for
 ):
-    loopback.reply = _reader_reply(logprobs_of, make_ledger, yes)
+    loopback.reply = _reader_reply(logprobs_of, ledger_for, yes)
     llm = OpenAILike(
         api_base=f"{loopback.url}/v1", model=READER, api_key="none", is_chat_model=True
     )

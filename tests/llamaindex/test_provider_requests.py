@@ -30,30 +30,11 @@ from llama_index.response_synthesizers.evidence_first import (
 )
 from llama_index.response_synthesizers.evidence_first._anthropic import strict_anthropic_call
 from llama_index.response_synthesizers.evidence_first._openai import family_for
-from llama_index.response_synthesizers.evidence_first._strict_call import AsyncLLMReader, LLMReader
+from llama_index.response_synthesizers.evidence_first._strict_call import reader_for
 
 QUESTION = "When is the Apollo launch?"
 MODES = pytest.mark.parametrize("mode", ["sync", "async"])
 FAILURES = pytest.mark.parametrize("status", [500, 429])
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[ModelRequest]:
-    """The requests the synthesizer hands its reader, to compare with what went on the wire."""
-    requests: list[ModelRequest] = []
-    generate, agenerate = LLMReader.generate, AsyncLLMReader.agenerate
-
-    def spy(self, request: ModelRequest):
-        requests.append(request)
-        return generate(self, request)
-
-    async def aspy(self, request: ModelRequest):
-        requests.append(request)
-        return await agenerate(self, request)
-
-    monkeypatch.setattr(LLMReader, "generate", spy)
-    monkeypatch.setattr(AsyncLLMReader, "agenerate", aspy)
-    return requests
 
 
 async def synthesize(synthesizer: EvidenceSynthesizer, nodes, mode: str):
@@ -170,11 +151,11 @@ async def test_openai_strict_mode_gets_no_string_lengths(mode, fake_openai, laun
 
 @MODES
 async def test_a_loopback_openai_like_is_sent_the_request_schema_unchanged(
-    mode, loopback, launch_nodes, sent, make_ledger
+    mode, loopback, launch_nodes, sent, ledger_for
 ):
     def reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        message = {"role": "assistant", "content": make_ledger(user)}
+        message = {"role": "assistant", "content": ledger_for(user)}
         choice = {"index": 0, "finish_reason": "stop", "message": message}
         return {
             "id": "c",
@@ -232,10 +213,10 @@ GEMINI_META = {
 }
 
 
-def gemini_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+def gemini_answer(ledger_for, body: dict[str, Any]) -> dict[str, Any]:
     user = body["contents"][-1]["parts"][0]["text"]
     candidate = {
-        "content": {"role": "model", "parts": [{"text": make_ledger(user)}]},
+        "content": {"role": "model", "parts": [{"text": ledger_for(user)}]},
         "finishReason": "STOP",
     }
     usage = {"promptTokenCount": 11, "candidatesTokenCount": 7, "totalTokenCount": 18}
@@ -243,10 +224,10 @@ def gemini_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def gemini(loopback, make_ledger):
+def gemini(loopback, ledger_for):
     """A loopback Gemini API: model metadata on GET, a ledger on generateContent."""
     loopback.reply = lambda path, body: (
-        GEMINI_META if body is None else gemini_answer(make_ledger, body)
+        GEMINI_META if body is None else gemini_answer(ledger_for, body)
     )
     return loopback
 
@@ -300,7 +281,7 @@ def test_gemini_3_is_sent_no_temperature_as_googlegenai_leaves_it_unset(gemini, 
 
 
 @MODES
-async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, make_ledger):
+async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, ledger_for):
     # google-genai's own hook for an httpx client: the timeout of each request is visible.
     seen: list[httpx.Request] = []
 
@@ -308,7 +289,7 @@ async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, mak
         seen.append(request)
         body = json.loads(request.content) if request.content else None
         return httpx.Response(
-            200, json=GEMINI_META if body is None else gemini_answer(make_ledger, body)
+            200, json=GEMINI_META if body is None else gemini_answer(ledger_for, body)
         )
 
     transport = httpx.MockTransport(handle)
@@ -360,12 +341,12 @@ async def test_gemini_is_sent_one_request_on_a_provider_error(status, mode, gemi
 # Ollama: `format` (a grammar) and `options`.
 
 
-def ollama_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+def ollama_answer(ledger_for, body: dict[str, Any]) -> dict[str, Any]:
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     return {
         "model": body["model"],
         "created_at": "2025-01-01T00:00:00Z",
-        "message": {"role": "assistant", "content": make_ledger(user)},
+        "message": {"role": "assistant", "content": ledger_for(user)},
         "done": True,
         "done_reason": "stop",
         "prompt_eval_count": 11,
@@ -382,9 +363,9 @@ def ollama_llm(base_url: str, **settings: Any):
 
 @MODES
 async def test_ollama_gets_the_schema_as_format_and_the_limit_as_num_predict(
-    mode, loopback, launch_nodes, sent, make_ledger
+    mode, loopback, launch_nodes, sent, ledger_for
 ):
-    loopback.reply = lambda path, body: ollama_answer(make_ledger, body)
+    loopback.reply = lambda path, body: ollama_answer(ledger_for, body)
     llm = ollama_llm(
         loopback.url,
         temperature=0.8,
@@ -411,10 +392,8 @@ async def test_ollama_gets_the_schema_as_format_and_the_limit_as_num_predict(
     assert llm.additional_kwargs["num_predict"] == 4000  # the caller's LLM is unchanged
 
 
-def test_ollama_num_predict_smaller_than_ours_is_the_limit_sent(
-    loopback, launch_nodes, make_ledger
-):
-    loopback.reply = lambda path, body: ollama_answer(make_ledger, body)
+def test_ollama_num_predict_smaller_than_ours_is_the_limit_sent(loopback, launch_nodes, ledger_for):
+    loopback.reply = lambda path, body: ollama_answer(ledger_for, body)
     llm = ollama_llm(loopback.url, additional_kwargs={"num_predict": 200})
 
     synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=2048)
@@ -450,7 +429,7 @@ BROKEN_UPSTREAM = pytest.mark.xfail(
 )
 
 
-def anthropic_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
+def anthropic_answer(ledger_for, body: dict[str, Any]) -> dict[str, Any]:
     user = body["messages"][-1]["content"]
     text = user if isinstance(user, str) else user[0]["text"]
     return {
@@ -458,7 +437,7 @@ def anthropic_answer(make_ledger, body: dict[str, Any]) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": body["model"],
-        "content": [{"type": "text", "text": make_ledger(text)}],
+        "content": [{"type": "text", "text": ledger_for(text)}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 11, "output_tokens": 7},
@@ -484,9 +463,9 @@ def assert_anthropic_body(body: dict[str, Any], request: ModelRequest, max_token
 @BROKEN_UPSTREAM
 @MODES
 async def test_anthropic_gets_the_schema_as_output_config(
-    mode, loopback, launch_nodes, sent, make_ledger
+    mode, loopback, launch_nodes, sent, ledger_for
 ):
-    loopback.reply = lambda path, body: anthropic_answer(make_ledger, body)
+    loopback.reply = lambda path, body: anthropic_answer(ledger_for, body)
     synthesizer = EvidenceSynthesizer(llm=anthropic_llm(loopback.url), max_output_tokens=300)
 
     response = await synthesize(synthesizer, launch_nodes, mode)
@@ -523,6 +502,54 @@ def test_anthropic_chat_fails_before_sending_with_the_installed_packages(loopbac
     assert loopback.requests == []
 
 
+# What the strict call prepares for the real Anthropic LLM, read where Anthropic.chat takes it
+# (the copy's fields and clients, and `_get_all_kwargs()`, the arguments it passes to
+# `messages.create` beside the messages): these pass whatever breaks the chat call above it.
+
+
+@pytest.mark.parametrize(
+    ("model", "temperature"),
+    [("claude-sonnet-4-5", 0.0), ("claude-opus-4-7", None)],
+    ids=["takes-temperature", "no-temperature"],
+)
+@pytest.mark.parametrize("citation_mode", ["quote", "passage"])
+def test_the_strict_anthropic_call_prepares_the_planned_request(
+    model, temperature, citation_mode, loopback, launch_nodes, sent
+):
+    llm = anthropic_llm(
+        loopback.url, model=model, additional_kwargs={"output_config": {"effort": "low"}}
+    )
+    synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=300, citation_mode=citation_mode)
+    with pytest.raises(ModelCallError):  # Anthropic.chat itself (BROKEN_UPSTREAM)
+        synthesizer.synthesize(QUESTION, launch_nodes)
+    (request,) = sent  # what the synthesizer planned for this LLM, by its profile
+    assert request.temperature == temperature
+
+    strict, kwargs = strict_anthropic_call(request, llm, False, reader_for(llm).profile)
+
+    assert kwargs == {}  # everything travels on the copy
+    arguments = strict._get_all_kwargs()
+    expected = {"model", "max_tokens", "output_config"} | (
+        {"temperature"} if temperature is not None else set()
+    )
+    assert set(arguments) == expected  # no tools, tool_choice or mcp_servers
+    assert arguments["max_tokens"] == 300
+    assert arguments.get("temperature") == temperature
+    # The schema in the anthropic dialect as output_config.format; the caller's effort kept.
+    output_format = arguments["output_config"]["format"]
+    assert arguments["output_config"]["effort"] == "low"
+    assert output_format["type"] == "json_schema"
+    assert_in_dialect(output_format["schema"], request, "anthropic")
+    assert (strict.max_retries, strict.timeout) == (0, request.timeout)
+    for client in (strict._client, strict._aclient):
+        assert (client.max_retries, client.timeout) == (0, request.timeout)
+        assert str(client.base_url).startswith(loopback.url)
+    # The caller's LLM is not changed.
+    assert llm.max_retries == 10
+    assert llm.additional_kwargs == {"output_config": {"effort": "low"}}
+    assert loopback.requests == []
+
+
 @pytest.fixture
 def ledger_request(ledger_llm, launch_nodes, sent) -> ModelRequest:
     """A real request for the launch nodes (what every reader is handed), from a prompt-only LLM."""
@@ -533,15 +560,7 @@ def ledger_request(ledger_llm, launch_nodes, sent) -> ModelRequest:
     return sent[-1]
 
 
-async def send_as_anthropic_chat_does(strict: Any, request: ModelRequest, mode: str) -> None:
-    """``Anthropic.chat``'s own call through the strict copy's client, minus the message
-    conversion that fails with anthropic 2.x."""
-    call = {
-        "messages": [{"role": "user", "content": request.user}],
-        "system": request.system,
-        "stream": False,
-        **strict._get_all_kwargs(),
-    }
+async def send_as_anthropic_chat(strict: Any, call: dict[str, Any], mode: str) -> None:
     if mode == "sync":
         strict._client.messages.create(**call)
     else:
@@ -555,15 +574,15 @@ PROFILE = ModelProfile(dialect="anthropic", temperature=False, api="anthropic-me
 
 @MODES
 async def test_the_strict_anthropic_call_sends_output_config_without_retries(
-    mode, loopback, ledger_request, make_ledger
+    mode, loopback, ledger_request, ledger_for, anthropic_chat_call
 ):
-    loopback.reply = lambda path, body: anthropic_answer(make_ledger, body)
+    loopback.reply = lambda path, body: anthropic_answer(ledger_for, body)
     llm = anthropic_llm(
         loopback.url, model=NO_TEMPERATURE_MODEL, additional_kwargs={"stop_sequences": ["END"]}
     )
     strict, kwargs = strict_anthropic_call(ledger_request, llm, mode == "async", PROFILE)
 
-    await send_as_anthropic_chat_does(strict, ledger_request, mode)
+    await send_as_anthropic_chat(strict, anthropic_chat_call(strict, ledger_request), mode)
 
     assert kwargs == {}
     (received,) = loopback.requests
@@ -576,7 +595,7 @@ async def test_the_strict_anthropic_call_sends_output_config_without_retries(
 @FAILURES
 @MODES
 async def test_the_strict_anthropic_call_makes_one_request_on_a_provider_error(
-    status, mode, loopback, ledger_request
+    status, mode, loopback, ledger_request, anthropic_chat_call
 ):
     loopback.status = status
     llm = anthropic_llm(loopback.url, model=NO_TEMPERATURE_MODEL)
@@ -584,7 +603,7 @@ async def test_the_strict_anthropic_call_makes_one_request_on_a_provider_error(
     strict, _ = strict_anthropic_call(ledger_request, llm, mode == "async", PROFILE)
 
     with pytest.raises(anthropic.APIStatusError):
-        await send_as_anthropic_chat_does(strict, ledger_request, mode)
+        await send_as_anthropic_chat(strict, anthropic_chat_call(strict, ledger_request), mode)
 
     assert len(loopback.requests) == 1
 
@@ -643,12 +662,12 @@ def test_a_schema_past_the_dialects_limits_is_refused_before_any_request(
 # The reader's confidence: OpenAI and OpenAILike are asked for log-probabilities where read.
 
 
-def _decided_reply(logprobs_of: Any, make_ledger: Any) -> Any:
+def _decided_reply(logprobs_of: Any, ledger_for: Any) -> Any:
     """Answer the launch question with a decision, and log-probabilities when asked."""
 
     def reply(body: dict[str, Any]) -> dict[str, Any]:
         user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        content = json.dumps({"answerable": "yes", **json.loads(make_ledger(user))})
+        content = json.dumps({"answerable": "yes", **json.loads(ledger_for(user))})
         choice: dict[str, Any] = {"message": {"role": "assistant", "content": content}}
         if body.get("logprobs"):
             choice["logprobs"] = logprobs_of(content, 0.75)
@@ -673,11 +692,11 @@ def _decided_reply(logprobs_of: Any, make_ledger: Any) -> Any:
 )
 @MODES
 async def test_openai_llms_are_asked_for_logprobs_where_they_are_read(
-    cls, settings, asked, mode, fake_openai, launch_nodes, logprobs_of, make_ledger, monkeypatch
+    cls, settings, asked, mode, fake_openai, launch_nodes, logprobs_of, ledger_for, monkeypatch
 ):
     for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    fake_openai.reply = _decided_reply(logprobs_of, make_ledger)
+    fake_openai.reply = _decided_reply(logprobs_of, ledger_for)
     llm = openai_llm(fake_openai, cls).model_copy(update=settings)
     response = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
     (body,) = fake_openai.bodies
@@ -693,11 +712,11 @@ async def test_openai_llms_are_asked_for_logprobs_where_they_are_read(
 
 
 def test_the_floor_holds_for_an_openai_llm(
-    fake_openai, launch_nodes, logprobs_of, make_ledger, monkeypatch
+    fake_openai, launch_nodes, logprobs_of, ledger_for, monkeypatch
 ):
     for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
-    fake_openai.reply = _decided_reply(logprobs_of, make_ledger)
+    fake_openai.reply = _decided_reply(logprobs_of, ledger_for)
     llm = openai_llm(fake_openai, OpenAI)
     response = EvidenceSynthesizer(llm=llm, min_reader_confidence=0.8).synthesize(
         QUESTION, launch_nodes

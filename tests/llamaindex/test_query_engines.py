@@ -203,11 +203,11 @@ def test_the_response_text_is_none_unless_answered(retriever, fake_openai):
     assert [n.node.node_id for n in response.source_nodes] == list(answer.used_source_ids)
 
 
-def test_an_abstention_has_no_response_text(retriever, fake_openai, make_ledger):
+def test_an_abstention_has_no_response_text(retriever, fake_openai, ledger_for):
     fake_openai.reply = lambda body: {
         "message": {
             "role": "assistant",
-            "content": make_ledger(body["messages"][1]["content"], None),
+            "content": ledger_for(body["messages"][1]["content"], None),
         }
     }
     engine = EvidenceQueryEngine.from_args(retriever, llm=fake_openai.llm())

@@ -2,8 +2,10 @@
 
 The bodies are recorded in ``tests/golden/requests/`` (``--record-golden``). OpenAI's LLMs
 are served by ``httpx.MockTransport`` (the ``fake_openai`` endpoint), Gemini and Ollama by a
-loopback server. (LlamaIndex's Anthropic LLM cannot chat with the installed anthropic 2.x:
-``test_provider_requests.py`` marks it.)
+loopback server. LlamaIndex's Anthropic LLM cannot chat with the installed anthropic 2.x
+(``test_provider_requests.py`` marks it): its body is what the strict copy's own client posts
+with the arguments ``Anthropic.chat`` would pass it, for a model that takes no temperature (an
+argument anthropic 2.x's ``messages.create`` refuses).
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from llama_index.llms.openai import OpenAI
 
 from evidence_first import ModelCallError
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer
+from llama_index.response_synthesizers.evidence_first._anthropic import strict_anthropic_call
+from llama_index.response_synthesizers.evidence_first._strict_call import reader_for
 
 QUESTION = "When is the Apollo launch?"
 CITATION_MODES = pytest.mark.parametrize("mode", ["quote", "passage"])
@@ -76,3 +80,20 @@ def test_ollama_posts_the_recorded_body(mode, loopback, launch_nodes, golden_req
     llm = Ollama(model="qwen3:4b", base_url=loopback.url, context_window=8192)
     _ask(llm, launch_nodes, mode)
     golden_request("llamaindex-ollama", mode, loopback.posts[-1].raw)
+
+
+@CITATION_MODES
+def test_anthropic_strict_call_posts_the_recorded_body(
+    mode, loopback, launch_nodes, sent, anthropic_chat_call, golden_request
+):
+    from llama_index.llms.anthropic import Anthropic
+
+    llm = Anthropic(
+        model="claude-opus-4-7", base_url=loopback.url, api_key="sk-ant-test", max_tokens=4096
+    )
+    _ask(llm, launch_nodes, mode)  # Anthropic.chat fails before sending; the plan is made
+    (request,) = sent
+    strict, _ = strict_anthropic_call(request, llm, False, reader_for(llm).profile)
+    with contextlib.suppress(Exception):  # the reply does not matter
+        strict._client.messages.create(**anthropic_chat_call(strict, request))
+    golden_request("llamaindex-anthropic", mode, loopback.posts[-1].raw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import _support
 import pytest
 from llama_index.core.base.response.schema import Response
 from llama_index.core.schema import NodeWithScore, TextNode
@@ -32,29 +33,19 @@ def three_nodes() -> list[NodeWithScore]:
     ]
 
 
-def fact(source_id: str, quote: str, obj: str) -> dict[str, Any]:
-    return {
-        "subject": "Apollo launch",
-        "relation": "has",
-        "object": obj,
-        "citations": [{"source_id": source_id, "quote": quote}],
-    }
+def _fact(source_id: str, quote: str, obj: str) -> dict[str, Any]:
+    return _support.fact((source_id, quote), subject="Apollo launch", relation="has", obj=obj)
 
 
 # F1 cites the third node, F2 the first: the numbers are not the fact numbers.
-FACTS = [fact("budget", BUDGET, "40,000 euros"), fact("notes", LAUNCH, "June 15")]
+FACTS = [_fact("budget", BUDGET, "40,000 euros"), _fact("notes", LAUNCH, "June 15")]
 MARKED = "The budget is 40,000 euros [F1]. The launch is June 15 [F2]. Both are set [F1, F2]."
 
 
 def ledger(answer: str | None, facts: list[dict[str, Any]] = FACTS) -> str:
-    return json.dumps(
-        {
-            "facts": facts if answer is not None else [],
-            "answer": answer,
-            "inference": None,
-            "missing_evidence": [] if answer is not None else ["the launch date"],
-        }
-    )
+    if answer is None:
+        return json.dumps(_support.ledger_dict(answer=None, missing_evidence=["the launch date"]))
+    return json.dumps(_support.ledger_dict(facts, answer=answer))
 
 
 def llm_answering(fake_openai, content: str):

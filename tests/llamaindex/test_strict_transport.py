@@ -322,12 +322,12 @@ def test_an_unknown_llm_that_retries_is_refused():
 
 
 def test_an_unknown_llm_warns_once_per_class_naming_what_is_not_enforced(
-    launch_nodes, make_ledger, notes_message
+    launch_nodes, ledger_for, notes_message
 ):
     class FreshLLM(_ScriptedLLM):
         max_retries: int = 0
 
-    ledger = make_ledger(notes_message)
+    ledger = ledger_for(notes_message)
 
     def build_two_and_answer():
         synthesizers = [EvidenceSynthesizer(llm=FreshLLM(text=ledger)) for _ in range(2)]
@@ -356,9 +356,9 @@ def test_the_warning_says_retries_cannot_be_ruled_out_when_the_class_has_no_sett
 
 @IGNORE_UNENFORCED
 async def test_a_custom_llm_without_native_async_does_not_block_the_event_loop(
-    launch_nodes, make_ledger, notes_message
+    launch_nodes, ledger_for, notes_message
 ):
-    ledger = make_ledger(notes_message)
+    ledger = ledger_for(notes_message)
     synthesizer = EvidenceSynthesizer(llm=_ScriptedLLM(text=ledger, delay=0.3))
     ticks = 0
 

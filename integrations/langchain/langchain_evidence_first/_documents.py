@@ -10,7 +10,13 @@ from langchain_core.documents import Document
 from pydantic import ValidationError
 
 from evidence_first import Evidence, InvalidRequestError
-from evidence_first.adapters import json_safe_metadata, metadata_fields
+from evidence_first.adapters import (
+    evidence_error,
+    json_safe_metadata,
+    metadata_fields,
+    positional_id,
+    source_evidence,
+)
 
 __all__ = ["DocumentKeys", "to_evidence"]
 
@@ -31,32 +37,24 @@ def to_evidence(item: object, index: int, keys: DocumentKeys) -> Evidence:
 
     A ``Document`` takes its ID from ``Document.id``, then ``metadata[id_key]``, then its
     position (``doc-1``, ``doc-2``...); its fields come from metadata keys and the rest of its
-    metadata is kept JSON-safe, by the policy of :mod:`evidence_first.adapters`. A mapping is
-    read as evidence fields; a string becomes a positional source.
+    metadata is kept JSON-safe, by the policy of :mod:`evidence_first.adapters`. Evidence, a
+    mapping and a plain string follow the core's rule for sources
+    (:func:`evidence_first.adapters.source_evidence`): a string's ID is its position.
 
     Raises:
         InvalidRequestError: The item is invalid (``field`` is ``sources[index]``), or a
             metadata value mapped to a field is (``sources[index].metadata``). The message
             names the field or key, never the value.
     """
-    field = f"sources[{index}]"
-    if isinstance(item, Evidence):
-        return item
     if isinstance(item, Document):
         return _from_document(item, index, keys)
-    if isinstance(item, str):
-        return Evidence(id=_positional_id(index), text=item).with_provenance(item)
-    if isinstance(item, Mapping):
-        try:
-            return Evidence.model_validate(dict(item)).with_provenance(item)
-        except ValidationError as exc:
-            raise _invalid(field, exc) from None
-    msg = f"{field} must be a Document, Evidence, mapping or string, got {type(item).__name__}"
-    raise InvalidRequestError(msg, field=field)
-
-
-def _positional_id(index: int) -> str:
-    return f"doc-{index + 1}"
+    if not isinstance(item, (Evidence, Mapping, str)):
+        field = f"sources[{index}]"
+        msg = f"{field} must be a Document, Evidence, mapping or string, got {type(item).__name__}"
+        raise InvalidRequestError(msg, field=field)
+    evidence = source_evidence(item, index)
+    # The answer keeps the item each source was made from, as it keeps a Document.
+    return evidence if isinstance(item, Evidence) else evidence.with_provenance(item)
 
 
 def _from_document(document: Document, index: int, keys: DocumentKeys) -> Evidence:
@@ -81,7 +79,7 @@ def _from_document(document: Document, index: int, keys: DocumentKeys) -> Eviden
     try:
         evidence = Evidence.model_validate(fields)
     except ValidationError as exc:
-        raise _invalid(field, exc) from None
+        raise evidence_error(field, exc) from None
     return evidence.with_provenance(document)
 
 
@@ -94,12 +92,4 @@ def _document_id(document: Document, index: int, keys: DocumentKeys) -> str:
             return value
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
-    return _positional_id(index)
-
-
-def _invalid(field: str, exc: ValidationError) -> InvalidRequestError:
-    problems = "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or 'source'}: {error['type']}"
-        for error in exc.errors(include_url=False, include_input=False)
-    )
-    return InvalidRequestError(f"{field} is not valid evidence ({problems})", field=field)
+    return positional_id(index)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
 
@@ -13,10 +14,22 @@ from pydantic import (
     PrivateAttr,
     StrictInt,
     StrictStr,
+    ValidationError,
     field_validator,
 )
 
-__all__ = ["EPOCH", "Evidence", "EvidenceStatus", "format_timestamp", "parse_timestamp"]
+from evidence_first._errors import InvalidRequestError
+
+__all__ = [
+    "EPOCH",
+    "Evidence",
+    "EvidenceStatus",
+    "evidence_error",
+    "format_timestamp",
+    "parse_timestamp",
+    "positional_id",
+    "source_evidence",
+]
 
 EvidenceStatus = Literal["current", "superseded", "contradicted"]
 
@@ -154,3 +167,43 @@ class Evidence(BaseModel):
             None if doc_id is None or doc_char_start is None else (doc_id, doc_char_start)
         )
         return attached
+
+
+def source_evidence(item: object, index: int) -> Evidence:
+    """The source at ``index`` of a caller's list, as evidence: what a source may be.
+
+    The one rule for the core and the integrations: an :class:`Evidence` is taken as it is, a
+    mapping is read as its fields, and a plain string is the text of a source whose ID is its
+    position, :func:`positional_id` (``doc-1`` for the first). An integration reads its own
+    objects (a LangChain ``Document``) first and hands the rest here.
+
+    Raises:
+        InvalidRequestError: The item is none of the three, or a mapping that is not valid
+            evidence (``field`` is ``sources[index]``; the message names fields, never values).
+    """
+    if isinstance(item, Evidence):
+        return item
+    field = f"sources[{index}]"
+    if isinstance(item, str):
+        return Evidence(id=positional_id(index), text=item)
+    if isinstance(item, Mapping):
+        try:
+            return Evidence.model_validate(dict(item))
+        except ValidationError as exc:
+            raise evidence_error(field, exc) from None
+    msg = f"{field} must be Evidence, a mapping or a string, got {type(item).__name__}"
+    raise InvalidRequestError(msg, field=field)
+
+
+def positional_id(index: int) -> str:
+    """The ID of a source that brings none, by its position: ``doc-1``, ``doc-2``..."""
+    return f"doc-{index + 1}"
+
+
+def evidence_error(field: str, exc: ValidationError) -> InvalidRequestError:
+    """The typed error for evidence that failed validation: fields and kinds, never values."""
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc']) or 'source'}: {error['type']}"
+        for error in exc.errors(include_url=False, include_input=False)
+    )
+    return InvalidRequestError(f"{field} is not valid evidence ({problems})", field=field)

@@ -6,10 +6,8 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from evidence_first._errors import InvalidRequestError
-from evidence_first._evidence import Evidence, format_timestamp
+from evidence_first._evidence import Evidence, evidence_error, format_timestamp, source_evidence
 from evidence_first._invoke import has_async, has_sync
 from evidence_first._limits import (
     MAX_QUESTION_TOKENS,
@@ -107,13 +105,17 @@ def profile_for(model: object) -> ModelProfile:
 def first_sources(sources: object) -> list[object]:
     """The sources as a list, read at most one past the limit (a generator may be endless)."""
     if isinstance(sources, (str, bytes, Mapping)) or not isinstance(sources, Iterable):
-        msg = "sources must be a sequence of Evidence objects or mappings"
+        msg = "sources must be a sequence of Evidence objects, mappings or strings"
         raise InvalidRequestError(msg, field="sources")
     return list(itertools.islice(sources, MAX_SOURCES + 1))
 
 
 def checked_sources(sources: object) -> list[Evidence]:
-    """At most 64 valid sources with unique, non-empty IDs, in the order given."""
+    """At most 64 valid sources with unique, non-empty IDs, in the order given.
+
+    Each is read by :func:`~evidence_first._evidence.source_evidence`: Evidence, a mapping of
+    its fields, or a plain string (its ID ``doc-<position>``).
+    """
     items = sources if isinstance(sources, list) else first_sources(sources)
     if len(items) > MAX_SOURCES:
         msg = f"at most {MAX_SOURCES} sources are accepted per request"
@@ -121,7 +123,7 @@ def checked_sources(sources: object) -> list[Evidence]:
     offered: list[Evidence] = []
     seen: set[str] = set()
     for index, item in enumerate(items):
-        evidence = _evidence(item, index)
+        evidence = source_evidence(item, index)
         field = f"sources[{index}]"
         if not evidence.id:
             msg = f"{field}.id must not be empty"
@@ -160,33 +162,11 @@ def _check_text_size(text: str, field: str) -> None:
         raise InvalidRequestError(msg, field=field)
 
 
-def _evidence(item: object, index: int) -> Evidence:
-    if isinstance(item, Evidence):
-        return item
-    if isinstance(item, Mapping):
-        try:
-            return Evidence.model_validate(dict(item))
-        except ValidationError as exc:
-            # Name the fields and the kinds of error only: the input may be private text.
-            raise evidence_error(f"sources[{index}]", exc) from None
-    msg = f"sources[{index}] must be Evidence or a mapping, got {type(item).__name__}"
-    raise InvalidRequestError(msg, field=f"sources[{index}]")
-
-
-def evidence_error(field: str, exc: ValidationError) -> InvalidRequestError:
-    """The typed error for evidence that failed validation: fields and kinds, never values."""
-    problems = "; ".join(
-        f"{'.'.join(str(part) for part in error['loc']) or 'source'}: {error['type']}"
-        for error in exc.errors(include_url=False, include_input=False)
-    )
-    return InvalidRequestError(f"{field} is not valid evidence ({problems})", field=field)
-
-
 def text_chars(sources: list[Any]) -> int:
-    """The characters of text among ``sources`` (Evidence or mappings; others count 0)."""
+    """The characters of text among ``sources`` (Evidence, mappings, strings; others count 0)."""
     total = 0
     for item in sources:
-        text = item.text if isinstance(item, Evidence) else None
+        text = item.text if isinstance(item, Evidence) else item
         if isinstance(item, Mapping):
             text = item.get("text")
         total += len(text) if isinstance(text, str) else 0

@@ -40,7 +40,7 @@ from evidence_first import _publish
 from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import ModelProfileWarning, UnenforcedSettingsWarning
-from evidence_first._evidence import Evidence
+from evidence_first._evidence import Evidence, evidence_error, positional_id, source_evidence
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._metadata import answer_metadata, json_safe_metadata, metadata_fields
 from evidence_first._model import ReaderModel
@@ -96,6 +96,7 @@ __all__ = [
     "answer_selection",
     "chat_completions_settings",
     "checked_int",
+    "evidence_error",
     "family_for_url",
     "is_instance_of",
     "json_safe_metadata",
@@ -104,12 +105,14 @@ __all__ = [
     "normalized_finish_reason",
     "openai_response_format",
     "option_error",
+    "positional_id",
     "profile_for_name",
     "profile_of",
     "refuse_retries",
     "refuse_tools",
     "schema_in",
     "select_sources",
+    "source_evidence",
     "token_logprobs",
     "warn_once",
     "warn_unenforced_once",
