@@ -182,25 +182,7 @@ def unbound_names(code: str) -> set[str]:
     return read - bound
 
 
-# Recipe 3's excerpt reads `nodes` and `local` from the recipe around it, and imports nothing.
-STANDALONE_PENDING = {"cookbook/03_llamaindex_query_engine.py"}
-
-
-@pytest.mark.parametrize(
-    "block",
-    [
-        pytest.param(
-            b,
-            marks=pytest.mark.xfail(
-                strict=True, reason="recipe 3's README excerpt is not yet self-contained"
-            ),
-        )
-        if (m := excerpt_of(b)) is not None and m["path"] in STANDALONE_PENDING
-        else b
-        for b in README_PYTHON
-    ],
-    ids=lambda b: b.name,
-)
+@pytest.mark.parametrize("block", README_PYTHON, ids=lambda b: b.name)
 def test_readme_python_blocks_run_as_shown(block):
     # A reader copies the block as it is: every name it uses is imported or defined in it.
     assert unbound_names(block.code) == set(), block.name

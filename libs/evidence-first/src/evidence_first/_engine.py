@@ -23,7 +23,7 @@ __all__ = ["aanswer_from_evidence", "answer_from_evidence", "arun_plan", "run_pl
 
 def answer_from_evidence(
     question: str,
-    sources: Iterable[Evidence | Mapping[str, Any]],
+    sources: Iterable[Evidence | Mapping[str, Any] | str],
     model: ReaderModel,
     *,
     cancel: threading.Event | None = None,
@@ -33,8 +33,9 @@ def answer_from_evidence(
 
     Args:
         question: The question; must not be blank, and at most 2,048 estimated tokens.
-        sources: At most 64 :class:`Evidence` objects or mappings of their fields, considered
-            in the order given. IDs must be unique; each text at most 262,144 UTF-16 units.
+        sources: At most 64 :class:`Evidence` objects, mappings of their fields or plain
+            strings (a string's ID is its position, ``doc-1`` for the first), considered in the
+            order given. IDs must be unique; each text at most 262,144 UTF-16 units.
         model: An object with ``generate(request)`` and/or ``async agenerate(request)``.
         cancel: Set it to stop waiting for the model (raises :class:`AnswerCancelledError`).
         **options: The answering options (:class:`~evidence_first.adapters.OptionArgs`), each
@@ -59,7 +60,7 @@ def answer_from_evidence(
 
 async def aanswer_from_evidence(
     question: str,
-    sources: Iterable[Evidence | Mapping[str, Any]],
+    sources: Iterable[Evidence | Mapping[str, Any] | str],
     model: ReaderModel,
     **options: Unpack[OptionArgs],
 ) -> EvidenceAnswer:
