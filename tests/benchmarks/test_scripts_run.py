@@ -119,3 +119,22 @@ def test_local_model_prints_one_row_per_model(no_model_server, capsys, load_benc
     assert float(cells[4]) > 0
     assert float(cells[5]) > 0
     assert int(cells[6]) > 100  # the next question reused the cached system prompt
+
+
+@pytest.mark.live
+def test_reader_latency_breaks_each_answer_down(no_model_server, capsys, load_benchmark):
+    benchmark = load_benchmark("reader_latency")
+    argv = ["--model", "gemma-3-270m", "--sets", "demo", "--limit", "2"]
+    assert benchmark.main([*argv, "--variants", "sent,no-logprobs"]) == 0
+    output = capsys.readouterr().out
+    assert output.startswith("Python ")
+    rows = [line for line in output.splitlines() if line.startswith("| demo (2)")]
+    assert [row.split("|")[2].strip() for row in rows] == ["sent", "no-logprobs"]
+    sent = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    _cached, read = (int(n) for n in sent[4].split(" / "))
+    assert read > 100  # the first question reads its whole prompt
+    assert float(sent[5]) > 0  # reading
+    assert int(sent[6]) > 0  # output tokens
+    assert float(sent[7]) > 0  # writing
+    assert sent[9] == "2/2"  # the request as sent is its own reference
+    assert "Server start (median of 2): weight check" in output

@@ -1,0 +1,328 @@
+"""Where the embedded reader's time goes, question by question.
+
+Each question's exact request, planned by the engine as ``evidence-first demo`` and
+``benchmarks/quality.py`` plan it, is posted to the reader's llama.cpp server. Per question:
+
+- prompt tokens, split into those reused from llama.cpp's prompt cache and those read, and the
+  time to read them (llama.cpp's ``prompt_ms``: the time to the first token);
+- output tokens and the time to write them (``predicted_ms``);
+- the rest of the wall time: HTTP, the grammar's set-up, the reply's JSON;
+- whether the reply is byte for byte the reply of the request as sent.
+
+Variants isolate one cost each, on a freshly started server per variant so that every pass
+meets the same cache: ``sent`` (the request as the engine sends it), ``no-logprobs`` (without
+``logprobs``/``top_logprobs``, which the reader's confidence is read from), ``no-schema``
+(without ``response_format``: no grammar), ``bare`` (neither). The questions are the demo's
+(passage mode, ``--min-score`` and output limit as the demo sends them) and the project set's
+report half (``--sets``). Server start is timed apart: the weight check (the assembled file's
+SHA-256 against the pinned one) and the load until ``/health``. A last table counts what the
+model reads in its own tokens: the system prompt, and each user message with and without the
+passages' datamark.
+
+Run: ``uv run python benchmarks/reader_latency.py [--sets demo,report] [--variants
+sent,no-logprobs] [--threads N] [--json PATH]``. It prints the machine line and Markdown tables;
+``--json`` appends one line per question and variant (timings, token counts, reply digest).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import statistics
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from _common import machine_line
+from quality import MAX_CONTEXT_TOKENS, load_set, plan_one
+
+from evidence_first import Evidence, ModelRequest, ModelResponse
+from evidence_first._injection import DEFAULT_DEFENCES, Defences
+from evidence_first._local.weights import _is_intact
+from evidence_first._plan import plan_answer
+from evidence_first.adapters import AnswerOptions
+from evidence_first.cli import DEMO_MIN_SCORE, RECOMMENDED_MODE, load_demo_corpus
+from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
+
+DEMO_OUTPUT_TOKENS = 512  # the demo's and `ask`'s output limit (cli._CLI_DEFAULTS)
+SETS = ("demo", "report")
+
+
+def _without(*keys: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def edit(body: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in body.items() if key not in keys}
+
+    return edit
+
+
+VARIANTS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "sent": dict,
+    "no-logprobs": _without("logprobs", "top_logprobs"),
+    "no-schema": _without("response_format"),
+    "bare": _without("logprobs", "top_logprobs", "response_format"),
+}
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question's request, as the engine plans it."""
+
+    set_name: str
+    label: str
+    request: ModelRequest
+
+
+@dataclass(frozen=True)
+class Timing:
+    set_name: str
+    label: str
+    variant: str
+    wall_s: float
+    cached_tokens: int
+    read_tokens: int
+    prompt_s: float
+    output_tokens: int
+    output_s: float
+    reply_sha256: str
+
+    @property
+    def rest_s(self) -> float:
+        return self.wall_s - self.prompt_s - self.output_s
+
+
+class _Planner:
+    """A reader stand-in that declares the reader's profile and is never called."""
+
+    def __init__(self, local: LocalModel) -> None:
+        self.profile = local.profile
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        raise AssertionError("planning only")
+
+
+def demo_questions(local: LocalModel, defences: Defences = DEFAULT_DEFENCES) -> list[Asked]:
+    """The demo's model-answered questions, planned as `evidence-first demo` sends them."""
+    corpus = load_demo_corpus()
+    by_id = {source["id"]: source for source in corpus["sources"]}
+    asked = []
+    for item in corpus["questions"]:
+        if item.get("tiny"):
+            continue
+        sources = [{**by_id[hit["id"]], "score": hit["score"]} for hit in item["retrieved"]]
+        options = AnswerOptions(
+            citation_mode=RECOMMENDED_MODE,
+            min_score=DEMO_MIN_SCORE,
+            max_output_tokens=DEMO_OUTPUT_TOKENS,
+            timeout=300.0,
+            defences=defences,
+        )
+        plan = plan_answer(options, item["question"], sources, _Planner(local))
+        if plan.request is not None:  # a question with no source left is not sent
+            asked.append(Asked("demo", item["question"], plan.request))
+    return asked
+
+
+def report_questions(local: LocalModel, defences: Defences = DEFAULT_DEFENCES) -> list[Asked]:
+    """The project set's report half, planned as `quality.py --modes passage` sends it."""
+    documents: dict[str, Evidence]
+    documents, questions = load_set("project")
+    asked = []
+    for question in questions:
+        if question.split != "report":
+            continue
+        plan = plan_one(
+            question,
+            RECOMMENDED_MODE,
+            documents,
+            _Planner(local),
+            defences=defences,
+            max_context_tokens=MAX_CONTEXT_TOKENS,
+        )
+        assert plan.request is not None
+        asked.append(Asked("report", question.id, plan.request))
+    return asked
+
+
+def _post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=900) as reply:
+        payload: dict[str, Any] = json.loads(reply.read())
+    return time.perf_counter() - started, payload
+
+
+def timed(local: LocalModel, asked: Asked, variant: str) -> Timing:
+    body = VARIANTS[variant](local.reader.body(asked.request))
+    wall, payload = _post(local.base_url, body)
+    timings = payload["timings"]
+    reply = payload["choices"][0]["message"]["content"] or ""
+    return Timing(
+        set_name=asked.set_name,
+        label=asked.label,
+        variant=variant,
+        wall_s=wall,
+        cached_tokens=timings.get("cache_n", 0),
+        read_tokens=timings["prompt_n"],
+        prompt_s=timings["prompt_ms"] / 1000,
+        output_tokens=timings["predicted_n"],
+        output_s=timings["predicted_ms"] / 1000,
+        reply_sha256=hashlib.sha256(reply.encode()).hexdigest(),
+    )
+
+
+@dataclass(frozen=True)
+class Start:
+    weight_check_s: float
+    load_s: float
+
+
+@contextmanager
+def started(name: str, threads: int | None) -> Iterator[tuple[LocalModel, Start]]:
+    """A fresh server, its start split into the weight check and the load until ready."""
+    local = LocalModel(name, threads=threads)
+    assert local.known is not None
+    began = time.perf_counter()
+    assert _is_intact(local.cache_dir / local.known.file_name, local.known)
+    checked = time.perf_counter()
+    with local:
+        ready = time.perf_counter()
+        # The start checks the weights once more: the load is what is left.
+        yield local, Start(checked - began, (ready - checked) - (checked - began))
+
+
+PLANNERS: dict[str, Callable[[LocalModel, Defences], list[Asked]]] = {
+    "demo": demo_questions,
+    "report": report_questions,
+}
+
+
+def sent_form_table(local: LocalModel, sets: Sequence[str]) -> str:
+    """What the model reads, in the reader's own tokens: the prompt and the datamark's share."""
+    lines = [
+        "| questions | system prompt tokens | user message tokens (median) | the same "
+        "without the datamark (median) | request schema (characters, median) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    unmarked = Defences(datamark=False)
+    for set_name in sets:
+        marked = PLANNERS[set_name](local, DEFAULT_DEFENCES)
+        plain = PLANNERS[set_name](local, unmarked)
+        system = len(local.tokenize(marked[0].request.system))
+        users = [len(local.tokenize(asked.request.user)) for asked in marked]
+        bare = [len(local.tokenize(asked.request.user)) for asked in plain]
+        schema = [len(json.dumps(asked.request.json_schema)) for asked in marked]
+        lines.append(
+            f"| {set_name} ({len(marked)}) | {system} | {median(users):.0f} "
+            f"| {median(bare):.0f} | {median(schema):,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def breakdown_table(rows: list[Timing], variants: Sequence[str]) -> str:
+    lines = [
+        "| questions | variant | median wall (s) | total wall (s) | prompt tokens: cached "
+        "/ read (median) | reading (s, median) | output tokens (median) | writing (s, median) "
+        "| rest (s, median) | replies identical to sent |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    sent = {(r.set_name, r.label): r.reply_sha256 for r in rows if r.variant == "sent"}
+    for set_name in dict.fromkeys(r.set_name for r in rows):
+        for variant in variants:
+            runs = [r for r in rows if r.set_name == set_name and r.variant == variant]
+            if not runs:
+                continue
+            same = sum(sent.get((r.set_name, r.label)) == r.reply_sha256 for r in runs)
+            lines.append(
+                f"| {set_name} ({len(runs)}) | {variant} | {median([r.wall_s for r in runs]):.1f} "
+                f"| {sum(r.wall_s for r in runs):.0f} "
+                f"| {median([r.cached_tokens for r in runs]):.0f} / "
+                f"{median([r.read_tokens for r in runs]):.0f} "
+                f"| {median([r.prompt_s for r in runs]):.1f} "
+                f"| {median([r.output_tokens for r in runs]):.0f} "
+                f"| {median([r.output_s for r in runs]):.1f} "
+                f"| {median([r.rest_s for r in runs]):.2f} | {same}/{len(runs)} |"
+            )
+    return "\n".join(lines)
+
+
+def speed_table(rows: list[Timing], variants: Sequence[str]) -> str:
+    lines = [
+        "| variant | prompt tokens read /s | output tokens /s |",
+        "|---|---:|---:|",
+    ]
+    for variant in variants:
+        runs = [r for r in rows if r.variant == variant]
+        read = sum(r.read_tokens for r in runs) / max(sum(r.prompt_s for r in runs), 1e-9)
+        wrote = sum(r.output_tokens for r in runs) / max(sum(r.output_s for r in runs), 1e-9)
+        lines.append(f"| {variant} | {read:.0f} | {wrote:.1f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS), help="demo, report or both")
+    parser.add_argument(
+        "--variants", default=",".join(VARIANTS), help=f"from {', '.join(VARIANTS)}"
+    )
+    parser.add_argument("--model", default=DEFAULT_READER, choices=sorted(KNOWN_MODELS))
+    parser.add_argument("--threads", type=int, default=None, help="default: idle cores")
+    parser.add_argument("--limit", type=int, default=None, help="the first N of each set")
+    parser.add_argument("--json", type=Path, default=None, help="append each timing here")
+    args = parser.parse_args(argv)
+    sets = [name.strip() for name in args.sets.split(",") if name.strip()]
+    variants = [name.strip() for name in args.variants.split(",") if name.strip()]
+    if not sets or not set(sets) <= set(SETS):
+        parser.error(f"--sets takes names from {', '.join(SETS)}")
+    if not variants or not set(variants) <= set(VARIANTS):
+        parser.error(f"--variants takes names from {', '.join(VARIANTS)}")
+    print(machine_line())
+    rows: list[Timing] = []
+    starts: list[Start] = []
+    sent_form = ""
+    for variant in variants:
+        with started(args.model, args.threads) as (local, start):
+            starts.append(start)
+            sent_form = sent_form or sent_form_table(local, sets)
+            for set_name in sets:
+                for asked in PLANNERS[set_name](local, DEFAULT_DEFENCES)[: args.limit]:
+                    row = timed(local, asked, variant)
+                    rows.append(row)
+                    print(
+                        f"{variant} {row.set_name} {row.label[:40]}: {row.wall_s:.1f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    if args.json is not None:
+                        with args.json.open("a", encoding="utf-8") as handle:
+                            handle.write(json.dumps(asdict(row)) + "\n")
+        threads = local.threads
+    print(f"Model: {KNOWN_MODELS[args.model].title}, llama.cpp, {threads} threads")
+    print()
+    print(breakdown_table(rows, variants))
+    print()
+    print(speed_table(rows, variants))
+    print()
+    print(sent_form)
+    print()
+    check = median([s.weight_check_s for s in starts])
+    load = median([s.load_s for s in starts])
+    print(f"Server start (median of {len(starts)}): weight check {check:.1f} s, load {load:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
