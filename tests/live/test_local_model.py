@@ -52,3 +52,18 @@ def test_the_server_stops_when_the_context_exits_even_on_error(no_model_server):
 
 def test_tokenize_uses_the_models_own_tokenizer(tiny_model):
     assert 0 < len(tiny_model.tokenize("The launch moved to June 15.")) < 20
+
+
+def test_a_new_server_reads_the_system_prompt_from_the_saved_state(no_model_server):
+    from evidence_first import answer_from_evidence
+
+    sources = [{"id": "note", "text": "The launch moved to June 15."}]
+    with LocalModel(TINY_MODEL, context_tokens=4096) as first:
+        answer_from_evidence("When is the launch?", sources, first)
+    with LocalModel(TINY_MODEL, context_tokens=4096) as second:
+        answer = answer_from_evidence("Who moved the launch?", sources, second)
+    # A fresh server's first request: its prompt cache is empty, so every token it did not
+    # read came from the system prompt's state the first server saved.
+    assert answer.usage is not None
+    assert answer.usage.cached_input_tokens is not None
+    assert answer.usage.cached_input_tokens > 100

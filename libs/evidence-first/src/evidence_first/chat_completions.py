@@ -32,6 +32,7 @@ from evidence_first._transport.strict import (
     SCHEMA_NAME,
     TOP_LOGPROBS,
     chat_completions_settings,
+    llguidance_grammar,
     openai_response_format,
 )
 from evidence_first._transport.writing import schema_in
@@ -59,7 +60,8 @@ def chat_completions_body(
     reasoning), a temperature only where one is accepted, log-probabilities only when the
     request asks. The schema is written in the profile's dialect
     (:mod:`evidence_first._transport.dialects`; none: the schema as built), and left out when
-    the profile asks for JSON in the prompt only.
+    the profile asks for JSON in the prompt only; the ``llguidance`` dialect sends it as a
+    llama.cpp ``grammar`` for compact JSON instead of a ``response_format``.
     """
     settings = chat_completions_settings(request, profile)
     logprobs: dict[str, Any] = {
@@ -77,7 +79,10 @@ def chat_completions_body(
         schema = request.json_schema
         if profile.dialect is not None:
             schema = schema_in(schema, profile.dialect)
-        body["response_format"] = openai_response_format(request, schema=schema)
+        if profile.dialect is not None and DIALECTS[profile.dialect].compact:
+            body["grammar"] = llguidance_grammar(schema)
+        else:
+            body["response_format"] = openai_response_format(request, schema=schema)
     body["stream"] = False
     if seed is not None:
         body["seed"] = seed
@@ -95,12 +100,13 @@ class ChatCompletionsModel:
         seed: A sampling seed, for providers that honour one.
         dialect: The JSON Schema subset the server accepts (:data:`DIALECTS`), over the
             profile's: ``"full"`` for llama.cpp, vLLM and Ollama (the ledger as a choice of
-            answered and abstained shapes), ``"openai"`` for OpenAI's strict structured
-            outputs. By default the profile's: ``"openai"`` for ``api.openai.com``
-            (``"openai-fine-tuned"`` when ``model`` starts with ``ft:``),
-            ``"azure-openai"`` for Azure OpenAI hosts, ``"full"`` for the embedded models'
-            names, else ``"json-schema"`` (standard JSON Schema with every bound, the root an
-            object). The engine checks each request's schema against it before the call.
+            answered and abstained shapes), ``"llguidance"`` for llama.cpp built with
+            LLGuidance (the same, sent as a grammar for compact JSON), ``"openai"`` for
+            OpenAI's strict structured outputs. By default the profile's: ``"openai"`` for
+            ``api.openai.com`` (``"openai-fine-tuned"`` when ``model`` starts with ``ft:``),
+            ``"azure-openai"`` for Azure OpenAI hosts, ``"llguidance"`` for the embedded
+            models' names, else ``"json-schema"`` (standard JSON Schema with every bound, the
+            root an object). The engine checks each request's schema against it before the call.
         logprobs: Whether the server returns token log-probabilities (``logprobs`` and
             ``top_logprobs``), from which the engine reads the reader's confidence, over the
             profile's: by default, yes for the embedded models and for OpenAI's and Azure's
@@ -138,8 +144,8 @@ class ChatCompletionsModel:
         changes: dict[str, Any] = {}
         if dialect is not None:
             changes["dialect"] = dialect
-            # The full dialect names a llama.cpp-family server, which returns them.
-            changes["logprobs"] = found.logprobs or dialect == "full"
+            # The full and llguidance dialects name a llama.cpp-family server, which returns them.
+            changes["logprobs"] = found.logprobs or dialect in ("full", "llguidance")
         if logprobs is not None:
             changes["logprobs"] = logprobs
         # Declared to the engine (profile_for), which plans each request by it.

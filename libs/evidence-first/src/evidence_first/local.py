@@ -34,6 +34,7 @@ from typing import Any
 
 from evidence_first._errors import LocalModelError
 from evidence_first._local.process import HOST, ServerProcess, idle_cores
+from evidence_first._local.prompts import PromptStore
 from evidence_first._local.weights import (
     DEFAULT_READER,
     INSTALL_HINT,
@@ -114,19 +115,21 @@ class LocalModel:
         self.seed = seed
         self._server = ServerProcess()
         self._reader: ChatCompletionsModel | None = None
-        # Declared to the engine. llama.cpp turns the schema into a grammar, the ledger's two
-        # branches included, and returns token log-probabilities taken before the grammar; a
-        # known model's profile (the rule table's, under its name) also holds its confidence
-        # floors, answer policies and citation mode, which apply where the caller sets none.
+        self._prompts: PromptStore | None = None
+        # Declared to the engine. llama.cpp (xllamacpp, built with LLGuidance) takes the schema
+        # as a grammar for compact JSON, the ledger's two branches included, and returns token
+        # log-probabilities taken before the grammar; a known model's profile (the rule
+        # table's, under its name) also holds its confidence floors, answer policies and
+        # citation mode, which apply where the caller sets none.
         self.profile: ModelProfile = (
             profile_for_name(self.known.name)
             if self.known is not None
-            else ModelProfile(name=self.model_name, dialect="full", logprobs=True)
+            else ModelProfile(name=self.model_name, dialect="llguidance", logprobs=True)
         )
 
     @property
     def dialect(self) -> DialectName | None:
-        """The JSON Schema dialect the server is sent: ``"full"`` (its profile's)."""
+        """The JSON Schema dialect the server is sent: ``"llguidance"`` (its profile's)."""
         return self.profile.dialect
 
     @property
@@ -210,8 +213,14 @@ class LocalModel:
         last_error: LocalModelError | None = None
         for _ in range(_START_ATTEMPTS):  # a free port can be taken before the server binds it
             try:
+                slots = self.cache_dir / "prompts"
+                slots.mkdir(parents=True, exist_ok=True)
                 self._server.launch(
-                    path, context_tokens=self.context_tokens, threads=self.threads, seed=self.seed
+                    path,
+                    context_tokens=self.context_tokens,
+                    threads=self.threads,
+                    seed=self.seed,
+                    slots=slots,
                 )
                 self._server.wait_until_ready()
             except LocalModelError as exc:
@@ -224,6 +233,9 @@ class LocalModel:
             self._reader = ChatCompletionsModel(
                 self.base_url, model=self.model_name, seed=self.seed, profile=self.profile
             )
+            if self.known is not None:
+                server = f"http://{HOST}:{self.port}"
+                self._prompts = PromptStore(slots, server, self.model_name, self.known.sha256)
             return self
         assert last_error is not None
         raise last_error
@@ -231,6 +243,7 @@ class LocalModel:
     def stop(self) -> None:
         """Stop the server and release its port. Safe to call twice."""
         self._reader = None
+        self._prompts = None
         self._server.stop()
 
     @property
@@ -242,8 +255,19 @@ class LocalModel:
         return self._reader
 
     def generate(self, request: ModelRequest) -> ModelResponse:
-        """Read evidence with the local model: one request, no retries."""
-        return self.reader.generate(request)
+        """Read evidence with the local model: one request, no retries.
+
+        A known model's server first restores the system prompt's state saved by an earlier
+        server, and saves it after its first answer when none was (``_local.prompts``: the
+        file holds the system prompt alone).
+        """
+        prompts = self._prompts
+        if prompts is not None:
+            prompts.before(request.system)
+        response = self.reader.generate(request)
+        if prompts is not None:
+            prompts.after(request.system)
+        return response
 
     def tokenize(self, text: str) -> list[int]:
         """Tokenize ``text`` with the model's own tokenizer (llama.cpp ``/tokenize``)."""

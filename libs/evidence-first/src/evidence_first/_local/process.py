@@ -89,8 +89,13 @@ class ServerProcess:
         """The child process's ID while it runs."""
         return self.process.pid if self.process is not None else None
 
-    def launch(self, path: Path, *, context_tokens: int, threads: int, seed: int) -> None:
-        """Start serving the GGUF file at ``path`` on a free port, without waiting for it."""
+    def launch(
+        self, path: Path, *, context_tokens: int, threads: int, seed: int, slots: Path
+    ) -> None:
+        """Start serving the GGUF file at ``path`` on a free port, without waiting for it.
+
+        ``slots`` is the folder of saved system-prompt states (``_local.prompts``).
+        """
         self.port = free_port()
         self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         command = [
@@ -102,6 +107,7 @@ class ServerProcess:
             str(context_tokens),
             str(threads),
             str(seed),
+            str(slots),
         ]
         # The child exits when its stdin closes, so it never outlives this process.
         self.process = subprocess.Popen(

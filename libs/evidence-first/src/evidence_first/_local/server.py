@@ -1,11 +1,13 @@
 """The child process that serves the embedded model; `evidence_first.local` starts and stops it.
 
-Run as ``python -m evidence_first._local.server MODEL PORT CONTEXT THREADS SEED``. It listens on
-127.0.0.1 only and exits when its standard input closes, so it never outlives its parent.
+Run as ``python -m evidence_first._local.server MODEL PORT CONTEXT THREADS SEED SLOTS``. It
+listens on 127.0.0.1 only and exits when its standard input closes, so it never outlives its
+parent. SLOTS is the folder of saved system-prompt states (``_local.prompts``).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -13,7 +15,7 @@ def main(argv: list[str]) -> int:
     """Serve until standard input closes."""
     import xllamacpp
 
-    model, port, context, threads, seed = argv
+    model, port, context, threads, seed, slots = argv
     params = xllamacpp.CommonParams()
     params.model.path = model
     params.hostnames = ["127.0.0.1"]
@@ -25,6 +27,7 @@ def main(argv: list[str]) -> int:
     params.sampling.seed = int(seed)
     params.sampling.temp = 0.0
     params.verbosity = 0
+    params.slot_save_path = os.path.join(slots, "")  # llama.cpp appends the name as is
     server = xllamacpp.Server(params)
     sys.stdin.read()
     del server

@@ -14,6 +14,7 @@ __all__ = ["DIALECTS", "Dialect", "DialectName"]
 
 DialectName = Literal[
     "full",
+    "llguidance",
     "json-schema",
     "openai",
     "openai-fine-tuned",
@@ -24,6 +25,17 @@ DialectName = Literal[
 ]
 
 _STRUCTURE = frozenset({"type", "properties", "required", "additionalProperties", "items"})
+
+# What a grammar-building server reads: everything the ledger uses.
+_GRAMMAR = _STRUCTURE | {
+    "enum",
+    "anyOf",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+}
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,10 @@ class Dialect:
             sent. Without, such a choice (passage mode's one branch per source) is sent as one
             object whose enums hold every branch's values: a label under another source's ID
             is then refused by verification (``passage_source_mismatch``), not by the schema.
+        compact: Whether the schema is sent as an LLGuidance grammar for compact JSON, in
+            llama.cpp's ``grammar`` field (``strict.llguidance_grammar``), not as a
+            ``response_format``: a model free to lay its reply out writes a newline and an
+            indent before most keys, each a token it writes and nobody reads.
     """
 
     name: DialectName
@@ -71,6 +87,7 @@ class Dialect:
     max_properties: int | None = None
     property_ordering: bool = False
     object_unions: bool = True
+    compact: bool = False
 
     @property
     def reads_patterns(self) -> bool:
@@ -90,9 +107,22 @@ DIALECTS: dict[DialectName, Dialect] = {
     "full": Dialect(
         name="full",
         source="llama.cpp grammars/README.md; vLLM structured outputs (xgrammar); Ollama format",
-        keywords=_STRUCTURE
-        | {"enum", "anyOf", "minItems", "maxItems", "minLength", "maxLength", "pattern"},
+        keywords=_GRAMMAR,
         root_any_of=True,
+    ),
+    # llama.cpp built with LLGuidance, as the embedded models' server (xllamacpp) is: "grammars
+    # starting with %llguidance are passed to LLGuidance" (llama.cpp docs/llguidance.md), and
+    # /v1/chat/completions takes /completion's `grammar` (tools/server/README.md). The full
+    # dialect, sent as that grammar: a JSON schema whose top-level "x-guidance" asks for
+    # compact JSON (github.com/guidance-ai/llguidance docs/json_schema.md; the server's own
+    # `response_format` conversion ignores it). A llama.cpp built without LLGuidance refuses
+    # the grammar: give such a server the full dialect.
+    "llguidance": Dialect(
+        name="llguidance",
+        source="llama.cpp docs/llguidance.md; guidance-ai/llguidance docs/json_schema.md",
+        keywords=_GRAMMAR,
+        root_any_of=True,
+        compact=True,
     ),
     # An OpenAI-compatible server whose subset is unknown: standard JSON Schema with every
     # bound, and an object root (a gateway may refuse a root anyOf).

@@ -65,14 +65,14 @@ _LLAMA_CPP_SERVER = (
 PROFILE_RULES: tuple[ProfileRule, ...] = (
     # The embedded models (evidence_first.local), by the names they are served under, wherever
     # they are reached: LocalModel, or ChatOpenAI / OpenAILike / ChatCompletionsModel at its
-    # base_url. llama.cpp turns the schema into a grammar (the full dialect) and returns the
-    # log-probabilities taken before it.
+    # base_url. llama.cpp turns the schema into a grammar (the llguidance dialect: the full one,
+    # written compact) and returns the log-probabilities taken before it.
     ProfileRule(
         "qwen2.5-coder-1.5b",
         "embedded",
         re.compile(r"^qwen2\.5-coder-1\.5b$"),
         {
-            "dialect": "full",
+            "dialect": "llguidance",
             "logprobs": True,
             "citation_mode": "passage",
             # Chosen by benchmarks/reader_policies.py --choose on the tune runs (the project's
@@ -93,7 +93,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         "gemma-3-270m",
         "embedded",
         re.compile(r"^gemma-3-270m$"),
-        {"dialect": "full", "logprobs": True},
+        {"dialect": "llguidance", "logprobs": True},
         _LLAMA_CPP_SERVER,
         example="gemma-3-270m",
     ),

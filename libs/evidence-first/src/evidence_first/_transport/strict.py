@@ -8,6 +8,7 @@ finish reason that means the output ran out of tokens.
 
 from __future__ import annotations
 
+import json
 import socket
 import ssl
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from evidence_first._transport.once import warn_once
 from evidence_first._transport.profiles import ModelProfile
 
 __all__ = [
+    "COMPACT_JSON",
     "NESTED_SETTINGS",
     "SCHEMA_NAME",
     "STRICT_KEYS",
@@ -27,6 +29,7 @@ __all__ = [
     "chat_completions_settings",
     "connection_failure",
     "limits_in",
+    "llguidance_grammar",
     "normalized_finish_reason",
     "openai_response_format",
     "refuse_retries",
@@ -76,6 +79,22 @@ def openai_response_format(
         "type": "json_schema",
         "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True},
     }
+
+
+COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
+"""LLGuidance's ``x-guidance`` for JSON with one space after each ``,`` and ``:`` and no other
+whitespace (github.com/guidance-ai/llguidance docs/json_schema.md: "set to ``false`` to enforce
+compact JSON representation"; the separators are patterns)."""
+
+
+def llguidance_grammar(schema: Mapping[str, Any]) -> str:
+    """``schema`` as an LLGuidance grammar for compact JSON, for llama.cpp's ``grammar`` field.
+
+    ``%llguidance {}`` hands the grammar to LLGuidance (llama.cpp docs/llguidance.md) and
+    ``start: %json { ... }`` inlines a JSON schema (llguidance docs/syntax.md).
+    """
+    compact = {**schema, "x-guidance": COMPACT_JSON}
+    return "%llguidance {}\nstart: %json " + json.dumps(compact, ensure_ascii=False)
 
 
 def chat_completions_settings(request: ModelRequest, profile: ModelProfile) -> dict[str, Any]:
