@@ -239,7 +239,7 @@ def run(
                 defences=config.defences,
                 min_score=base.min_score,
             )
-            key = run_key(model_line, plan)
+            key = run_key(model_line, plan, model)
             stored = done.get(key)
             origin = " (stored)"
             if stored is not None:

@@ -77,7 +77,7 @@ from evidence_first._judge import judge
 from evidence_first._markers import marked_answer
 from evidence_first._plan import AnswerPlan, plan_answer
 from evidence_first._vocabulary import AnswerFlag
-from evidence_first.adapters import AnswerOptionFields, AnswerOptions
+from evidence_first.adapters import AnswerOptionFields, AnswerOptions, output_format
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 
@@ -442,17 +442,25 @@ def answer_one(
     return Outcome.of(question, mode, answer, gold, latency, finish_reason=response.finish_reason)
 
 
-def run_key(identity: str, plan: AnswerPlan) -> str:
+def run_key(identity: str, plan: AnswerPlan, model: ReaderModel | None = None) -> str:
     """What a stored result must match to be reused: the model and the exact request.
 
     The request is what the model reads (system prompt, user message, schema, output limit),
     so a result is reused only for byte-identical input, whatever its prompt version is named
-    (a prompt version names the defaults, and a change of defaults renames a prompt).
+    (a prompt version names the defaults, and a change of defaults renames a prompt). Where
+    ``model``'s profile sends the schema as a grammar (the ``llguidance`` dialect), the grammar
+    is part of it too: it decides the layout the model writes.
     """
     request = plan.request
     if request is None:
         return f"{identity} | no model call"
-    sent = [request.system, request.user, request.json_schema, request.max_tokens]
+    sent: list[Any] = [request.system, request.user, request.json_schema, request.max_tokens]
+    profile = None if model is None else profile_for(model)
+    grammar = None
+    if profile is not None and profile.structured_output:
+        grammar = output_format(request, profile).get("grammar")
+    if grammar is not None:
+        sent.append(grammar)
     digest = hashlib.sha256(json.dumps(sent, sort_keys=True).encode()).hexdigest()
     return f"{identity} | request sha256 {digest[:16]}"
 
@@ -491,7 +499,7 @@ def run(
     for question in questions:
         for mode in modes:
             plan = plan_one(question, mode, documents, model, max_context_tokens=max_context_tokens)
-            key = run_key(model_line, plan)
+            key = run_key(model_line, plan, model)
             stored = done.get(key)
             reused = stored is not None
             if stored is None:

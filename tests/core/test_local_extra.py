@@ -216,7 +216,8 @@ def test_the_server_listens_on_loopback_until_stopped(launched, tmp_path):
     with LocalModel(path, threads=2, seed=5) as model:
         assert model.running
         assert model.base_url == f"http://127.0.0.1:{model.port}/v1"
-        assert launched == [[str(path), str(model.port), "32768", "2", "5"]]
+        slots = str(model.cache_dir / "prompts")  # the saved system-prompt states (_local.prompts)
+        assert launched == [[str(path), str(model.port), "32768", "2", "5", slots]]
         assert model.start() is model  # already running: no second child
     assert not model.running
     assert model.pid is None

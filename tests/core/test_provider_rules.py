@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -396,28 +395,3 @@ def test_an_unknown_dialect_is_refused_when_the_client_is_built():
     with pytest.raises(InvalidRequestError, match="dialect must be one of") as raised:
         ChatCompletionsModel("http://127.0.0.1:8080/v1", dialect="gemini-2")  # type: ignore[arg-type]
     assert raised.value.field == "dialect"
-
-
-# llama.cpp built with LLGuidance: "grammars starting with %llguidance are passed to
-# LLGuidance" (llama.cpp docs/llguidance.md); `%json { ... }` inlines a JSON schema (llguidance
-# docs/syntax.md), whose top-level "x-guidance" takes whitespace_flexible, "set to false to
-# enforce compact JSON representation", and the separators, each "a regex pattern"
-# (docs/json_schema.md). /v1/chat/completions takes /completion's `grammar`
-# (tools/server/README.md).
-def test_the_llguidance_dialect_sends_the_schema_as_a_grammar_for_compact_json():
-    request = plan_answer(AnswerOptions(), "q?", SOURCES, _NeverCalled()).request
-    assert request is not None
-    chat = ChatCompletionsModel("http://127.0.0.1:8080/v1", model="qwen2.5-coder-1.5b")
-    body = chat.body(request)
-    assert "response_format" not in body
-    assert body["grammar"].startswith("%llguidance {}\nstart: %json {")
-    written = json.loads(body["grammar"].removeprefix("%llguidance {}\nstart: %json "))
-    guidance = written.pop("x-guidance")
-    assert guidance == {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
-    assert written == schema_in(request.json_schema, "llguidance")
-    # Given the full dialect, the same model's server gets a response_format.
-    full = ChatCompletionsModel(
-        "http://127.0.0.1:8080/v1", model="qwen2.5-coder-1.5b", dialect="full"
-    ).body(request)
-    assert "grammar" not in full
-    assert full["response_format"]["json_schema"]["schema"] == written

@@ -33,7 +33,7 @@ from evidence_first.adapters import (
     chat_completions_settings,
     family_for_url,
     limits_in,
-    openai_response_format,
+    output_format,
     schema_in,
     without_strict_keys,
 )
@@ -121,8 +121,7 @@ def _prepare(
         # The schema travels in the body as-is. As a `response_format` argument, ChatOpenAI
         # would route the call through the SDK's slower `.parse()`, which raises on a
         # length-limited reply instead of reporting finish_reason "length".
-        response_format = openai_response_format(request, schema=schema(request))
-        kwargs["extra_body"] = {**extra_body, "response_format": response_format}
+        kwargs["extra_body"] = {**extra_body, **output_format(request, profile)}
         return kwargs
 
     return strict, request_kwargs

@@ -32,10 +32,8 @@ from evidence_first._transport.strict import (
     SCHEMA_NAME,
     TOP_LOGPROBS,
     chat_completions_settings,
-    llguidance_grammar,
-    openai_response_format,
+    output_format,
 )
-from evidence_first._transport.writing import schema_in
 
 __all__ = [
     "SCHEMA_NAME",
@@ -76,13 +74,7 @@ def chat_completions_body(
         **settings,
     }
     if profile.structured_output:
-        schema = request.json_schema
-        if profile.dialect is not None:
-            schema = schema_in(schema, profile.dialect)
-        if profile.dialect is not None and DIALECTS[profile.dialect].compact:
-            body["grammar"] = llguidance_grammar(schema)
-        else:
-            body["response_format"] = openai_response_format(request, schema=schema)
+        body.update(output_format(request, profile))
     body["stream"] = False
     if seed is not None:
         body["seed"] = seed

@@ -34,8 +34,7 @@ from evidence_first.adapters import (
     family_for_url,
     is_instance_of,
     limits_in,
-    openai_response_format,
-    schema_in,
+    output_format,
 )
 from llama_index.response_synthesizers.evidence_first._provider import Provider
 
@@ -93,12 +92,9 @@ def strict_openai_call(
     if llm.reuse_client:
         client = llm._get_aclient() if is_async else llm._get_client()
     caller_body = additional_kwargs.get("extra_body") or {}
-    schema = request.json_schema
-    if profile.dialect is not None:
-        schema = schema_in(schema, profile.dialect)
     additional_kwargs["extra_body"] = {
         **{key: value for key, value in caller_body.items() if key not in STRICT_KEYS},
-        "response_format": openai_response_format(request, schema=schema),
+        **output_format(request, profile),
     }
     settings = chat_completions_settings(request, profile)
     update: dict[str, Any] = {

@@ -16,8 +16,10 @@ from typing import Any
 
 from evidence_first._errors import InvalidRequestError
 from evidence_first._model import ModelRequest
+from evidence_first._transport.dialects import DIALECTS
 from evidence_first._transport.once import warn_once
 from evidence_first._transport.profiles import ModelProfile
+from evidence_first._transport.writing import schema_in
 
 __all__ = [
     "COMPACT_JSON",
@@ -32,6 +34,7 @@ __all__ = [
     "llguidance_grammar",
     "normalized_finish_reason",
     "openai_response_format",
+    "output_format",
     "refuse_retries",
     "refuse_tools",
     "tool_keys_in",
@@ -54,6 +57,7 @@ STRICT_KEYS = TOOL_KEYS | {
     "stream",
     "stream_options",
     "response_format",
+    "grammar",
     "timeout",
 }
 """Request settings the strict call sets itself: a caller's own values for them are dropped."""
@@ -81,20 +85,74 @@ def openai_response_format(
     }
 
 
+def output_format(request: ModelRequest, profile: ModelProfile) -> dict[str, Any]:
+    """The chat-completions setting that asks a model of ``profile`` for the ledger.
+
+    The request's schema written in the profile's dialect (none: as built), as a strict
+    ``response_format``; a dialect that writes it ``compact`` sends it as llama.cpp's
+    ``grammar`` instead (:func:`llguidance_grammar`).
+    """
+    schema: Mapping[str, Any] = request.json_schema
+    if profile.dialect is not None:
+        schema = schema_in(schema, profile.dialect)
+        if DIALECTS[profile.dialect].compact:
+            return {"grammar": llguidance_grammar(schema)}
+    return {"response_format": openai_response_format(request, schema=schema)}
+
+
 COMPACT_JSON = {"whitespace_flexible": False, "item_separator": ", ", "key_separator": ": "}
 """LLGuidance's ``x-guidance`` for JSON with one space after each ``,`` and ``:`` and no other
 whitespace (github.com/guidance-ai/llguidance docs/json_schema.md: "set to ``false`` to enforce
 compact JSON representation"; the separators are patterns)."""
 
+_KEY_INDENT = "\n  "
+
 
 def llguidance_grammar(schema: Mapping[str, Any]) -> str:
-    """``schema`` as an LLGuidance grammar for compact JSON, for llama.cpp's ``grammar`` field.
+    """``schema`` as an LLGuidance grammar, for llama.cpp's ``grammar`` field.
 
-    ``%llguidance {}`` hands the grammar to LLGuidance (llama.cpp docs/llguidance.md) and
-    ``start: %json { ... }`` inlines a JSON schema (llguidance docs/syntax.md).
+    The ledger object is written one key to a line, indented two spaces, as the reader lays it
+    out unconstrained, and each key's value as compact JSON. The text up to the decision's value
+    (``{``, a line break, two spaces and the first key) is then the one the reader writes
+    freely, so the decision's probability, the reader's confidence its floors were calibrated
+    on, does not move; inside the values, a free layout spends a token on a line break and an
+    indent before most keys, which nobody reads.
+
+    ``%llguidance {}`` hands the grammar to LLGuidance (llama.cpp docs/llguidance.md); a rule
+    ``%json { ... }`` inlines a JSON schema, and string literals take JSON's syntax (llguidance
+    docs/syntax.md, parser/src/lark/lexer.rs). A root that is not an object, or a choice of
+    objects, with every key required and no other allowed is sent as one compact schema.
     """
-    compact = {**schema, "x-guidance": COMPACT_JSON}
-    return "%llguidance {}\nstart: %json " + json.dumps(compact, ensure_ascii=False)
+    shapes = schema.get("anyOf", [schema]) if set(schema) <= {"anyOf"} else [schema]
+    if not all(_fixed_keys(shape) for shape in shapes):
+        return "%llguidance {}\nstart: %json " + _compact(schema)
+    rules = ["start: " + " | ".join(f"ledger{n}" for n in range(len(shapes)))]
+    for n, shape in enumerate(shapes):
+        parts = []
+        for k, (key, value) in enumerate(shape["properties"].items()):
+            opening = "{" if k == 0 else ","
+            parts.append(json.dumps(opening + _KEY_INDENT + json.dumps(key) + ": "))
+            parts.append(f"value{n}_{k}")
+            rules.append(f"value{n}_{k}: %json {_compact(value)}")
+        parts.append(json.dumps("\n}"))
+        rules.insert(1 + n, f"ledger{n}: " + " ".join(parts))
+    return "%llguidance {}\n" + "\n".join(rules)
+
+
+def _fixed_keys(shape: Mapping[str, Any]) -> bool:
+    """Whether ``shape`` is an object of only its listed keys, every one of them required."""
+    properties = shape.get("properties")
+    return (
+        shape.get("type") == "object"
+        and isinstance(properties, Mapping)
+        and bool(properties)
+        and shape.get("additionalProperties") is False
+        and list(shape.get("required", ())) == list(properties)
+    )
+
+
+def _compact(schema: Mapping[str, Any]) -> str:
+    return json.dumps({**schema, "x-guidance": COMPACT_JSON}, ensure_ascii=False)
 
 
 def chat_completions_settings(request: ModelRequest, profile: ModelProfile) -> dict[str, Any]:
