@@ -12,9 +12,11 @@ Each question's exact request, planned by the engine as ``evidence-first demo`` 
 Variants isolate one cost each, on a freshly started server per variant so that every pass
 meets the same cache: ``sent`` (the request as the engine sends it), ``no-logprobs`` (without
 ``logprobs``/``top_logprobs``, which the reader's confidence is read from), ``no-schema``
-(without ``response_format``: no grammar), ``bare`` (neither). The questions are the demo's
-(passage mode, ``--min-score`` and output limit as the demo sends them) and the project set's
-report half (``--sets``). Server start is timed apart: the weight check (the assembled file's
+(without ``grammar`` or ``response_format``: no grammar), ``bare`` (neither). As
+``LocalModel.generate`` does, a new server restores the system prompt's saved state before
+its first question (``_local.prompts``). The questions are the demo's (passage mode,
+``--min-score`` and output limit as the demo sends them) and the project set's report half
+(``--sets``). Server start is timed apart: the weight check (the assembled file's
 SHA-256 against the pinned one) and the load until ``/health``. A last table counts what the
 model reads in its own tokens: the system prompt, and each user message with and without the
 passages' datamark.
@@ -64,8 +66,8 @@ def _without(*keys: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
 VARIANTS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "sent": dict,
     "no-logprobs": _without("logprobs", "top_logprobs"),
-    "no-schema": _without("response_format"),
-    "bare": _without("logprobs", "top_logprobs", "response_format"),
+    "no-schema": _without("response_format", "grammar"),
+    "bare": _without("logprobs", "top_logprobs", "response_format", "grammar"),
 }
 
 
@@ -163,7 +165,18 @@ def _post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
 
 def timed(local: LocalModel, asked: Asked, variant: str) -> Timing:
     body = VARIANTS[variant](local.reader.body(asked.request))
+    # As LocalModel.generate does: a new server first restores the system prompt's saved
+    # state, and saves it after its first answer when none was (untimed).
+    prompts = local._prompts
+    import os
+
+    if os.environ.get("NO_PROMPT_STORE"):
+        prompts = None
+    if prompts is not None:
+        prompts.before(asked.request.system)
     wall, payload = _post(local.base_url, body)
+    if prompts is not None:
+        prompts.after(asked.request.system)
     timings = payload["timings"]
     reply = payload["choices"][0]["message"]["content"] or ""
     return Timing(

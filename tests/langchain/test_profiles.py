@@ -363,7 +363,7 @@ def _reader_reply(logprobs_of: Any, yes: float) -> Any:
     def reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
         user = body["messages"][-1]["content"]
         sources = json.JSONDecoder().raw_decode(user, user.index("\n[") + 1)[0]
-        label = sources[0]["passages"][0]["label"]
+        _, label = sources[0]["passages"][0]  # each passage is sent as [text, label]
         citation = {"source_id": sources[0]["id"], "passages": [label]}
         fact = {"subject": "launch", "relation": "moved to", "object": "June 15"}
         ledger = {
@@ -397,9 +397,9 @@ def test_chat_openai_at_the_embedded_readers_server_gets_the_readers_profile(
     assert profile_for(llm) == LocalModel(READER).profile
     answer = EvidenceAnswerer(llm=llm).invoke(QUESTION)
     body = endpoint.body
-    schema = body["response_format"]["json_schema"]["schema"]
-    assert "anyOf" in schema  # the full dialect: a root choice of shapes
-    assert "type" not in schema
+    # The llguidance dialect: the ledger's shapes as a grammar, its keys one to a line.
+    assert "response_format" not in body
+    assert body["grammar"].startswith("%llguidance {}\nstart: ledger0 | ledger1 | ")
     assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
     assert '"passages"' in body["messages"][-1]["content"]  # its citation mode
     assert answer.confidence_floor == READER_PROFILE.confidence_floors["passage"]

@@ -16,7 +16,13 @@ from evidence_first._model import ModelRequest
 from evidence_first._options import AnswerOptions
 from evidence_first._packing import PackedSources, pack_sources
 from evidence_first._passages import Passage, SentSources
-from evidence_first._prompt import UserMessage, prompt_order, serialize_source, system_prompt
+from evidence_first._prompt import (
+    UserMessage,
+    prompt_numbers,
+    prompt_order,
+    serialize_source,
+    system_prompt,
+)
 from evidence_first._request import (
     checked_model,
     checked_question,
@@ -127,9 +133,10 @@ def plan_answer(
     defences = options.defences
     # Each source considered is cut into the passages it is sent as once, here.
     passages: dict[str, tuple[Passage, ...]] = {}
+    numbers = prompt_numbers(offered)
 
     def serialize(source: Evidence) -> str:
-        passages[source.id] = cut = style.passages(source)
+        passages[source.id] = cut = style.passages(source, numbers[source.id])
         return serialize_source(source, style.text_fields(source, cut, defences), defences)
 
     packed = pack_sources(
@@ -151,7 +158,10 @@ def plan_answer(
     message = UserMessage.of(
         question,
         **options.arguments_for(
-            UserMessage.of, question_time=options.question_time_text, defences=defences
+            UserMessage.of,
+            question_time=options.question_time_text,
+            defences=defences,
+            copies_text=style.copies_text,
         ),
     )
     system_tokens = count(system)

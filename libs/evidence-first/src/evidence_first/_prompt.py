@@ -9,7 +9,7 @@ from string import Template
 from typing import TYPE_CHECKING, Any
 
 from evidence_first import _prompt_text as text
-from evidence_first._evidence import Evidence, format_timestamp
+from evidence_first._evidence import Evidence, sent_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences, escape_controls
 from evidence_first._limits import MAX_FACTS
 from evidence_first._markers import UNMARKED_SUFFIX
@@ -18,7 +18,7 @@ from evidence_first._vocabulary import KnowledgePolicy
 if TYPE_CHECKING:
     from evidence_first._citing.base import CitationStyle
 
-__all__ = ["UserMessage", "prompt_order", "serialize_source", "system_prompt"]
+__all__ = ["UserMessage", "prompt_numbers", "prompt_order", "serialize_source", "system_prompt"]
 
 
 def system_prompt(
@@ -49,6 +49,22 @@ def system_prompt(
     return system, version if enforced_markers else version + UNMARKED_SUFFIX
 
 
+def _listed_later(source: Evidence) -> bool:
+    """Whether the prompt lists ``source`` after the current ones: it was replaced or disputed."""
+    return source.status not in (None, "current")
+
+
+def prompt_numbers(sources: Sequence[Evidence]) -> dict[str, int]:
+    """Each source's number in the request, by ID: its place in :func:`prompt_order`'s order.
+
+    Counted over every source considered, sent or not, so that a source's sent form (passage
+    mode's labels carry its number) and so its cost are known before packing: the numbers of
+    the sources sent rise down the prompt, with a gap where one was omitted.
+    """
+    ranked = sorted(sources, key=_listed_later)
+    return {source.id: number for number, source in enumerate(ranked, start=1)}
+
+
 def prompt_order(sources: Sequence[Evidence], serialized: Sequence[str]) -> list[str]:
     """The sent sources' serialized forms in the order the prompt lists them.
 
@@ -60,10 +76,7 @@ def prompt_order(sources: Sequence[Evidence], serialized: Sequence[str]) -> list
     model reads changes: packing, ``used_source_ids``, the request schema and the result keep
     the packing order.
     """
-    ranked = sorted(
-        zip(sources, serialized, strict=True),
-        key=lambda pair: pair[0].status not in (None, "current"),
-    )
+    ranked = sorted(zip(sources, serialized, strict=True), key=lambda pair: _listed_later(pair[0]))
     return [item for _, item in ranked]
 
 
@@ -81,7 +94,7 @@ def serialize_source(
     if evidence.speaker is not None:
         item["speaker"] = evidence.speaker
     if evidence.observed_at is not None:
-        item["observed_at"] = format_timestamp(evidence.observed_at)
+        item["observed_at"] = sent_timestamp(evidence.observed_at)
     if evidence.status is not None:
         item["status"] = evidence.status
     item.update({"text": evidence.text} if text_fields is None else text_fields)
@@ -124,20 +137,26 @@ class UserMessage:
         output_language: str | None,
         question_time: str | None,
         defences: Defences = DEFAULT_DEFENCES,
+        copies_text: bool = True,
     ) -> UserMessage:
-        """Render the framing for a question and its policies once."""
+        """Render the framing for a question and its policies once.
+
+        ``copies_text``: whether the citation style has the model copy source text; then the
+        answer-language line says that quotes keep their source's language.
+        """
         language = (
             text.QUESTION_LANGUAGE
             if output_language is None
             else _sent_json(output_language, defences)
         )
+        quotes = text.QUOTES_LANGUAGE if copies_text else ""
         lines = []
         if question_time is not None:
             lines.append(_line(text.QUESTION_TIME_LINE, question_time=question_time))
         lines.extend(
             [
                 _line(text.KNOWLEDGE_POLICY_LINE, policy=text.POLICY_TEXT[knowledge]),
-                _line(text.ANSWER_LANGUAGE_LINE, language=language),
+                _line(text.ANSWER_LANGUAGE_LINE, language=language, quotes=quotes),
                 _line(text.QUESTION_LINE, question=_sent_json(question, defences)),
             ]
         )
