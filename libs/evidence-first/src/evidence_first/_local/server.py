@@ -28,6 +28,11 @@ def main(argv: list[str]) -> int:
     params.sampling.temp = 0.0
     params.verbosity = 0
     params.slot_save_path = os.path.join(slots, "")  # llama.cpp appends the name as is
+    # Every request looks in the server's prompt cache (host memory) for the earlier prompt
+    # that shares the longest prefix with it: with the default similarity the slot keeps its
+    # own prompt whenever the new one reuses half of it, as the fixed system prompt alone does
+    # of a short question, and an earlier prompt of the same sources goes unused.
+    params.slot_prompt_similarity = 1.0
     server = xllamacpp.Server(params)
     sys.stdin.read()
     del server
