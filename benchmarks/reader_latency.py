@@ -168,10 +168,6 @@ def timed(local: LocalModel, asked: Asked, variant: str) -> Timing:
     # As LocalModel.generate does: a new server first restores the system prompt's saved
     # state, and saves it after its first answer when none was (untimed).
     prompts = local._prompts
-    import os
-
-    if os.environ.get("NO_PROMPT_STORE"):
-        prompts = None
     if prompts is not None:
         prompts.before(asked.request.system)
     wall, payload = _post(local.base_url, body)
