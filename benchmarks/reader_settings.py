@@ -1,0 +1,266 @@
+"""llama.cpp settings the embedded reader could run with, on the requests it is really sent.
+
+Each setting starts its own server (the reader's weights, 2 threads, temperature 0, seed 0, the
+parameters ``evidence_first._local.server`` sets) with a few of llama.cpp's parameters changed
+(``xllamacpp.CommonParams``), sends it the system prompt once as a new server's saved state
+would, then each question as the engine plans it (``reader_latency.PLANNERS``: the demo's and
+the project set's report half, passage mode), one after another. Per setting: the median and
+total wall time, prompt and output tokens per second, the draft tokens speculative decoding
+proposed and the target model accepted, and how many replies are byte for byte those of the
+first setting (``default``, the embedded reader's own).
+
+Settings, each measured because it could save time without another model's answers:
+
+- ``ngram-simple``: speculative decoding from the text already read and written (the last 3
+  tokens looked up in the prompt and the reply, up to 8 following tokens drafted);
+- ``ngram-mod``: llama.cpp's ``ngram-mod`` drafts;
+- ``no-repack``: the weights used as stored, not repacked for the CPU's matrix kernels;
+- ``ubatch-256``: half the physical batch;
+- ``flash-attn-off``: attention without the fused kernel;
+- ``no-fit``: no fitting of the parameters to the devices' memory at start (``-fit off``);
+- ``ctx-8192``: a context of 8,192 tokens instead of 32,768 (a quarter of the KV cache to
+  allocate and clear at start);
+- ``no-warmup``: no empty run at start.
+
+Each setting's start is timed too: from launching the server process to its first healthy
+``/health`` answer, with the weights already assembled and in the page cache.
+
+Run: ``uv run python benchmarks/reader_settings.py [--settings default,ngram-simple]
+[--sets demo,report] [--limit N] [--json PATH]``. The first setting named is the one replies
+are compared with.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from _common import machine_line
+from reader_latency import PLANNERS, SETS, Asked, median
+
+from evidence_first._injection import DEFAULT_DEFENCES
+from evidence_first._local.process import free_port
+from evidence_first._transport.profiles import profile_for_name
+from evidence_first.chat_completions import ChatCompletionsModel
+from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
+
+# llama.cpp parameters by setting, as attribute paths of xllamacpp.CommonParams.
+SETTINGS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "ngram-simple": {
+        "speculative.types": ["COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE"],
+        "speculative.ngram_simple.size_n": 3,
+        "speculative.ngram_simple.size_m": 8,
+        "speculative.draft.n_max": 8,
+    },
+    "ngram-mod": {"speculative.types": ["COMMON_SPECULATIVE_TYPE_NGRAM_MOD"]},
+    "no-repack": {"no_extra_bufts": True},
+    "ubatch-256": {"n_ubatch": 256},
+    "flash-attn-off": {"flash_attn_type": 0},
+    "no-fit": {"fit_params": False},
+    "ctx-8192": {"n_ctx": 8192},
+    "no-warmup": {"warmup": False},
+}
+
+# The child: the reader's own server parameters (evidence_first._local.server), then the
+# setting's. Speculative types are named by their enum member.
+_CHILD = r"""
+import json, sys, xllamacpp
+model, port, changes = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+params = xllamacpp.CommonParams()
+params.model.path = model
+params.hostnames = ["127.0.0.1"]
+params.port = port
+params.n_ctx = 32768
+params.n_parallel = 1
+params.cpuparams.n_threads = 2
+params.cpuparams_batch.n_threads = 2
+params.sampling.seed = 0
+params.sampling.temp = 0.0
+params.verbosity = 0
+params.slot_prompt_similarity = 1.0
+for path, value in changes.items():
+    *parents, name = path.split(".")
+    target = params
+    for parent in parents:
+        target = getattr(target, parent)
+    if name == "types":
+        value = [getattr(xllamacpp.common_speculative_type, member) for member in value]
+    setattr(target, name, value)
+server = xllamacpp.Server(params)
+sys.stdin.read()
+"""
+
+
+@dataclass(frozen=True)
+class Reply:
+    setting: str
+    set_name: str
+    label: str
+    wall_s: float
+    read_tokens: int
+    prompt_s: float
+    output_tokens: int
+    output_s: float
+    drafted: int
+    accepted: int
+    reply_sha256: str
+    start_s: float
+
+
+@contextmanager
+def serving(changes: dict[str, Any]) -> Iterator[tuple[str, float]]:
+    """A reader server with ``changes``; yields its API root and its start's seconds."""
+    known = KNOWN_MODELS[DEFAULT_READER]
+    path = LocalModel(DEFAULT_READER).model_path()
+    port = free_port()
+    launched = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, str(path), str(port), json.dumps(changes)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if child.poll() is not None or time.monotonic() > deadline:
+                msg = f"the {known.name} server with {changes} did not start"
+                raise RuntimeError(msg)
+            try:
+                with urllib.request.urlopen(f"{root}/health", timeout=2):
+                    break
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                time.sleep(0.05)
+        yield f"{root}/v1", time.perf_counter() - launched
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    request = urllib.request.Request(
+        f"{base_url}/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=900) as reply:
+        payload: dict[str, Any] = json.loads(reply.read())
+    return time.perf_counter() - started, payload
+
+
+def measured(setting: str, asked: Sequence[Asked]) -> list[Reply]:
+    """Every request of ``asked`` on a fresh server run with ``setting``."""
+    profile = profile_for_name(DEFAULT_READER)
+    replies = []
+    with serving(SETTINGS[setting]) as (base_url, start_s):
+        client = ChatCompletionsModel(base_url, model=DEFAULT_READER, seed=0, profile=profile)
+        # As a new server restoring the saved system prompt: it is read before any question.
+        system = [{"role": "system", "content": asked[0].request.system}]
+        post(base_url, {"messages": [*system, {"role": "user", "content": ""}], "max_tokens": 1})
+        for one in asked:
+            wall, payload = post(base_url, client.body(one.request))
+            timings = payload["timings"]
+            text = payload["choices"][0]["message"]["content"] or ""
+            replies.append(
+                Reply(
+                    setting=setting,
+                    set_name=one.set_name,
+                    label=one.label,
+                    wall_s=wall,
+                    read_tokens=timings["prompt_n"],
+                    prompt_s=timings["prompt_ms"] / 1000,
+                    output_tokens=timings["predicted_n"],
+                    output_s=timings["predicted_ms"] / 1000,
+                    drafted=timings.get("draft_n", 0),
+                    accepted=timings.get("draft_n_accepted", 0),
+                    reply_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                    start_s=start_s,
+                )
+            )
+            print(f"{setting} {one.label[:40]}: {wall:.1f} s", file=sys.stderr, flush=True)
+    return replies
+
+
+def table(replies: list[Reply], settings: Sequence[str]) -> str:
+    lines = [
+        "| setting | start (s) | questions | median wall (s) | total wall (s) "
+        "| prompt tokens read /s | output tokens /s | draft tokens accepted / drafted "
+        f"| replies identical to {settings[0]} |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    first = {(r.set_name, r.label): r.reply_sha256 for r in replies if r.setting == settings[0]}
+    for setting in settings:
+        runs = [r for r in replies if r.setting == setting]
+        read = sum(r.read_tokens for r in runs) / max(sum(r.prompt_s for r in runs), 1e-9)
+        wrote = sum(r.output_tokens for r in runs) / max(sum(r.output_s for r in runs), 1e-9)
+        same = sum(first.get((r.set_name, r.label)) == r.reply_sha256 for r in runs)
+        lines.append(
+            f"| {setting} | {runs[0].start_s:.1f} | {len(runs)} "
+            f"| {median([r.wall_s for r in runs]):.1f} "
+            f"| {sum(r.wall_s for r in runs):.0f} | {read:.0f} | {wrote:.1f} "
+            f"| {sum(r.accepted for r in runs)} / {sum(r.drafted for r in runs)} "
+            f"| {same}/{len(runs)} |"
+        )
+    return "\n".join(lines)
+
+
+class _Planner:
+    """Declares the reader's profile to the planner; never called."""
+
+    profile = profile_for_name(DEFAULT_READER)
+
+    def generate(self, request: Any) -> Any:
+        raise AssertionError("planning only")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--settings", default=",".join(SETTINGS), help=f"from {', '.join(SETTINGS)}"
+    )
+    parser.add_argument("--sets", default=",".join(SETS), help="demo, report or both")
+    parser.add_argument("--limit", type=int, default=None, help="the first N of each set")
+    parser.add_argument("--json", default=None, help="append each reply's timing here")
+    args = parser.parse_args(argv)
+    settings = [name.strip() for name in args.settings.split(",") if name.strip()]
+    sets = [name.strip() for name in args.sets.split(",") if name.strip()]
+    if not settings or not set(settings) <= set(SETTINGS):
+        parser.error(f"--settings takes names from {', '.join(SETTINGS)}")
+    if not sets or not set(sets) <= set(SETS):
+        parser.error(f"--sets takes names from {', '.join(SETS)}")
+    planner = _Planner()
+    asked = [
+        one
+        for set_name in sets
+        for one in PLANNERS[set_name](planner, DEFAULT_DEFENCES)[: args.limit]
+    ]
+    print(machine_line())
+    replies: list[Reply] = []
+    for setting in settings:
+        for reply in measured(setting, asked):
+            replies.append(reply)
+            if args.json:
+                with open(args.json, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(asdict(reply)) + "\n")
+    print(f"Model: {KNOWN_MODELS[DEFAULT_READER].title}, llama.cpp, 2 threads")
+    print()
+    print(table(replies, settings))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
