@@ -1,10 +1,11 @@
 """llama.cpp settings the embedded reader could run with, on the requests it is really sent.
 
-Each setting starts its own server (the reader's weights, 2 threads, temperature 0, seed 0, the
-parameters ``evidence_first._local.server`` sets) with a few of llama.cpp's parameters changed
-(``xllamacpp.CommonParams``), sends it the system prompt once as a new server's saved state
-would, then each question as the engine plans it (``reader_latency.PLANNERS``: the demo's and
-the project set's report half, passage mode), one after another. Per setting: the median and
+Each setting starts its own server (the reader's weights, or ``--model``'s, 2 threads,
+temperature 0, seed 0, the parameters ``evidence_first._local.server`` sets) with a few of
+llama.cpp's parameters changed (``xllamacpp.CommonParams``), sends it the system prompt once as
+a new server's saved state would, then each question as the engine plans it
+(``reader_latency.PLANNERS``: the demo's and the project set's report half, passage mode), one
+after another. Per setting: the median and
 total wall time, prompt and output tokens per second, the draft tokens speculative decoding
 proposed and the target model accepted, and how many replies are byte for byte those of the
 first setting (``default``, the embedded reader's own).
@@ -26,8 +27,9 @@ Each setting's start is timed too: from launching the server process to its firs
 ``/health`` answer, with the weights already assembled and in the page cache.
 
 Run: ``uv run python benchmarks/reader_settings.py [--settings default,ngram-simple]
-[--sets demo,report] [--limit N] [--json PATH]``. The first setting named is the one replies
-are compared with.
+[--sets demo,report] [--limit N] [--model NAME] [--quick] [--json PATH]``. The first setting
+named is the one replies are compared with; ``--quick`` runs ``default`` and ``ngram-simple``
+on the demo's first question.
 """
 
 from __future__ import annotations
@@ -119,10 +121,9 @@ class Reply:
 
 
 @contextmanager
-def serving(changes: dict[str, Any]) -> Iterator[tuple[str, float]]:
-    """A reader server with ``changes``; yields its API root and its start's seconds."""
-    known = KNOWN_MODELS[DEFAULT_READER]
-    path = LocalModel(DEFAULT_READER).model_path()
+def serving(model: str, changes: dict[str, Any]) -> Iterator[tuple[str, float]]:
+    """A server of ``model`` with ``changes``; yields its API root and its start's seconds."""
+    path = LocalModel(model).model_path()
     port = free_port()
     launched = time.perf_counter()
     child = subprocess.Popen(
@@ -136,7 +137,7 @@ def serving(changes: dict[str, Any]) -> Iterator[tuple[str, float]]:
         deadline = time.monotonic() + 120
         while True:
             if child.poll() is not None or time.monotonic() > deadline:
-                msg = f"the {known.name} server with {changes} did not start"
+                msg = f"the {model} server with {changes} did not start"
                 raise RuntimeError(msg)
             try:
                 with urllib.request.urlopen(f"{root}/health", timeout=2):
@@ -162,12 +163,12 @@ def post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     return time.perf_counter() - started, payload
 
 
-def measured(setting: str, asked: Sequence[Asked]) -> list[Reply]:
-    """Every request of ``asked`` on a fresh server run with ``setting``."""
-    profile = profile_for_name(DEFAULT_READER)
+def measured(model: str, setting: str, asked: Sequence[Asked]) -> list[Reply]:
+    """Every request of ``asked`` on a fresh server of ``model`` run with ``setting``."""
+    profile = profile_for_name(model)
     replies = []
-    with serving(SETTINGS[setting]) as (base_url, start_s):
-        client = ChatCompletionsModel(base_url, model=DEFAULT_READER, seed=0, profile=profile)
+    with serving(model, SETTINGS[setting]) as (base_url, start_s):
+        client = ChatCompletionsModel(base_url, model=model, seed=0, profile=profile)
         # As a new server restoring the saved system prompt: it is read before any question.
         system = [{"role": "system", "content": asked[0].request.system}]
         post(base_url, {"messages": [*system, {"role": "user", "content": ""}], "max_tokens": 1})
@@ -219,9 +220,10 @@ def table(replies: list[Reply], settings: Sequence[str]) -> str:
 
 
 class _Planner:
-    """Declares the reader's profile to the planner; never called."""
+    """Declares a model's profile to the planner; never called."""
 
-    profile = profile_for_name(DEFAULT_READER)
+    def __init__(self, model: str) -> None:
+        self.profile = profile_for_name(model)
 
     def generate(self, request: Any) -> Any:
         raise AssertionError("planning only")
@@ -234,15 +236,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--sets", default=",".join(SETS), help="demo, report or both")
     parser.add_argument("--limit", type=int, default=None, help="the first N of each set")
+    parser.add_argument("--model", default=DEFAULT_READER, choices=sorted(KNOWN_MODELS))
+    parser.add_argument("--quick", action="store_true", help="2 settings, 1 demo question")
     parser.add_argument("--json", default=None, help="append each reply's timing here")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.settings, args.sets, args.limit = "default,ngram-simple", "demo", 1
     settings = [name.strip() for name in args.settings.split(",") if name.strip()]
     sets = [name.strip() for name in args.sets.split(",") if name.strip()]
     if not settings or not set(settings) <= set(SETTINGS):
         parser.error(f"--settings takes names from {', '.join(SETTINGS)}")
     if not sets or not set(sets) <= set(SETS):
         parser.error(f"--sets takes names from {', '.join(SETS)}")
-    planner = _Planner()
+    planner = _Planner(args.model)
     asked = [
         one
         for set_name in sets
@@ -251,12 +257,12 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     replies: list[Reply] = []
     for setting in settings:
-        for reply in measured(setting, asked):
+        for reply in measured(args.model, setting, asked):
             replies.append(reply)
             if args.json:
                 with open(args.json, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps(asdict(reply)) + "\n")
-    print(f"Model: {KNOWN_MODELS[DEFAULT_READER].title}, llama.cpp, 2 threads")
+    print(f"Model: {KNOWN_MODELS[args.model].title}, llama.cpp, 2 threads")
     print()
     print(table(replies, settings))
     return 0

@@ -137,4 +137,25 @@ def test_reader_latency_breaks_each_answer_down(no_model_server, capsys, load_be
     assert int(sent[6]) > 0  # output tokens
     assert float(sent[7]) > 0  # writing
     assert sent[9] == "2/2"  # the request as sent is its own reference
-    assert "Server start (median of 2): weight check" in output
+    assert "Server start (median of 2): the weights' check" in output
+
+
+@pytest.mark.live
+def test_reader_settings_compares_each_setting_with_the_default(
+    no_model_server, capsys, load_benchmark
+):
+    benchmark = load_benchmark("reader_settings")
+    assert benchmark.main(["--model", "gemma-3-270m", "--quick"]) == 0
+    output = capsys.readouterr().out
+    assert output.startswith("Python ")
+    rows = {
+        cells[0]: cells
+        for line in output.splitlines()
+        if line.startswith(("| default |", "| ngram-simple |"))
+        for cells in [[cell.strip() for cell in line.strip("|").split("|")]]
+    }
+    assert set(rows) == {"default", "ngram-simple"}
+    assert float(rows["default"][1]) > 0  # the start was timed
+    assert rows["default"][2] == "1"  # one question
+    assert rows["default"][8] == "1/1"  # the default is its own reference
+    assert rows["default"][7] == "0 / 0"  # no draft without speculative decoding
