@@ -83,7 +83,7 @@ PASSAGE_LEDGER = {
             "subject": "the launch",
             "relation": "moved to",
             "object": "June 15",
-            "citations": [{"source_id": "standup", "passages": ["1.2"]}],
+            "citations": [{"source_id": "standup", "passages": ["#2"]}],
         }
     ],
     "answer": "The launch is on June 15 [F1].",
@@ -129,7 +129,7 @@ def test_any_other_layout_is_refused():
     ("path", "value"),
     [
         (("facts", 0, "citations", 0, "source_id"), "minutes"),  # a source never sent
-        (("facts", 0, "citations", 0, "passages"), ["2.1"]),  # another source's label
+        (("facts", 0, "citations", 0, "passages"), ["#3"]),  # only another source's label
         (("facts", 0, "citations", 0, "passages"), ["standup#2"]),  # not the label sent
         (("answer",), "June 15 [F2]."),  # a marker naming a fact not written
         (("missing_evidence",), ["a time"]),  # an answer with missing evidence

@@ -64,16 +64,15 @@ class Passage:
     index: int
     char_start: int
     char_end: int
-    source_number: int = 1
 
     @property
     def sent_label(self) -> str:
-        """``<k>.<n>``: the label the model reads after the passage and cites.
+        """``#<n>``: the label the model reads after the passage and cites.
 
-        Unique within a request: ``k`` numbers its source in the request, ``n`` the passage in
-        its source.
+        The passage's number in its source, unique within that source only: a citation names
+        the source by its ``source_id``. It is the tail of :attr:`label`.
         """
-        return f"{self.source_number}.{self.index}"
+        return f"#{self.index}"
 
 
 def _bounded(text: str, start: int, end: int) -> Iterable[tuple[int, int]]:
@@ -167,10 +166,10 @@ def passages_around(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in cut if a < end and start < b]
 
 
-def passages_of(source: Evidence, number: int = 1) -> tuple[Passage, ...]:
-    """The labeled passages of one source, in order; ``number`` is its source's in the request."""
+def passages_of(source: Evidence) -> tuple[Passage, ...]:
+    """The labeled passages of one source, in order."""
     return tuple(
-        Passage(f"{source.id}#{n}", source.id, n, start, end, number)
+        Passage(f"{source.id}#{n}", source.id, n, start, end)
         for n, (start, end) in enumerate(split_passages(source.text), start=1)
     )
 
@@ -186,8 +185,8 @@ class SentSources:
         sources: The sources sent, in order.
         passages: Each sent source's passages, by source ID; a source sent whole has none.
         by_id: The sources sent, by ID.
-        by_sent_label: Every passage sent, by the label it was sent with
-            (:attr:`Passage.sent_label`).
+        by_sent_label: Every passage sent, by its source's ID and the label it was sent with
+            (:attr:`Passage.sent_label`): a label is unique within its source only.
         offsets: Each sent source's UTF-16 and UTF-8 offsets as far as spans have needed them,
             by ID: a cache for this request, so many spans of a source cost one pass over it.
     """
@@ -195,12 +194,14 @@ class SentSources:
     sources: tuple[Evidence, ...]
     passages: Mapping[str, tuple[Passage, ...]] = field(default_factory=dict)
     by_id: Mapping[str, Evidence] = field(init=False, repr=False)
-    by_sent_label: Mapping[str, Passage] = field(init=False, repr=False)
+    by_sent_label: Mapping[tuple[str, str], Passage] = field(init=False, repr=False)
     offsets: dict[str, UnitOffsets] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Derived once; the dataclass is frozen, so they are set past its __setattr__.
-        by_sent_label = {p.sent_label: p for cut in self.passages.values() for p in cut}
+        by_sent_label = {
+            (p.source_id, p.sent_label): p for cut in self.passages.values() for p in cut
+        }
         object.__setattr__(self, "by_id", {source.id: source for source in self.sources})
         object.__setattr__(self, "by_sent_label", by_sent_label)
         object.__setattr__(self, "offsets", {})

@@ -16,13 +16,7 @@ from evidence_first._model import ModelRequest
 from evidence_first._options import AnswerOptions
 from evidence_first._packing import PackedSources, pack_sources
 from evidence_first._passages import Passage, SentSources
-from evidence_first._prompt import (
-    UserMessage,
-    prompt_numbers,
-    prompt_order,
-    serialize_source,
-    system_prompt,
-)
+from evidence_first._prompt import UserMessage, prompt_order, serialize_source, system_prompt
 from evidence_first._request import (
     checked_model,
     checked_question,
@@ -133,10 +127,9 @@ def plan_answer(
     defences = options.defences
     # Each source considered is cut into the passages it is sent as once, here.
     passages: dict[str, tuple[Passage, ...]] = {}
-    numbers = prompt_numbers(offered)
 
     def serialize(source: Evidence) -> str:
-        passages[source.id] = cut = style.passages(source, numbers[source.id])
+        passages[source.id] = cut = style.passages(source)
         return serialize_source(source, style.text_fields(source, cut, defences), defences)
 
     packed = pack_sources(

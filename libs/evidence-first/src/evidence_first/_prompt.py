@@ -18,7 +18,7 @@ from evidence_first._vocabulary import KnowledgePolicy
 if TYPE_CHECKING:
     from evidence_first._citing.base import CitationStyle
 
-__all__ = ["UserMessage", "prompt_numbers", "prompt_order", "serialize_source", "system_prompt"]
+__all__ = ["UserMessage", "prompt_order", "serialize_source", "system_prompt"]
 
 
 def system_prompt(
@@ -49,22 +49,6 @@ def system_prompt(
     return system, version if enforced_markers else version + UNMARKED_SUFFIX
 
 
-def _listed_later(source: Evidence) -> bool:
-    """Whether the prompt lists ``source`` after the current ones: it was replaced or disputed."""
-    return source.status not in (None, "current")
-
-
-def prompt_numbers(sources: Sequence[Evidence]) -> dict[str, int]:
-    """Each source's number in the request, by ID: its place in :func:`prompt_order`'s order.
-
-    Counted over every source considered, sent or not, so that a source's sent form (passage
-    mode's labels carry its number) and so its cost are known before packing: the numbers of
-    the sources sent rise down the prompt, with a gap where one was omitted.
-    """
-    ranked = sorted(sources, key=_listed_later)
-    return {source.id: number for number, source in enumerate(ranked, start=1)}
-
-
 def prompt_order(sources: Sequence[Evidence], serialized: Sequence[str]) -> list[str]:
     """The sent sources' serialized forms in the order the prompt lists them.
 
@@ -76,7 +60,10 @@ def prompt_order(sources: Sequence[Evidence], serialized: Sequence[str]) -> list
     model reads changes: packing, ``used_source_ids``, the request schema and the result keep
     the packing order.
     """
-    ranked = sorted(zip(sources, serialized, strict=True), key=lambda pair: _listed_later(pair[0]))
+    ranked = sorted(
+        zip(sources, serialized, strict=True),
+        key=lambda pair: pair[0].status not in (None, "current"),
+    )
     return [item for _, item in ranked]
 
 

@@ -38,7 +38,7 @@ __all__ = [
 QUOTE_PROMPT_VERSION = "evidence-first/quote/9"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
 
-PASSAGE_PROMPT_VERSION = "evidence-first/passage/9"
+PASSAGE_PROMPT_VERSION = "evidence-first/passage/10"
 """Passage mode, versioned separately from quote mode."""
 
 # The system prompt: SYSTEM_RULES, the citation style's facts rule, ANSWER_KEYS, then the

@@ -49,11 +49,8 @@ class CitationStyle(ABC):
         """System-prompt rules this style adds after the shared ones."""
         return ""
 
-    def passages(self, source: Evidence, number: int) -> tuple[Passage, ...]:
-        """The passages ``source`` is sent as, cut once per request; none when sent whole.
-
-        ``number`` is the source's in the request (:func:`~evidence_first._prompt.prompt_numbers`).
-        """
+    def passages(self, source: Evidence) -> tuple[Passage, ...]:
+        """The passages ``source`` is sent as, cut once per request; none when sent whole."""
         return ()
 
     @abstractmethod

@@ -35,10 +35,11 @@ PASSAGE_PROMPT_VERSION = text.PASSAGE_PROMPT_VERSION
 class PassageCitation(LedgerCitationBase):
     """A passage-mode citation as the model wrote it: passage labels and an optional quote.
 
-    ``passages`` holds the labels the model read after each passage (``2.1``: the first
-    passage of the second source). The request asks for no quote: the passages are the citation. A
-    ``quote`` a ledger carries anyway narrows its span (:func:`resolve_passages`); an absent
-    one means ``null``. Every other key is required, and unknown keys are still rejected.
+    ``passages`` holds the labels the model read after each passage of the source its
+    ``source_id`` names (``#1``: that source's first passage). The request asks for no quote:
+    the passages are the citation. A ``quote`` a ledger carries anyway narrows its span
+    (:func:`resolve_passages`); an absent one means ``null``. Every other key is required, and
+    unknown keys are still rejected.
     """
 
     passages: list[str] = Field(
@@ -103,9 +104,9 @@ class PassageStyle(CitationStyle):
         """The datamark rule, when datamarking."""
         return _DATAMARK_RULE if defences.datamark else ""
 
-    def passages(self, source: Evidence, number: int) -> tuple[Passage, ...]:
-        """The source cut into sentence-sized passages (``_passages``), labeled ``number.n``."""
-        return passages_of(source, number)
+    def passages(self, source: Evidence) -> tuple[Passage, ...]:
+        """The source cut into sentence-sized passages (``_passages``), labeled ``#n``."""
+        return passages_of(source)
 
     def text_fields(
         self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
@@ -115,10 +116,11 @@ class PassageStyle(CitationStyle):
         # Each label follows its text: the label a model reads right after a passage is that
         # passage's own. With the label first, the next passage's label came right after the
         # text, and the reader cited the passage after the one that states the fact. A pair
-        # spends no tokens on key names, and a label of numbers none on the source's ID, which
-        # the citation names already: on the project set's tune half the embedded reader read
-        # a tenth fewer prompt tokens and answered more questions right
-        # (docs/local-reader.md, "Where the time goes").
+        # spends no tokens on key names, and a label carries only the passage's number: neither
+        # its source's number nor its ID, which the citation names already. The pair and a
+        # label without the ID had the embedded reader read a tenth fewer prompt tokens on the
+        # project set's tune half and answer more questions right (docs/local-reader.md,
+        # "Where the time goes").
         mark = datamark if defences.datamark else str
         return {
             "passages": [[mark(text[p.char_start : p.char_end]), p.sent_label] for p in passages]
@@ -147,7 +149,13 @@ class PassageStyle(CitationStyle):
                 ]
             }
         ids = None if sent is None else [source.id for source in sent.sources]
-        every_label = None if sent is None else list(sent.by_sent_label)
+        # One citation object for every source: each label sent is among those of the source
+        # with the most passages, and verification pairs a label with the source cited.
+        every_label = (
+            None
+            if sent is None
+            else [p.sent_label for p in max(sent.passages.values(), key=len, default=())]
+        )
         return self._for_source(general, ids, every_label)
 
     @staticmethod
@@ -168,20 +176,17 @@ class PassageStyle(CitationStyle):
         return {**cited, "required": [key for key in cited["required"] if key != "quote"]}
 
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
-        """Every label must have been sent, for this source; a quote must lie in one group."""
+        """Every label must have been sent for this source; a quote must lie in one group."""
         positions: list[int] = []
         for number, label in enumerate(cited.passages):
-            passage = sent.by_sent_label.get(label)
+            passage = sent.by_sent_label.get((source.id, label))
             if passage is None:
-                return Rejection(
-                    "unknown_passage", "the label was never sent", f".passages[{number}]"
-                )
-            if passage.source_id != source.id:
-                return Rejection(
-                    "passage_source_mismatch",
-                    "the label belongs to another source",
-                    f".passages[{number}]",
-                )
+                where = f".passages[{number}]"
+                if any(sent_label == label for _, sent_label in sent.by_sent_label):
+                    return Rejection(
+                        "passage_source_mismatch", "the label belongs to another source", where
+                    )
+                return Rejection("unknown_passage", "the label was never sent", where)
             positions.append(passage.index)
         if cited.quote is not None and not has_text(cited.quote):
             return Rejection("empty_quote", "the quote has no visible character", ".quote")
