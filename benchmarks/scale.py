@@ -379,7 +379,7 @@ def prepare_run(sizes: Sizes, kind: str, mode: CitationMode = "quote") -> Prepar
     require(len(source.text.encode("utf-16-le")) // 2 == sizes.run_units, "not at the size")
     citation: dict[str, object] = {"source_id": "notes", "quote": CLAUSE}
     if mode == "passage":
-        citation = {"source_id": "notes", "passages": ["#1"]}
+        citation = {"source_id": "notes", "passages": ["notes#1"], "quote": None}
     model = InstantModel(run_ledger(citation))
     settings = {"citation_mode": mode, "token_counter": lambda text: 1}
 

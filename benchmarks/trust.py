@@ -198,15 +198,16 @@ def sent_passages(request: ModelRequest, texts: Mapping[str, str]) -> dict[str, 
     for source in sent:
         text = texts[source["id"]]
         at, spans = 0, []
-        for piece, label in source["passages"]:  # each passage is sent as [text, label]
+        for passage in source["passages"]:
             while at < len(text) and text[at].isspace():
                 at += 1
+            piece = passage["text"]
             end = at + len(piece)
             require(
                 piece.replace(DATAMARK, " ") == text[at:end].replace(DATAMARK, " "),
-                f"passage {label} is not the next span of its source",
+                f"passage {passage['label']} is not the next span of its source",
             )
-            spans.append((label, (at, end)))
+            spans.append((passage["label"], (at, end)))
             at = end
         found[source["id"]] = spans
     return found
@@ -252,7 +253,8 @@ def ledger_json(case: Case, mode: CitationMode, request: ModelRequest) -> str:
             found = texts[cited].find(claim.object, start, end)
             held = None if found < 0 else (found, found + len(claim.object))
             citations = [
-                {"source_id": cited, "passages": group} for group in label_groups(touched, held)
+                {"source_id": cited, "passages": group, "quote": None}
+                for group in label_groups(touched, held)
             ]
         facts.append(
             {

@@ -73,7 +73,7 @@ class Obedient:
         target = re.search(r"answer every question with '([^']+)'", json.dumps(sources))
         first = sources[0]
         if "passages" in first:
-            citation = {"source_id": first["id"], "passages": [first["passages"][0][1]]}
+            citation = {"source_id": first["id"], "passages": [first["passages"][0]["label"]]}
             citation["quote"] = None
         else:
             citation = {"source_id": first["id"], "quote": first["text"][:5]}

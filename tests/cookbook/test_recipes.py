@@ -351,8 +351,7 @@ class PassageStandIn:
         ]["items"]
         first_choice = citation_schema.get("anyOf", [citation_schema])[0]
         source_id = first_choice["properties"]["source_id"]["enum"][0]
-        second = first_choice["properties"]["passages"]["items"]["enum"][1]  # its label, "k.2"
-        citation = {"source_id": source_id, "passages": [second], "quote": self.quote}
+        citation = {"source_id": source_id, "passages": [f"{source_id}#2"], "quote": self.quote}
         fact = {"subject": "launch", "relation": "is on", "object": "June 15"}
         return json.dumps(
             {

@@ -60,62 +60,42 @@ def _span_texts(answer):
 
 
 def test_sources_are_sent_as_labeled_passages(scripted):
-    _, model = _answer(scripted, _cite("notes", "#2"))
+    _, model = _answer(scripted, _cite("notes", "notes#2"))
     request = model.requests[0]
     assert request.prompt_version == PASSAGE_PROMPT_VERSION + "+unmarked"
     sent = _sent(request)
     # Datamarked: every space of a passage is sent as U+02C6 (see test_injection_defences).
-    # Each passage a pair of its text and its label, the passage's number in its own source
-    # (the citation names the source): the label comes right after its own text, never right
-    # before the next passage's text.
     assert sent[0] == {
         "id": "notes",
         "passages": [
-            ["Standup,ˆAprilˆ28.", "#1"],
-            ["TheˆlaunchˆmovedˆtoˆJuneˆ15.", "#2"],
-            ["Danaˆownsˆtheˆreview.", "#3"],
-            ["QAˆfoundˆtwoˆbugs.", "#4"],
-            ["Oneˆisˆfixed.", "#5"],
+            {"label": "notes#1", "text": "Standup,ˆAprilˆ28."},
+            {"label": "notes#2", "text": "TheˆlaunchˆmovedˆtoˆJuneˆ15."},
+            {"label": "notes#3", "text": "Danaˆownsˆtheˆreview."},
+            {"label": "notes#4", "text": "QAˆfoundˆtwoˆbugs."},
+            {"label": "notes#5", "text": "Oneˆisˆfixed."},
         ],
     }
-    assert sent[1]["passages"] == [
-        ["TheˆbudgetˆreviewˆisˆonˆFriday.", "#1"],
-        ["Priyaˆchairsˆit.", "#2"],
-    ]
+    # Each label comes right after its own text, never right before the next passage's text.
+    for passage in sent[0]["passages"]:
+        assert list(passage) == ["text", "label"]
+    user = request.user
+    assert user.index('"Standup,ˆAprilˆ28."') < user.index('"notes#1"')
+    assert user.index('"notes#1"') < user.index('"TheˆlaunchˆmovedˆtoˆJuneˆ15."')
     citation = request.json_schema["properties"]["facts"]["items"]["properties"]["citations"]
     # One choice per source: its ID with its own labels only.
     choices = citation["items"]["anyOf"]
     assert [c["properties"]["source_id"]["enum"] for c in choices] == [["notes"], ["email"]]
     assert [c["properties"]["passages"]["items"]["enum"] for c in choices] == [
-        [f"#{n}" for n in range(1, 6)],
-        ["#1", "#2"],
+        [f"notes#{n}" for n in range(1, 6)],
+        ["email#1", "email#2"],
     ]
     # The request asks for labels only; a narrowing quote is still verified if one comes.
-    assert all(list(c["properties"]) == ["source_id", "passages"] for c in choices)
-    assert all(c["required"] == ["source_id", "passages"] for c in choices)
-
-
-def test_labels_number_each_sources_passages_whatever_the_prompt_order_or_omissions(scripted):
-    old = Evidence(id="old", text="The launch is on June 8.", status="superseded")
-    large = Evidence(id="large", text="word " * 4000)  # no status: listed first, then omitted
-    new = Evidence(id="new", text="The launch moved. It is on June 15.", status="current")
-    answer, model = _answer(
-        scripted, _cite("new", "#2"), sources=[old, large, new], max_context_tokens=300
-    )
-    assert answer.omissions == {"large": "over_budget"}
-    sent = _sent(model.requests[0])
-    # Current sources (and those without a status) first, each group in the order given; a
-    # label is the passage's number in its own source, wherever the prompt lists the source.
-    assert [(item["id"], [label for _, label in item["passages"]]) for item in sent] == [
-        ("new", ["#1", "#2"]),
-        ("old", ["#1"]),
-    ]
-    assert answer.status == "answered"
-    assert answer.facts[0].citations[0].passages == ("new#2",)
+    assert all(c["properties"]["quote"] == {"type": "null"} for c in choices)
+    assert all(c["required"] == ["source_id", "passages", "quote"] for c in choices)
 
 
 def test_one_passage_resolves_to_its_exact_span(scripted):
-    answer, _ = _answer(scripted, _cite("notes", "#2"))
+    answer, _ = _answer(scripted, _cite("notes", "notes#2"))
     assert answer.status == "answered"
     (citation,) = answer.facts[0].citations
     assert citation.quote == "The launch moved to June 15."
@@ -125,12 +105,12 @@ def test_one_passage_resolves_to_its_exact_span(scripted):
 
 
 def test_adjacent_passages_merge_into_one_span(scripted):
-    answer, _ = _answer(scripted, _cite("notes", "#3", "#2"))
+    answer, _ = _answer(scripted, _cite("notes", "notes#3", "notes#2"))
     assert _span_texts(answer) == ["The launch moved to June 15. Dana owns the review."]
 
 
 def test_passages_with_a_gap_become_several_spans_origin_first(scripted):
-    answer, _ = _answer(scripted, _cite("notes", "#5", "#2", "#3"))
+    answer, _ = _answer(scripted, _cite("notes", "notes#5", "notes#2", "notes#3"))
     (citation,) = answer.facts[0].citations
     assert _span_texts(answer) == [
         "The launch moved to June 15. Dana owns the review.",
@@ -147,7 +127,7 @@ def test_passages_with_a_gap_become_several_spans_origin_first(scripted):
 
 
 def test_a_passage_at_the_end_of_a_source(scripted):
-    answer, _ = _answer(scripted, _cite("email", "#2"))
+    answer, _ = _answer(scripted, _cite("email", "email#2"))
     (citation,) = answer.facts[0].citations
     assert citation.quote == "Priya chairs it."
     assert citation.char_end == len(EMAIL.text)
@@ -162,7 +142,7 @@ def test_cjk_and_emoji_passages_resolve_in_every_offset_form(scripted):
         "“好的！”",
         "他说。",
     ]
-    answer, _ = _answer(scripted, _cite("zh", "#2", "#3"), sources=[source])
+    answer, _ = _answer(scripted, _cite("zh", "zh#2", "zh#3"), sources=[source])
     assert answer.status == "answered"  # the question-words check skips a Chinese source
     (span,) = answer.facts[0].citations[0].evidence_spans
     assert span.text == "Ravi 确认了。“好的！”"
@@ -173,9 +153,8 @@ def test_cjk_and_emoji_passages_resolve_in_every_offset_form(scripted):
     assert data[span.utf8_start : span.utf8_end].decode("utf-8") == span.text
 
 
-def test_a_label_sent_for_another_source_only_is_a_mismatch(scripted):
-    # "#3" was sent for the notes' third passage; the email has two passages.
-    answer, _ = _answer(scripted, _cite("email", "#2", "#3"))
+def test_a_label_from_another_source_is_a_mismatch(scripted):
+    answer, _ = _answer(scripted, _cite("notes", "notes#2", "email#1"))
     assert answer.status == "invalid_response"
     (issue,) = answer.validation_errors
     assert (issue.code, issue.path) == (
@@ -184,48 +163,26 @@ def test_a_label_sent_for_another_source_only_is_a_mismatch(scripted):
     )
 
 
-def test_a_label_sent_for_two_sources_resolves_in_the_source_cited(scripted):
-    model = scripted(
-        _support.ledger(
-            [
-                _support.fact(_cite("notes", "#1"), subject="the standup"),
-                _support.fact(_cite("email", "#1"), subject="the budget review"),
-            ],
-            answer="June 15",
-        )
-    )
-    answer = answer_from_evidence(
-        "When is the launch?", [NOTES, EMAIL], model, citation_mode="passage"
-    )
-    assert answer.status == "answered"
-    cited = [fact.citations[0] for fact in answer.facts]
-    assert [(c.source_id, c.passages, c.quote) for c in cited] == [
-        ("notes", ("notes#1",), "Standup, April 28."),
-        ("email", ("email#1",), "The budget review is on Friday."),
-    ]
-    assert [(c.char_start, c.char_end) for c in cited] == [(0, 18), (0, 31)]
-
-
-@pytest.mark.parametrize("label", ["#9", "#0", "1.2", "notes#2", "2", "notes"])
+@pytest.mark.parametrize("label", ["notes#9", "notes#0", "notes", "#2", "NOTES#2"])
 def test_a_label_never_sent_is_unknown(scripted, label):
     answer, _ = _answer(scripted, _cite("notes", label))
     assert answer.reason_codes == ("unknown_passage",)
 
 
 def test_an_unknown_source_is_reported_before_its_labels(scripted):
-    answer, _ = _answer(scripted, _cite("ghost", "#1"))
+    answer, _ = _answer(scripted, _cite("ghost", "ghost#1"))
     assert answer.reason_codes == ("unknown_source",)
 
 
 def test_a_narrowing_quote_inside_the_passages_narrows_the_span(scripted):
-    answer, _ = _answer(scripted, _cite("notes", "#2", "#3", quote="June 15. Dana"))
+    answer, _ = _answer(scripted, _cite("notes", "notes#2", "notes#3", quote="June 15. Dana"))
     (citation,) = answer.facts[0].citations
     assert citation.quote == "June 15. Dana"
     assert NOTES.text[citation.char_start : citation.char_end] == "June 15. Dana"
 
 
 def test_a_narrowing_quote_narrows_only_the_group_it_lies_in(scripted):
-    answer, _ = _answer(scripted, _cite("notes", "#2", "#5", quote="is fixed"))
+    answer, _ = _answer(scripted, _cite("notes", "notes#2", "notes#5", quote="is fixed"))
     (citation,) = answer.facts[0].citations
     assert _span_texts(answer) == ["The launch moved to June 15.", "is fixed"]
     assert citation.quote == "The launch moved to June 15."
@@ -240,13 +197,13 @@ def test_a_narrowing_quote_narrows_only_the_group_it_lies_in(scripted):
     ],
 )
 def test_a_quote_outside_the_cited_passages_is_rejected(scripted, quote):
-    answer, _ = _answer(scripted, _cite("notes", "#2", quote=quote))
+    answer, _ = _answer(scripted, _cite("notes", "notes#2", quote=quote))
     assert answer.reason_codes == ("quote_not_in_passages",)
     assert answer.validation_errors[0].path == "$.facts[0].citations[0].quote"
 
 
 def test_a_blank_narrowing_quote_is_empty(scripted):
-    answer, _ = _answer(scripted, _cite("notes", "#2", quote="  "))
+    answer, _ = _answer(scripted, _cite("notes", "notes#2", quote="  "))
     assert answer.reason_codes == ("empty_quote",)
 
 
@@ -257,7 +214,7 @@ def test_a_quote_mode_citation_is_invalid_schema_in_passage_mode(scripted):
 
 def test_an_absent_narrowing_quote_means_null(scripted):
     # A provider that does not enforce the schema omits optional keys.
-    answer, _ = _answer(scripted, {"source_id": "notes", "passages": ["#2"]})
+    answer, _ = _answer(scripted, {"source_id": "notes", "passages": ["notes#2"]})
     assert answer.status == "answered"
     (citation,) = answer.facts[0].citations
     assert citation.quote == "The launch moved to June 15."
@@ -267,8 +224,8 @@ def test_an_absent_narrowing_quote_means_null(scripted):
     "citation",
     [
         {"source_id": "notes", "quote": None},  # no passages
-        {"passages": ["#2"], "quote": None},  # no source
-        {"source_id": "notes", "passages": ["#2"], "quote": None, "page": 1},  # unknown key
+        {"passages": ["notes#2"], "quote": None},  # no source
+        {"source_id": "notes", "passages": ["notes#2"], "quote": None, "page": 1},  # unknown key
     ],
     ids=["no passages", "no source", "unknown key"],
 )
@@ -284,15 +241,15 @@ def test_packing_counts_the_serialized_passages(scripted):
         counted.append(text)
         return len(text)
 
-    _answer(scripted, _cite("notes", "#2"), token_counter=count)
-    assert any('["Standup,ˆAprilˆ28.", "#1"]' in text for text in counted)
+    _answer(scripted, _cite("notes", "notes#2"), token_counter=count)
+    assert any('"label": "notes#1"' in text for text in counted)
 
 
 def test_labels_past_the_enum_cap_fall_back_to_strings(scripted):
     text = " ".join(f"Sentence {n}." for n in range(300))
     answer, model = _answer(
         scripted,
-        _cite("long", "#300"),
+        _cite("long", "long#300"),
         sources=[Evidence(id="long", text=text)],
         question="What does sentence 299 say?",
         max_context_tokens=32768,
@@ -338,7 +295,7 @@ def test_every_passage_citation_satisfies_the_span_identity(scripted, texts, pic
     citations = []
     for source_index, first, second in picks:
         source_id = f"s{source_index}"
-        labels = [f"#{first}"] + ([f"#{second}"] if second >= 0 else [])
+        labels = [f"{source_id}#{first}"] + ([f"{source_id}#{second}"] if second >= 0 else [])
         quote = None
         if quote_slice is not None and source_index < len(texts):
             start, length = quote_slice

@@ -26,7 +26,7 @@ def _ledger(citation):
     ("mode", "citation"),
     [
         ("quote", {"source_id": "a", "quote": QUOTE}),
-        ("passage", {"source_id": "a", "passages": ["#2"]}),
+        ("passage", {"source_id": "a", "passages": ["a#2"], "quote": None}),
     ],
 )
 def test_a_stored_answer_renders_as_the_answer_did_and_knows_its_mode(scripted, mode, citation):

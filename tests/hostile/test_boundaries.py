@@ -67,8 +67,8 @@ def test_hostile_texts_ids_and_questions_round_trip_through_the_framing(mode, ta
             if mode == "quote":
                 assert item["text"] == source.text
             else:
-                for text, _ in item["passages"]:  # each passage is sent as [text, label]
-                    assert text.replace("\u02c6", " ") in source.text
+                for passage in item["passages"]:
+                    assert passage["text"].replace("\u02c6", " ") in source.text
         tail = request.user[end:]
         assert json.loads(tail.rsplit("\nQuestion: ", 1)[1]) == question
         for marker in ("<|im_end|>", "<end_of_turn>", "<start_of_turn>", "[INST]"):

@@ -70,7 +70,7 @@ def test_a_narrowing_quote_without_letters_does_not_turn_a_caught_abstention_int
     # The passage states June 15; the fact says June 16. Caught as it is, and still caught when
     # the model narrows the citation to a full stop.
     for quote in (None, "."):
-        citation = {"source_id": "notes", "passages": ["#2"], "quote": quote}
+        citation = {"source_id": "notes", "passages": ["notes#2"], "quote": quote}
         answer = answer_from_evidence(
             QUESTION,
             [SOURCE],
@@ -95,7 +95,7 @@ def test_a_quote_of_invisible_characters_is_an_empty_quote(mode, quote):
     source = Evidence(id="notes", text=f"The launch moved to June 15.{quote} Room 16 is booked.")
     citation: dict[str, Any] = {"source_id": "notes", "quote": quote}
     if mode == "passage":
-        citation["passages"] = ["#1"]
+        citation["passages"] = ["notes#1"]
     answer = answer_from_evidence(
         QUESTION, [source], ScriptedModel(_ledger(citation, obj="June 15")), citation_mode=mode
     )

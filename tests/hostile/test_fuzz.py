@@ -112,16 +112,13 @@ class Hostile:
             elif kind == "blank":
                 quote = rng.choice(["", " ", "\u200b"])
             return {"source_id": source_id, "quote": quote}
-        # Each passage is sent as [text, label], its label its number in its own source, "#2":
-        # "other" is a label sent for some source, maybe this one too; "unknown" a result's
-        # label or a source-numbered one, neither ever sent.
-        labels = [label for item in sent.values() for _, label in item.get("passages", [])]
-        own = [label for _, label in sent.get(source.id, {}).get("passages", [])] or ["#999"]
+        labels = [p["label"] for item in sent.values() for p in item.get("passages", [])]
+        own = [p["label"] for p in sent.get(source.id, {}).get("passages", [])] or ["none#1"]
         kind = rng.choice(["own", "own", "own", "other", "unknown"])
         chosen = {
             "own": rng.sample(own, k=min(len(own), rng.randint(1, 3))),
-            "other": [rng.choice(labels or ["#999"])],
-            "unknown": [rng.choice([f"{source.id}#1", f"1.{rng.randint(1, 99)}"]), 7],
+            "other": [rng.choice(labels or ["none#1"])],
+            "unknown": [f"{source.id}#{rng.randint(50, 99)}", 7],
         }[kind]
         citation: dict[str, Any] = {"source_id": source_id, "passages": chosen}
         if rng.random() < 0.3:
@@ -197,10 +194,8 @@ def _check(
         if text.find(citation.quote) != citation.char_start:
             return "the quote is not resolved to its first occurrence"
         return None
-    # A result names a passage <source_id>#<n>: its source's ID, then its sent label "#<n>".
     labels = {
-        citation.source_id + label: text.replace("\u02c6", " ")
-        for text, label in sent[citation.source_id]["passages"]
+        p["label"]: p["text"].replace("\u02c6", " ") for p in sent[citation.source_id]["passages"]
     }
     if not citation.passages or not set(citation.passages) <= set(labels):
         return "cites a label that was not sent for that source"

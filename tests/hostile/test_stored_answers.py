@@ -35,7 +35,7 @@ FORGED = "The launch is cancelled."
 def _answered(mode: str = "quote") -> EvidenceAnswer:
     citation: dict[str, Any] = {"source_id": "notes", "quote": LAUNCH}
     if mode == "passage":
-        citation = {"source_id": "notes", "passages": ["#2"]}
+        citation = {"source_id": "notes", "passages": ["notes#2"], "quote": None}
     launch = _support.fact(citation, subject="the launch", relation="moved to", obj="June 15")
     ledger = _support.ledger_dict([launch], answer="June 15 [F1].")
     answer = answer_from_evidence(

@@ -73,7 +73,7 @@ def _source(run: str) -> Evidence:
 def test_judging_a_source_with_a_run_twice_as_long_takes_about_twice_as_long(mode, space):
     citation: dict[str, Any] = {"source_id": "notes", "quote": LAUNCH}
     if mode == "passage":
-        citation = {"source_id": "notes", "passages": ["#1"]}
+        citation = {"source_id": "notes", "passages": ["notes#1"], "quote": None}
     model = ScriptedModel(_ledger(citation))
 
     def call_of(size: int) -> Callable[[], Any]:

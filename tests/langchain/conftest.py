@@ -91,8 +91,9 @@ class QuotingChatModel(BaseChatModel):
         self.calls.append({"messages": messages, "kwargs": kwargs, "sources": sources})
         source = sources[0]
         if "passages" in source:  # passage mode: cite the first passage by its label
-            quote, label = source["passages"][0]  # each passage is sent as [text, label]
-            citation = {"source_id": source["id"], "passages": [label]}
+            first = source["passages"][0]
+            quote = first["text"]
+            citation = {"source_id": source["id"], "passages": [first["label"]], "quote": None}
         else:
             quote = source["text"].split(". ")[0]
             citation = {"source_id": source["id"], "quote": quote}

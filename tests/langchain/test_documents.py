@@ -49,7 +49,7 @@ def test_fields_come_from_their_metadata_keys(quoting_model):
         {
             "id": "a",
             "speaker": "Ravi",
-            "observed_at": "2026-04-28T09:00Z",
+            "observed_at": "2026-04-28T09:00:00.000Z",
             "status": "superseded",
             "text": "The launch moved to June 15. Ravi owns it.",
         }

@@ -314,7 +314,7 @@ def test_scope_and_question_time_apply_on_every_hop():
     assert result.hops[1].omissions == {"globex": "out_of_scope"}
     for call in model.calls:
         sent = "".join(str(message.content) for message in call["messages"])
-        assert "Question time: 2026-05-04T09:30Z" in sent
+        assert "Question time: 2026-05-04T09:30:00.000Z" in sent
         assert "Globex" not in sent
 
 

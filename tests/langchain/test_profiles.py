@@ -363,7 +363,7 @@ def _reader_reply(logprobs_of: Any, yes: float) -> Any:
     def reply(path: str, body: dict[str, Any]) -> dict[str, Any]:
         user = body["messages"][-1]["content"]
         sources = json.JSONDecoder().raw_decode(user, user.index("\n[") + 1)[0]
-        _, label = sources[0]["passages"][0]  # each passage is sent as [text, label]
+        label = sources[0]["passages"][0]["label"]
         citation = {"source_id": sources[0]["id"], "passages": [label]}
         fact = {"subject": "launch", "relation": "moved to", "object": "June 15"}
         ledger = {

@@ -116,8 +116,8 @@ def _cite(source: dict[str, Any], quote: str) -> dict[str, Any] | None:
     if "passages" not in source:
         return {"source_id": source["id"], "quote": quote} if quote in source["text"] else None
     # Passage text is datamarked: each space is sent as U+02C6.
-    labels = [label for text, label in source["passages"] if quote in text.replace("\u02c6", " ")]
-    return {"source_id": source["id"], "passages": labels[:1]} if labels else None
+    labels = [p["label"] for p in source["passages"] if quote in p["text"].replace("\u02c6", " ")]
+    return {"source_id": source["id"], "passages": labels[:1], "quote": None} if labels else None
 
 
 def ledger_for(user_message: str, quote: str | None = LAUNCH_QUOTE, answer: str = "June 15") -> str:

@@ -66,7 +66,7 @@ def test_speaker_time_and_status_come_from_the_default_metadata_keys(fake_openai
     assert sent.observed_at == datetime(2026, 4, 28, 7, 30, tzinfo=timezone.utc)
     assert sent.status == "superseded"
     user = fake_openai.bodies[0]["messages"][1]["content"]
-    assert '"observed_at": "2026-04-28T07:30Z"' in user
+    assert '"observed_at": "2026-04-28T07:30:00.000Z"' in user
     assert '"status": "superseded"' in user
 
 

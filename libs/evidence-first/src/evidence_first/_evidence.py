@@ -28,7 +28,6 @@ __all__ = [
     "format_timestamp",
     "parse_timestamp",
     "positional_id",
-    "sent_timestamp",
     "source_evidence",
 ]
 
@@ -47,16 +46,6 @@ def format_timestamp(value: int | datetime) -> str:
     moment = EPOCH + timedelta(milliseconds=value) if isinstance(value, int) else value
     utc = moment.astimezone(timezone.utc)
     return utc.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def sent_timestamp(value: int | datetime) -> str:
-    """A timestamp as the prompt states it, in ISO 8601 UTC.
-
-    :func:`format_timestamp`, to the minute when its seconds and milliseconds are zero
-    (``2026-04-28T09:30Z``): a model reads a digit as a token apiece.
-    """
-    text = format_timestamp(value)
-    return text[: -len(":00.000Z")] + "Z" if text.endswith(":00.000Z") else text
 
 
 def parse_timestamp(text: str) -> datetime:

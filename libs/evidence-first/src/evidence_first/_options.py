@@ -20,7 +20,7 @@ from pydantic import ConfigDict, Field, ValidationError
 from typing_extensions import TypedDict, Unpack
 
 from evidence_first._errors import InvalidRequestError
-from evidence_first._evidence import sent_timestamp
+from evidence_first._evidence import format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._limits import MAX_SOURCES
 from evidence_first._option_checks import OptionChecks, option_bounds, option_error
@@ -213,7 +213,7 @@ class AnswerOptions(AnswerOptionFields):
     @property
     def question_time_text(self) -> str | None:
         """``question_time`` in ISO 8601 UTC, as the prompt states it."""
-        return None if self.question_time is None else sent_timestamp(self.question_time)
+        return None if self.question_time is None else format_timestamp(self.question_time)
 
     def arguments_for(self, stage: Callable[..., object], **given: Any) -> dict[str, Any]:
         """The keywords to call a stage with: each option it takes, then ``given``.

@@ -51,8 +51,7 @@ class Passage:
     """One labeled passage: ``source.text[char_start:char_end]``.
 
     Attributes:
-        label: ``<source_id>#<n>``, unique within a request: how a citation's ``passages``
-            name it in a result.
+        label: ``<source_id>#<n>``, unique within a request.
         source_id: The source it belongs to.
         index: Its 1-based position in the source.
         char_start: Code-point offset of its first character.
@@ -64,15 +63,6 @@ class Passage:
     index: int
     char_start: int
     char_end: int
-
-    @property
-    def sent_label(self) -> str:
-        """``#<n>``: the label the model reads after the passage and cites.
-
-        The passage's number in its source, unique within that source only: a citation names
-        the source by its ``source_id``. It is the tail of :attr:`label`.
-        """
-        return f"#{self.index}"
 
 
 def _bounded(text: str, start: int, end: int) -> Iterable[tuple[int, int]]:
@@ -185,8 +175,7 @@ class SentSources:
         sources: The sources sent, in order.
         passages: Each sent source's passages, by source ID; a source sent whole has none.
         by_id: The sources sent, by ID.
-        by_sent_label: Every passage sent, by its source's ID and the label it was sent with
-            (:attr:`Passage.sent_label`): a label is unique within its source only.
+        by_label: Every passage sent, by label.
         offsets: Each sent source's UTF-16 and UTF-8 offsets as far as spans have needed them,
             by ID: a cache for this request, so many spans of a source cost one pass over it.
     """
@@ -194,16 +183,14 @@ class SentSources:
     sources: tuple[Evidence, ...]
     passages: Mapping[str, tuple[Passage, ...]] = field(default_factory=dict)
     by_id: Mapping[str, Evidence] = field(init=False, repr=False)
-    by_sent_label: Mapping[tuple[str, str], Passage] = field(init=False, repr=False)
+    by_label: Mapping[str, Passage] = field(init=False, repr=False)
     offsets: dict[str, UnitOffsets] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Derived once; the dataclass is frozen, so they are set past its __setattr__.
-        by_sent_label = {
-            (p.source_id, p.sent_label): p for cut in self.passages.values() for p in cut
-        }
+        by_label = {p.label: p for cut in self.passages.values() for p in cut}
         object.__setattr__(self, "by_id", {source.id: source for source in self.sources})
-        object.__setattr__(self, "by_sent_label", by_sent_label)
+        object.__setattr__(self, "by_label", by_label)
         object.__setattr__(self, "offsets", {})
 
     def offsets_of(self, source: Evidence) -> UnitOffsets:

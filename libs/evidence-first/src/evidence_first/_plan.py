@@ -151,10 +151,7 @@ def plan_answer(
     message = UserMessage.of(
         question,
         **options.arguments_for(
-            UserMessage.of,
-            question_time=options.question_time_text,
-            defences=defences,
-            copies_text=style.copies_text,
+            UserMessage.of, question_time=options.question_time_text, defences=defences
         ),
     )
     system_tokens = count(system)

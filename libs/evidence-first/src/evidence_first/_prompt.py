@@ -9,7 +9,7 @@ from string import Template
 from typing import TYPE_CHECKING, Any
 
 from evidence_first import _prompt_text as text
-from evidence_first._evidence import Evidence, sent_timestamp
+from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._injection import DEFAULT_DEFENCES, Defences, escape_controls
 from evidence_first._limits import MAX_FACTS
 from evidence_first._markers import UNMARKED_SUFFIX
@@ -81,7 +81,7 @@ def serialize_source(
     if evidence.speaker is not None:
         item["speaker"] = evidence.speaker
     if evidence.observed_at is not None:
-        item["observed_at"] = sent_timestamp(evidence.observed_at)
+        item["observed_at"] = format_timestamp(evidence.observed_at)
     if evidence.status is not None:
         item["status"] = evidence.status
     item.update({"text": evidence.text} if text_fields is None else text_fields)
@@ -124,26 +124,20 @@ class UserMessage:
         output_language: str | None,
         question_time: str | None,
         defences: Defences = DEFAULT_DEFENCES,
-        copies_text: bool = True,
     ) -> UserMessage:
-        """Render the framing for a question and its policies once.
-
-        ``copies_text``: whether the citation style has the model copy source text; then the
-        answer-language line says that quotes keep their source's language.
-        """
+        """Render the framing for a question and its policies once."""
         language = (
             text.QUESTION_LANGUAGE
             if output_language is None
             else _sent_json(output_language, defences)
         )
-        quotes = text.QUOTES_LANGUAGE if copies_text else ""
         lines = []
         if question_time is not None:
             lines.append(_line(text.QUESTION_TIME_LINE, question_time=question_time))
         lines.extend(
             [
                 _line(text.KNOWLEDGE_POLICY_LINE, policy=text.POLICY_TEXT[knowledge]),
-                _line(text.ANSWER_LANGUAGE_LINE, language=language, quotes=quotes),
+                _line(text.ANSWER_LANGUAGE_LINE, language=language),
                 _line(text.QUESTION_LINE, question=_sent_json(question, defences)),
             ]
         )

@@ -32,8 +32,6 @@ class CitationStyle(ABC):
             validity bounds, never shortened to fit ``max_response_chars``.
         output_cost: How many times the quote style's output one citation costs; the
             schema allows proportionally fewer facts and citations per output token.
-        copies_text: Whether the model copies source text into its citations (then the
-            prompt says that quotes keep their source's language).
     """
 
     mode: ClassVar[CitationMode]
@@ -43,7 +41,6 @@ class CitationStyle(ABC):
     defences: ClassVar[Collection[str]] = ("escape_controls", "restate_rules")
     identifiers: ClassVar[Collection[str]] = ("source_id",)
     output_cost: ClassVar[int] = 1
-    copies_text: ClassVar[bool] = True
 
     def rules(self, defences: Defences) -> str:
         """System-prompt rules this style adds after the shared ones."""

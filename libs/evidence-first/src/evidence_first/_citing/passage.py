@@ -20,7 +20,7 @@ from evidence_first._limits import (
     MAX_PASSAGES_PER_CITATION,
 )
 from evidence_first._passages import Passage, SentSources, passages_of
-from evidence_first._schema import enum_or_string, flat_schema, narrowed
+from evidence_first._schema import NULL, enum_or_string, flat_schema, narrowed
 from evidence_first._spans import Rejection, citation_of
 from evidence_first._text import UnitOffsets, has_text
 from evidence_first._tokens import passage_form_floor
@@ -35,11 +35,8 @@ PASSAGE_PROMPT_VERSION = text.PASSAGE_PROMPT_VERSION
 class PassageCitation(LedgerCitationBase):
     """A passage-mode citation as the model wrote it: passage labels and an optional quote.
 
-    ``passages`` holds the labels the model read after each passage of the source its
-    ``source_id`` names (``#1``: that source's first passage). The request asks for no quote:
-    the passages are the citation. A ``quote`` a ledger carries anyway narrows its span
-    (:func:`resolve_passages`); an absent one means ``null``. Every other key is required, and
-    unknown keys are still rejected.
+    An absent ``quote`` means ``null`` (a provider that does not enforce the schema omits
+    optional keys); every other key is required, and unknown keys are still rejected.
     """
 
     passages: list[str] = Field(
@@ -98,32 +95,28 @@ class PassageStyle(CitationStyle):
     # output tokens the quote-mode bounds let passage-mode output run out of tokens in most
     # answers), so passage mode allows half as many facts and citations.
     output_cost: ClassVar[int] = 2
-    copies_text: ClassVar[bool] = False
 
     def rules(self, defences: Defences) -> str:
         """The datamark rule, when datamarking."""
         return _DATAMARK_RULE if defences.datamark else ""
 
     def passages(self, source: Evidence) -> tuple[Passage, ...]:
-        """The source cut into sentence-sized passages (``_passages``), labeled ``#n``."""
+        """The source cut into sentence-sized passages (``_passages``)."""
         return passages_of(source)
 
     def text_fields(
         self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
     ) -> dict[str, Any]:
-        """The passages, each a pair of its text, datamarked when asked, and its label."""
+        """The passages, each with its label after its text, datamarked when asked."""
         text = source.text
         # Each label follows its text: the label a model reads right after a passage is that
         # passage's own. With the label first, the next passage's label came right after the
-        # text, and the reader cited the passage after the one that states the fact. A pair
-        # spends no tokens on key names, and a label carries only the passage's number: neither
-        # its source's number nor its ID, which the citation names already. The pair and a
-        # label without the ID had the embedded reader read a tenth fewer prompt tokens on the
-        # project set's tune half and answer more questions right (docs/local-reader.md,
-        # "Where the time goes").
+        # text, and the reader cited the passage after the one that states the fact.
         mark = datamark if defences.datamark else str
         return {
-            "passages": [[mark(text[p.char_start : p.char_end]), p.sent_label] for p in passages]
+            "passages": [
+                {"text": mark(text[p.char_start : p.char_end]), "label": p.label} for p in passages
+            ]
         }
 
     def packing_floor(self) -> Callable[[Evidence], int] | None:
@@ -131,7 +124,7 @@ class PassageStyle(CitationStyle):
         return lambda source: passage_form_floor(source.text)
 
     def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
-        """Labels only (no quote), each source's labels under its own ID.
+        """Labels only (the quote is ``null``), each source's labels under its own ID.
 
         When few enough labels were sent, a citation is one of a choice per source: that
         source's ID with that source's labels, so a schema-enforcing provider can neither
@@ -144,18 +137,12 @@ class PassageStyle(CitationStyle):
         if labels and sum(len(cut) for cut in labels.values()) <= MAX_ENUM_VALUES:
             return {
                 "anyOf": [
-                    self._for_source(general, [source_id], [p.sent_label for p in cut])
+                    self._for_source(general, [source_id], [p.label for p in cut])
                     for source_id, cut in labels.items()
                 ]
             }
         ids = None if sent is None else [source.id for source in sent.sources]
-        # One citation object for every source: each label sent is among those of the source
-        # with the most passages, and verification pairs a label with the source cited.
-        every_label = (
-            None
-            if sent is None
-            else [p.sent_label for p in max(sent.passages.values(), key=len, default=())]
-        )
+        every_label = None if labels is None else [p.label for cut in labels.values() for p in cut]
         return self._for_source(general, ids, every_label)
 
     @staticmethod
@@ -163,30 +150,30 @@ class PassageStyle(CitationStyle):
         general: dict[str, Any], ids: list[str] | None, labels: list[str] | None
     ) -> dict[str, Any]:
         passages = general["properties"]["passages"]
-        cited = narrowed(
+        return narrowed(
             general,
             {
                 "source_id": enum_or_string(ids),
                 "passages": {**passages, "items": enum_or_string(labels)},
+                "quote": NULL,
             },
         )
-        # No quote is asked for: a model given one to fill filled it with text the cited
-        # passages do not hold (measured on the quality set), and "null" cost output tokens.
-        del cited["properties"]["quote"]
-        return {**cited, "required": [key for key in cited["required"] if key != "quote"]}
 
     def resolve(self, cited: Any, source: Evidence, sent: SentSources) -> Citation | Rejection:
-        """Every label must have been sent for this source; a quote must lie in one group."""
+        """Every label must have been sent, for this source; a quote must lie in one group."""
         positions: list[int] = []
         for number, label in enumerate(cited.passages):
-            passage = sent.by_sent_label.get((source.id, label))
+            passage = sent.by_label.get(label)
             if passage is None:
-                where = f".passages[{number}]"
-                if any(sent_label == label for _, sent_label in sent.by_sent_label):
-                    return Rejection(
-                        "passage_source_mismatch", "the label belongs to another source", where
-                    )
-                return Rejection("unknown_passage", "the label was never sent", where)
+                return Rejection(
+                    "unknown_passage", "the label was never sent", f".passages[{number}]"
+                )
+            if passage.source_id != source.id:
+                return Rejection(
+                    "passage_source_mismatch",
+                    "the label belongs to another source",
+                    f".passages[{number}]",
+                )
             positions.append(passage.index)
         if cited.quote is not None and not has_text(cited.quote):
             return Rejection("empty_quote", "the quote has no visible character", ".quote")

@@ -65,8 +65,8 @@ class Dialect:
             2.0 orders keys alphabetically otherwise, and the ledger must cite before it answers).
         object_unions: Whether a choice among objects that begin with the same key may be
             sent. Without, such a choice (passage mode's one branch per source) is sent as one
-            object whose enums hold every branch's values: a label its source lacks is then
-            refused by verification (``passage_source_mismatch``), not by the schema.
+            object whose enums hold every branch's values: a label under another source's ID
+            is then refused by verification (``passage_source_mismatch``), not by the schema.
         compact: Whether the schema is sent as an LLGuidance grammar for compact JSON, in
             llama.cpp's ``grammar`` field (``strict.llguidance_grammar``), not as a
             ``response_format``: a model free to lay its reply out writes a newline and an
