@@ -72,7 +72,10 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         "embedded",
         re.compile(r"^qwen2\.5-coder-1\.5b$"),
         {
-            "dialect": "llguidance",
+            # The full dialect: through the llguidance grammar (its JSON laid out for it) the
+            # reader wrote other ledgers, and got the demo's launch date wrong
+            # (docs/local-reader.md, "Where the time goes").
+            "dialect": "full",
             "logprobs": True,
             "citation_mode": "passage",
             # Chosen by benchmarks/reader_policies.py --choose on the tune runs (the project's
