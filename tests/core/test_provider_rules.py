@@ -383,7 +383,8 @@ def test_a_model_declaring_no_known_dialect_is_not_checked():
         ("https://res.openai.azure.com/openai/v1", "ft:gpt-4.1-mini:acme::x", "azure-openai"),
         ("https://res.openai.azure.com/openai/v1", "gpt-4.1-mini", "azure-openai"),
         ("http://127.0.0.1:8080/v1", "ft:anything", "json-schema"),
-        ("http://127.0.0.1:8080/v1", "qwen2.5-coder-1.5b", "llguidance"),
+        ("http://127.0.0.1:8080/v1", "qwen2.5-coder-1.5b", "full"),
+        ("http://127.0.0.1:8080/v1", "gemma-3-270m", "llguidance"),
     ],
 )
 def test_the_dialect_of_an_openai_compatible_endpoint(base_url, model, dialect):

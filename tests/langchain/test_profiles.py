@@ -397,9 +397,9 @@ def test_chat_openai_at_the_embedded_readers_server_gets_the_readers_profile(
     assert profile_for(llm) == LocalModel(READER).profile
     answer = EvidenceAnswerer(llm=llm).invoke(QUESTION)
     body = endpoint.body
-    # The llguidance dialect: the ledger's shapes as a grammar, its keys one to a line.
-    assert "response_format" not in body
-    assert body["grammar"].startswith("%llguidance {}\nstart: ledger0 | ledger1 | ")
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert "anyOf" in schema  # the full dialect: a root choice of shapes
+    assert "type" not in schema
     assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
     assert '"passages"' in body["messages"][-1]["content"]  # its citation mode
     assert answer.confidence_floor == READER_PROFILE.confidence_floors["passage"]

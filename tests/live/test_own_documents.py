@@ -94,6 +94,6 @@ def test_the_readme_paths_reach_the_reader_with_its_profile(chat_openai, openai_
         EvidenceAnswerer(llm=chat_openai)._strict.profile,  # type: ignore[union-attr]
         EvidenceSynthesizer(llm=openai_like)._reader.profile,
     ):
-        assert (profile.dialect, profile.logprobs) == ("llguidance", True)
+        assert (profile.dialect, profile.logprobs) == ("full", True)
         assert profile.confidence_floors == expected.confidence_floors
         assert profile.citation_mode == expected.citation_mode

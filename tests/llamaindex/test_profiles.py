@@ -314,9 +314,9 @@ def test_openai_like_at_the_embedded_readers_server_gets_the_readers_profile(
     answer = synthesizer.synthesize(QUESTION, launch_nodes).metadata["evidence_answer"]
     (received,) = loopback.posts
     body = received.body
-    # The llguidance dialect: the ledger's shapes as a grammar, its keys one to a line.
-    assert "response_format" not in body
-    assert body["grammar"].startswith("%llguidance {}\nstart: ledger0 | ledger1 | ")
+    schema = body["response_format"]["json_schema"]["schema"]
+    assert "anyOf" in schema  # the full dialect: a root choice of shapes
+    assert "type" not in schema
     assert (body["logprobs"], body["top_logprobs"]) == (True, 10)
     user = next(m["content"] for m in body["messages"] if m["role"] == "user")
     assert '"passages"' in user  # its citation mode

@@ -118,7 +118,8 @@ class LocalModel:
         self._reader: ChatCompletionsModel | None = None
         self._prompts: PromptStore | None = None
         # Declared to the engine. llama.cpp (xllamacpp, built with LLGuidance) takes the schema
-        # as a grammar for compact JSON, the ledger's two branches included, and returns token
+        # as a grammar, the ledger's branches included (the reader's as a JSON schema, the
+        # tiny model's and a file's own as LLGuidance's, for compact JSON), and returns token
         # log-probabilities taken before the grammar; a known model's profile (the rule
         # table's, under its name) also holds its confidence floors, answer policies and
         # citation mode, which apply where the caller sets none.
@@ -130,7 +131,10 @@ class LocalModel:
 
     @property
     def dialect(self) -> DialectName | None:
-        """The JSON Schema dialect the server is sent: ``"llguidance"`` (its profile's)."""
+        """The JSON Schema dialect the server is sent, its profile's.
+
+        ``"full"`` for the reader, ``"llguidance"`` for the tiny model and a GGUF file of your own.
+        """
         return self.profile.dialect
 
     @property
