@@ -152,7 +152,8 @@ def report_questions(local: LocalModel, defences: Defences = DEFAULT_DEFENCES) -
     return asked
 
 
-def _post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+def post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
+    """Post a chat-completions body; the wall time and the server's reply."""
     request = urllib.request.Request(
         f"{base_url}/chat/completions",
         data=json.dumps(body).encode(),
@@ -171,7 +172,7 @@ def timed(local: LocalModel, asked: Asked, variant: str) -> Timing:
     prompts = local._prompts
     if prompts is not None:
         prompts.before(asked.request.system)
-    wall, payload = _post(local.base_url, body)
+    wall, payload = post(local.base_url, body)
     if prompts is not None:
         prompts.after(asked.request.system)
     timings = payload["timings"]

@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from _common import machine_line
-from reader_latency import PLANNERS, SETS, Asked, median
+from reader_latency import PLANNERS, SETS, Asked, median, post
 
 from evidence_first._injection import DEFAULT_DEFENCES
 from evidence_first._local.process import free_port
@@ -149,18 +149,6 @@ def serving(model: str, changes: dict[str, Any]) -> Iterator[tuple[str, float]]:
         assert child.stdin is not None
         child.stdin.close()
         child.wait(timeout=30)
-
-
-def post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
-    request = urllib.request.Request(
-        f"{base_url}/chat/completions",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    started = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=900) as reply:
-        payload: dict[str, Any] = json.loads(reply.read())
-    return time.perf_counter() - started, payload
 
 
 def measured(model: str, setting: str, asked: Sequence[Asked]) -> list[Reply]:

@@ -10,6 +10,7 @@ calibrated on.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -47,7 +48,9 @@ TOKENIZER = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_Bytes()))
 
 class _Planner:
     def __init__(self) -> None:
-        self.profile = LocalModel().profile  # the embedded reader's own profile
+        # The embedded reader's own profile, asked through the llguidance dialect (the tiny
+        # model's; the reader's is full).
+        self.profile = dataclasses.replace(LocalModel().profile, dialect="llguidance")
 
     def generate(self, request: Any) -> Any:
         raise AssertionError("planning only")
@@ -56,9 +59,9 @@ class _Planner:
 def _grammar(mode: str) -> str:
     request = plan_answer(AnswerOptions(citation_mode=mode), "When?", SOURCES, _Planner()).request
     assert request is not None
-    body = ChatCompletionsModel("http://127.0.0.1:8080/v1", model="qwen2.5-coder-1.5b").body(
-        request
-    )
+    body = ChatCompletionsModel(
+        "http://127.0.0.1:8080/v1", model="qwen2.5-coder-1.5b", dialect="llguidance"
+    ).body(request)
     assert "response_format" not in body
     grammar: str = body["grammar"]
     return grammar

@@ -63,13 +63,13 @@ def test_local_model_exchange_carries_the_json_schema_and_is_judged_from_its_tex
 
     assert len(attempts) == 1
     body = json.loads(attempts[0].content)
-    assert body["response_format"]["type"] == "json_schema"
     # The embedded model's name gives it the embedded reader's profile, wherever it is reached:
-    # the full dialect's answered and abstained shapes, each citation a choice per source.
-    answered, *_ = body["response_format"]["json_schema"]["schema"]["anyOf"]
-    citation = answered["properties"]["facts"]["items"]["properties"]["citations"]["items"]
-    ids = [branch["properties"]["source_id"]["enum"] for branch in citation["anyOf"]]
-    assert ids == [["standup-04-28"], ["email-budget"]]
+    # the llguidance dialect's answered and abstained shapes as a grammar, each citation a
+    # choice per source.
+    assert "response_format" not in body
+    assert body["grammar"].startswith("%llguidance {}\nstart: ledger0 | ")
+    assert '{"type": "string", "enum": ["standup-04-28"]}' in body["grammar"]
+    assert '{"type": "string", "enum": ["email-budget"]}' in body["grammar"]
     assert body.get("max_tokens", body.get("max_completion_tokens")) == 384
     assert body["temperature"] == 0.0
     assert "tools" not in body
