@@ -25,6 +25,9 @@ passages' datamark.
 Run: ``uv run python benchmarks/reader_latency.py [--sets demo,report] [--variants
 sent,no-logprobs] [--threads N] [--json PATH]``. It prints the machine line and Markdown tables;
 ``--json`` appends one line per question and variant (timings, token counts, reply digest).
+``--compare RUN.jsonl ...`` runs nothing: it sets stored runs' ``sent`` rows side by side (the
+code before a change and after it, say, measured one after the other), with each run's replies
+compared byte for byte with the first run's.
 """
 
 from __future__ import annotations
@@ -288,6 +291,43 @@ def speed_table(rows: list[Timing], variants: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+def compare_table(runs: dict[str, list[Timing]]) -> str:
+    """Stored runs' ``sent`` rows side by side, set by set; replies compared with the first."""
+    lines = [
+        "| questions | run | median wall (s) | total wall (s) | prompt tokens: cached / read "
+        "(median) | output tokens (median) | prompt tokens read /s | output tokens /s "
+        "| replies identical to the first run |",
+        "|---|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    sent = {name: [r for r in rows if r.variant == "sent"] for name, rows in runs.items()}
+    reference = {(r.set_name, r.label): r.reply_sha256 for r in next(iter(sent.values()))}
+    for set_name in dict.fromkeys(r.set_name for rows in sent.values() for r in rows):
+        for name, rows in sent.items():
+            these = [r for r in rows if r.set_name == set_name]
+            if not these:
+                continue
+            read = sum(r.read_tokens for r in these) / max(sum(r.prompt_s for r in these), 1e-9)
+            wrote = sum(r.output_tokens for r in these) / max(sum(r.output_s for r in these), 1e-9)
+            same = sum(reference.get((r.set_name, r.label)) == r.reply_sha256 for r in these)
+            lines.append(
+                f"| {set_name} ({len(these)}) | {name} | {median([r.wall_s for r in these]):.1f} "
+                f"| {sum(r.wall_s for r in these):.0f} "
+                f"| {median([r.cached_tokens for r in these]):.0f} / "
+                f"{median([r.read_tokens for r in these]):.0f} "
+                f"| {median([r.output_tokens for r in these]):.0f} | {read:.0f} | {wrote:.1f} "
+                f"| {same}/{len(these)} |"
+            )
+    return "\n".join(lines)
+
+
+def load_runs(paths: Sequence[Path]) -> dict[str, list[Timing]]:
+    """Stored runs (``--json`` files) by file name, without the extension."""
+    return {
+        path.stem: [Timing(**json.loads(line)) for line in path.read_text().splitlines() if line]
+        for path in paths
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS), help="demo, report or both")
@@ -298,7 +338,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="default: idle cores")
     parser.add_argument("--limit", type=int, default=None, help="the first N of each set")
     parser.add_argument("--json", type=Path, default=None, help="append each timing here")
+    parser.add_argument(
+        "--compare", type=Path, nargs="+", default=None, help="stored runs to set side by side"
+    )
     args = parser.parse_args(argv)
+    if args.compare:
+        print(compare_table(load_runs(args.compare)))
+        return 0
     sets = [name.strip() for name in args.sets.split(",") if name.strip()]
     variants = [name.strip() for name in args.variants.split(",") if name.strip()]
     if not sets or not set(sets) <= set(SETS):

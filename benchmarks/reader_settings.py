@@ -5,10 +5,10 @@ temperature 0, seed 0, the parameters ``evidence_first._local.server`` sets) wit
 llama.cpp's parameters changed (``xllamacpp.CommonParams``), sends it the system prompt once as
 a new server's saved state would, then each question as the engine plans it
 (``reader_latency.PLANNERS``: the demo's and the project set's report half, passage mode), one
-after another. Per setting: the median and
-total wall time, prompt and output tokens per second, the draft tokens speculative decoding
-proposed and the target model accepted, and how many replies are byte for byte those of the
-first setting (``default``, the embedded reader's own).
+after another, or as many at once as the setting has slots. Per setting: the median wall time
+of a question, the wall time of the whole pass, prompt and output tokens per second, the draft
+tokens speculative decoding proposed and the target model accepted, and how many replies are
+byte for byte those of the first setting (``default``, the embedded reader's own).
 
 Settings, each measured because it could save time without another model's answers:
 
@@ -21,7 +21,10 @@ Settings, each measured because it could save time without another model's answe
 - ``no-fit``: no fitting of the parameters to the devices' memory at start (``-fit off``);
 - ``ctx-8192``: a context of 8,192 tokens instead of 32,768 (a quarter of the KV cache to
   allocate and clear at start);
-- ``no-warmup``: no empty run at start.
+- ``no-warmup``: no empty run at start;
+- ``parallel-2``, ``parallel-3``: 2 or 3 slots, each with the default's context, asked that
+  many questions at once: writing one token is mostly reading the weights, which one step
+  could share among the slots' questions.
 
 Each setting's start is timed too: from launching the server process to its first healthy
 ``/health`` answer, with the weights already assembled and in the page cache.
@@ -43,6 +46,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -72,6 +76,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "no-fit": {"fit_params": False},
     "ctx-8192": {"n_ctx": 8192},
     "no-warmup": {"warmup": False},
+    "parallel-2": {"n_parallel": 2, "n_ctx": 2 * 32768},
+    "parallel-3": {"n_parallel": 3, "n_ctx": 3 * 32768},
 }
 
 # The child: the reader's own server parameters (evidence_first._local.server), then the
@@ -118,6 +124,7 @@ class Reply:
     accepted: int
     reply_sha256: str
     start_s: float
+    pass_s: float  # the whole pass over the questions, on this setting's server
 
 
 @contextmanager
@@ -152,41 +159,54 @@ def serving(model: str, changes: dict[str, Any]) -> Iterator[tuple[str, float]]:
 
 
 def measured(model: str, setting: str, asked: Sequence[Asked]) -> list[Reply]:
-    """Every request of ``asked`` on a fresh server of ``model`` run with ``setting``."""
+    """Every request of ``asked`` on a fresh server of ``model`` run with ``setting``.
+
+    The requests are sent as many at a time as the server has slots (``n_parallel``).
+    """
     profile = profile_for_name(model)
-    replies = []
+    slots = SETTINGS[setting].get("n_parallel", 1)
     with serving(model, SETTINGS[setting]) as (base_url, start_s):
         client = ChatCompletionsModel(base_url, model=model, seed=0, profile=profile)
         # As a new server restoring the saved system prompt: it is read before any question.
         system = [{"role": "system", "content": asked[0].request.system}]
         post(base_url, {"messages": [*system, {"role": "user", "content": ""}], "max_tokens": 1})
-        for one in asked:
+
+        def ask(one: Asked) -> tuple[Asked, float, dict[str, Any]]:
             wall, payload = post(base_url, client.body(one.request))
-            timings = payload["timings"]
-            text = payload["choices"][0]["message"]["content"] or ""
-            replies.append(
-                Reply(
-                    setting=setting,
-                    set_name=one.set_name,
-                    label=one.label,
-                    wall_s=wall,
-                    read_tokens=timings["prompt_n"],
-                    prompt_s=timings["prompt_ms"] / 1000,
-                    output_tokens=timings["predicted_n"],
-                    output_s=timings["predicted_ms"] / 1000,
-                    drafted=timings.get("draft_n", 0),
-                    accepted=timings.get("draft_n_accepted", 0),
-                    reply_sha256=hashlib.sha256(text.encode()).hexdigest(),
-                    start_s=start_s,
-                )
-            )
             print(f"{setting} {one.label[:40]}: {wall:.1f} s", file=sys.stderr, flush=True)
+            return one, wall, payload
+
+        began = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=slots) as pool:
+            answered = list(pool.map(ask, asked))
+        pass_s = time.perf_counter() - began
+    replies = []
+    for one, wall, payload in answered:
+        timings = payload["timings"]
+        text = payload["choices"][0]["message"]["content"] or ""
+        replies.append(
+            Reply(
+                setting=setting,
+                set_name=one.set_name,
+                label=one.label,
+                wall_s=wall,
+                read_tokens=timings["prompt_n"],
+                prompt_s=timings["prompt_ms"] / 1000,
+                output_tokens=timings["predicted_n"],
+                output_s=timings["predicted_ms"] / 1000,
+                drafted=timings.get("draft_n", 0),
+                accepted=timings.get("draft_n_accepted", 0),
+                reply_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                start_s=start_s,
+                pass_s=pass_s,
+            )
+        )
     return replies
 
 
 def table(replies: list[Reply], settings: Sequence[str]) -> str:
     lines = [
-        "| setting | start (s) | questions | median wall (s) | total wall (s) "
+        "| setting | start (s) | questions | median wall (s) | pass wall (s) "
         "| prompt tokens read /s | output tokens /s | draft tokens accepted / drafted "
         f"| replies identical to {settings[0]} |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -200,7 +220,7 @@ def table(replies: list[Reply], settings: Sequence[str]) -> str:
         lines.append(
             f"| {setting} | {runs[0].start_s:.1f} | {len(runs)} "
             f"| {median([r.wall_s for r in runs]):.1f} "
-            f"| {sum(r.wall_s for r in runs):.0f} | {read:.0f} | {wrote:.1f} "
+            f"| {runs[0].pass_s:.0f} | {read:.0f} | {wrote:.1f} "
             f"| {sum(r.accepted for r in runs)} / {sum(r.drafted for r in runs)} "
             f"| {same}/{len(runs)} |"
         )

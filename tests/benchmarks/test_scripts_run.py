@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
+
 import pytest
 
 
@@ -138,6 +141,32 @@ def test_reader_latency_breaks_each_answer_down(no_model_server, capsys, load_be
     assert float(sent[7]) > 0  # writing
     assert sent[9] == "2/2"  # the request as sent is its own reference
     assert "Server start (median of 2): the weights' check" in output
+
+
+def test_reader_latency_compares_stored_runs_with_the_first(tmp_path, capsys, load_benchmark):
+    benchmark = load_benchmark("reader_latency")
+
+    def row(label: str, wall: float, digest: str, variant: str = "sent") -> str:
+        timing = benchmark.Timing("report", label, variant, wall, 500, 400, 5.0, 100, 4.0, digest)
+        return json.dumps(asdict(timing))
+
+    before = tmp_path / "before.jsonl"
+    after = tmp_path / "after.jsonl"
+    before.write_text(row("q1", 10.0, "a") + "\n" + row("q2", 12.0, "b") + "\n")
+    # The other variant's row is left out; q2's reply differs from the first run's.
+    after.write_text(
+        row("q1", 6.0, "a") + "\n" + row("q2", 8.0, "c") + "\n" + row("q1", 1.0, "a", "bare")
+    )
+    assert benchmark.main(["--compare", str(before), str(after)]) == 0
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("| report")
+    ]
+    assert [(r[0], r[1], r[2], r[3], r[7], r[8]) for r in rows] == [
+        ("report (2)", "before", "11.0", "22", "25.0", "2/2"),
+        ("report (2)", "after", "7.0", "14", "25.0", "1/2"),
+    ]
 
 
 @pytest.mark.live
