@@ -23,8 +23,8 @@ Settings, each measured because it could save time without another model's answe
   allocate and clear at start);
 - ``no-warmup``: no empty run at start;
 - ``parallel-2``, ``parallel-3``: 2 or 3 slots, each with the default's context, asked that
-  many questions at once: writing one token is mostly reading the weights, which one step
-  could share among the slots' questions.
+  many questions at once: writing a token reads every weight, and one step could share that
+  among the slots' questions.
 
 Each setting's start is timed too: from launching the server process to its first healthy
 ``/health`` answer, with the weights already assembled and in the page cache.
