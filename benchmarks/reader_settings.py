@@ -22,6 +22,8 @@ Settings, each measured because it could save time without another model's answe
 - ``ctx-8192``: a context of 8,192 tokens instead of 32,768 (a quarter of the KV cache to
   allocate and clear at start);
 - ``no-warmup``: no empty run at start;
+- ``poll-100``, ``poll-0``: llama.cpp's threads wait for each other's work by spinning
+  without a pause, or by sleeping at once (the default spins a while, then sleeps);
 - ``parallel-2``, ``parallel-3``: 2 or 3 slots, each with the default's context, asked that
   many questions at once: writing a token reads every weight, and one step could share that
   among the slots' questions.
@@ -76,6 +78,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "no-fit": {"fit_params": False},
     "ctx-8192": {"n_ctx": 8192},
     "no-warmup": {"warmup": False},
+    "poll-100": {"cpuparams.poll": 100, "cpuparams_batch.poll": 100},
+    "poll-0": {"cpuparams.poll": 0, "cpuparams_batch.poll": 0},
     "parallel-2": {"n_parallel": 2, "n_ctx": 2 * 32768},
     "parallel-3": {"n_parallel": 3, "n_ctx": 3 * 32768},
 }
