@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from _common import machine_line
 from quality import MAX_CONTEXT_TOKENS, load_set, plan_one
@@ -278,6 +278,26 @@ def breakdown_table(rows: list[Timing], variants: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
+class Counted(Protocol):
+    """A reply's token counts and llama.cpp's times for them."""
+
+    @property
+    def read_tokens(self) -> int: ...
+    @property
+    def prompt_s(self) -> float: ...
+    @property
+    def output_tokens(self) -> int: ...
+    @property
+    def output_s(self) -> float: ...
+
+
+def rates(runs: Sequence[Counted]) -> tuple[float, float]:
+    """Prompt tokens read and output tokens written per second, over all of ``runs``."""
+    read = sum(r.read_tokens for r in runs) / max(sum(r.prompt_s for r in runs), 1e-9)
+    wrote = sum(r.output_tokens for r in runs) / max(sum(r.output_s for r in runs), 1e-9)
+    return read, wrote
+
+
 def speed_table(rows: list[Timing], variants: Sequence[str]) -> str:
     lines = [
         "| variant | prompt tokens read /s | output tokens /s |",
@@ -285,8 +305,7 @@ def speed_table(rows: list[Timing], variants: Sequence[str]) -> str:
     ]
     for variant in variants:
         runs = [r for r in rows if r.variant == variant]
-        read = sum(r.read_tokens for r in runs) / max(sum(r.prompt_s for r in runs), 1e-9)
-        wrote = sum(r.output_tokens for r in runs) / max(sum(r.output_s for r in runs), 1e-9)
+        read, wrote = rates(runs)
         lines.append(f"| {variant} | {read:.0f} | {wrote:.1f} |")
     return "\n".join(lines)
 
@@ -306,8 +325,7 @@ def compare_table(runs: dict[str, list[Timing]]) -> str:
             these = [r for r in rows if r.set_name == set_name]
             if not these:
                 continue
-            read = sum(r.read_tokens for r in these) / max(sum(r.prompt_s for r in these), 1e-9)
-            wrote = sum(r.output_tokens for r in these) / max(sum(r.output_s for r in these), 1e-9)
+            read, wrote = rates(these)
             same = sum(reference.get((r.set_name, r.label)) == r.reply_sha256 for r in these)
             lines.append(
                 f"| {set_name} ({len(these)}) | {name} | {median([r.wall_s for r in these]):.1f} "

@@ -54,7 +54,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from _common import machine_line
-from reader_latency import PLANNERS, SETS, Asked, median, post
+from reader_latency import PLANNERS, SETS, Asked, median, post, rates
 
 from evidence_first._injection import DEFAULT_DEFENCES
 from evidence_first._local.process import free_port
@@ -218,8 +218,7 @@ def table(replies: list[Reply], settings: Sequence[str]) -> str:
     first = {(r.set_name, r.label): r.reply_sha256 for r in replies if r.setting == settings[0]}
     for setting in settings:
         runs = [r for r in replies if r.setting == setting]
-        read = sum(r.read_tokens for r in runs) / max(sum(r.prompt_s for r in runs), 1e-9)
-        wrote = sum(r.output_tokens for r in runs) / max(sum(r.output_s for r in runs), 1e-9)
+        read, wrote = rates(runs)
         same = sum(first.get((r.set_name, r.label)) == r.reply_sha256 for r in runs)
         lines.append(
             f"| {setting} | {runs[0].start_s:.1f} | {len(runs)} "
