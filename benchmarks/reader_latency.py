@@ -27,7 +27,10 @@ sent,no-logprobs] [--threads N] [--json PATH]``. It prints the machine line and 
 ``--json`` appends one line per question and variant (timings, token counts, reply digest).
 ``--compare RUN.jsonl ...`` runs nothing: it sets stored runs' ``sent`` rows side by side (the
 code before a change and after it, say, measured one after the other), with each run's replies
-compared byte for byte with the first run's.
+compared byte for byte with the first run's. ``--reuse-table 0,64,128`` answers nothing: it
+counts, in the model's tokens, the prompt tokens a pass over ``--sets`` (``tune``, the project
+set's tune half, included) would read with only the shared prefix reused from the server's
+cache (0), and with llama.cpp's chunk reuse (``--cache-reuse``) at each size.
 """
 
 from __future__ import annotations
@@ -134,25 +137,29 @@ def demo_questions(local: LocalModel, defences: Defences = DEFAULT_DEFENCES) -> 
     return asked
 
 
-def report_questions(local: LocalModel, defences: Defences = DEFAULT_DEFENCES) -> list[Asked]:
-    """The project set's report half, planned as `quality.py --modes passage` sends it."""
-    documents: dict[str, Evidence]
-    documents, questions = load_set("project")
-    asked = []
-    for question in questions:
-        if question.split != "report":
-            continue
-        plan = plan_one(
-            question,
-            RECOMMENDED_MODE,
-            documents,
-            _Planner(local),
-            defences=defences,
-            max_context_tokens=MAX_CONTEXT_TOKENS,
-        )
-        assert plan.request is not None
-        asked.append(Asked("report", question.id, plan.request))
-    return asked
+def project_questions(split: str) -> Callable[[LocalModel, Defences], list[Asked]]:
+    """One half of the project set, planned as `quality.py --modes passage` sends it."""
+
+    def planned(local: LocalModel, defences: Defences = DEFAULT_DEFENCES) -> list[Asked]:
+        documents: dict[str, Evidence]
+        documents, questions = load_set("project")
+        asked = []
+        for question in questions:
+            if question.split != split:
+                continue
+            plan = plan_one(
+                question,
+                RECOMMENDED_MODE,
+                documents,
+                _Planner(local),
+                defences=defences,
+                max_context_tokens=MAX_CONTEXT_TOKENS,
+            )
+            assert plan.request is not None
+            asked.append(Asked(split, question.id, plan.request))
+        return asked
+
+    return planned
 
 
 def post(base_url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -221,7 +228,8 @@ def started(name: str, threads: int | None) -> Iterator[tuple[LocalModel, Start]
 
 PLANNERS: dict[str, Callable[[LocalModel, Defences], list[Asked]]] = {
     "demo": demo_questions,
-    "report": report_questions,
+    "report": project_questions("report"),
+    "tune": project_questions("tune"),
 }
 
 
@@ -338,6 +346,76 @@ def compare_table(runs: dict[str, list[Timing]]) -> str:
     return "\n".join(lines)
 
 
+def prompt_tokens(local: LocalModel, system: str, user: str | None) -> list[int]:
+    """A chat prompt as the server reads it: its chat template applied, then tokenized."""
+    messages = [{"role": "system", "content": system}]
+    if user is not None:
+        messages.append({"role": "user", "content": user})
+    body = json.dumps({"messages": messages}).encode("utf-8")
+    templated: str = local._post("/apply-template", body)["prompt"]
+    return local.tokenize(templated)
+
+
+def shared_prefix(cached: Sequence[int], prompt: Sequence[int]) -> int:
+    count = 0
+    for old, new in zip(cached, prompt, strict=False):
+        if old != new:
+            break
+        count += 1
+    return count
+
+
+def reused(cached: Sequence[int], prompt: Sequence[int], chunk: int) -> int:
+    """The tokens of ``prompt`` the server takes from ``cached`` instead of reading them.
+
+    The shared prefix, then, with ``chunk`` > 0, llama.cpp's ``--cache-reuse`` scan: from the
+    end of the prefix on, each run of at least ``chunk`` tokens that ``cached`` holds at its
+    scan position is moved into place, and the scan of ``cached`` skips a token where none
+    starts.
+    """
+    head_c = head_p = taken = shared_prefix(cached, prompt)
+    while chunk > 0 and head_c < len(cached) and head_p < len(prompt):
+        run = shared_prefix(cached[head_c:], prompt[head_p:])
+        if run >= chunk:
+            taken += run
+            head_c += run
+            head_p += run
+        else:
+            head_c += 1
+    return min(taken, len(prompt) - 1)  # the server always reads the last token
+
+
+def reuse_table(local: LocalModel, sets: Sequence[str], chunks: Sequence[int]) -> str:
+    """Prompt tokens a pass would read, with the prefix alone or with chunks reused.
+
+    Each question's prompt is matched, as the server's host-memory prompt cache does, against
+    the earlier prompt of the pass that shares the longest prefix with it (the first against
+    the system prompt alone, a new server's saved state); then the chunk scan of ``reused``.
+    """
+    lines = [
+        "| questions | chunk (tokens) | prompt tokens read (median) | read in the pass "
+        "| prompts with a moved run |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for set_name in sets:
+        asked = PLANNERS[set_name](local, DEFAULT_DEFENCES)
+        prompts = [prompt_tokens(local, a.request.system, a.request.user) for a in asked]
+        seed = prompt_tokens(local, asked[0].request.system, None)
+        for chunk in chunks:
+            reads, moved = [], 0
+            for index, prompt in enumerate(prompts):
+                earlier = [seed, *prompts[:index]]
+                best = max(reversed(earlier), key=lambda old: shared_prefix(old, prompt))
+                taken = reused(best, prompt, chunk)
+                moved += taken > min(shared_prefix(best, prompt), len(prompt) - 1)
+                reads.append(len(prompt) - taken)
+            lines.append(
+                f"| {set_name} ({len(prompts)}) | {chunk or 'prefix only'} "
+                f"| {median(reads):.0f} | {sum(reads):,} | {moved} |"
+            )
+    return "\n".join(lines)
+
+
 def load_runs(paths: Sequence[Path]) -> dict[str, list[Timing]]:
     """Stored runs (``--json`` files) by file name, without the extension."""
     return {
@@ -348,7 +426,9 @@ def load_runs(paths: Sequence[Path]) -> dict[str, list[Timing]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default=",".join(SETS), help="demo, report or both")
+    parser.add_argument(
+        "--sets", default=",".join(SETS), help=f"from {', '.join(PLANNERS)}; default: demo, report"
+    )
     parser.add_argument(
         "--variants", default=",".join(VARIANTS), help=f"from {', '.join(VARIANTS)}"
     )
@@ -359,14 +439,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--compare", type=Path, nargs="+", default=None, help="stored runs to set side by side"
     )
+    parser.add_argument(
+        "--reuse-table",
+        default=None,
+        help="chunk sizes, 0 for the prefix alone: the prompt tokens each would read",
+    )
     args = parser.parse_args(argv)
     if args.compare:
         print(compare_table(load_runs(args.compare)))
         return 0
     sets = [name.strip() for name in args.sets.split(",") if name.strip()]
     variants = [name.strip() for name in args.variants.split(",") if name.strip()]
-    if not sets or not set(sets) <= set(SETS):
-        parser.error(f"--sets takes names from {', '.join(SETS)}")
+    if not sets or not set(sets) <= set(PLANNERS):
+        parser.error(f"--sets takes names from {', '.join(PLANNERS)}")
+    if args.reuse_table is not None:
+        chunks = [int(size) for size in args.reuse_table.split(",")]
+        with LocalModel(args.model, threads=args.threads) as local:
+            print(reuse_table(local, sets, chunks))
+        return 0
     if not variants or not set(variants) <= set(VARIANTS):
         parser.error(f"--variants takes names from {', '.join(VARIANTS)}")
     print(machine_line())

@@ -26,13 +26,21 @@ Settings, each measured because it could save time without another model's answe
   without a pause, or by sleeping at once (the default spins a while, then sleeps);
 - ``parallel-2``, ``parallel-3``: 2 or 3 slots, each with the default's context, asked that
   many questions at once: writing a token reads every weight, and one step could share that
-  among the slots' questions.
+  among the slots' questions;
+- ``draft-model``: speculative decoding from a smaller model of the same tokenizer
+  (``--draft-model PATH``; Qwen2.5-Coder-0.5B-Instruct for the reader), up to 8 tokens
+  drafted at a time, on the same 2 threads;
+- ``cache-reuse-128``: after the prefix a request shares with the cached prompt, runs of at
+  least 128 tokens that the cached prompt also holds further on are moved into place (KV
+  shifting, llama.cpp's ``--cache-reuse``) instead of being read again: a source sent again
+  after fewer sources than before.
 
 Each setting's start is timed too: from launching the server process to its first healthy
 ``/health`` answer, with the weights already assembled and in the page cache.
 
 Run: ``uv run python benchmarks/reader_settings.py [--settings default,ngram-simple]
-[--sets demo,report] [--limit N] [--model NAME] [--quick] [--json PATH]``. The first setting
+[--sets demo,report] [--limit N] [--model NAME] [--quick] [--json PATH] [--draft-model
+PATH]``. The first setting
 named is the one replies are compared with; ``--quick`` runs ``default`` and ``ngram-simple``
 on the demo's first question.
 """
@@ -82,25 +90,23 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "poll-0": {"cpuparams.poll": 0, "cpuparams_batch.poll": 0},
     "parallel-2": {"n_parallel": 2, "n_ctx": 2 * 32768},
     "parallel-3": {"n_parallel": 3, "n_ctx": 3 * 32768},
+    "cache-reuse-128": {"n_cache_reuse": 128},
+    # The draft model's weights are --draft-model's (speculative.draft.mparams.path).
+    "draft-model": {
+        "speculative.types": ["COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE"],
+        "speculative.draft.n_max": 8,
+        "speculative.draft.cpuparams.n_threads": 2,
+        "speculative.draft.cpuparams_batch.n_threads": 2,
+    },
 }
 
 # The child: the reader's own server parameters (evidence_first._local.server), then the
 # setting's. Speculative types are named by their enum member.
 _CHILD = r"""
 import json, sys, xllamacpp
+from evidence_first._local.server import reader_params
 model, port, changes = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
-params = xllamacpp.CommonParams()
-params.model.path = model
-params.hostnames = ["127.0.0.1"]
-params.port = port
-params.n_ctx = 32768
-params.n_parallel = 1
-params.cpuparams.n_threads = 2
-params.cpuparams_batch.n_threads = 2
-params.sampling.seed = 0
-params.sampling.temp = 0.0
-params.verbosity = 0
-params.slot_prompt_similarity = 1.0
+params = reader_params(model, port, 32768, 2, 0, None)
 for path, value in changes.items():
     *parents, name = path.split(".")
     target = params
@@ -162,14 +168,22 @@ def serving(model: str, changes: dict[str, Any]) -> Iterator[tuple[str, float]]:
         child.wait(timeout=30)
 
 
-def measured(model: str, setting: str, asked: Sequence[Asked]) -> list[Reply]:
+def measured(
+    model: str, setting: str, asked: Sequence[Asked], draft: str | None = None
+) -> list[Reply]:
     """Every request of ``asked`` on a fresh server of ``model`` run with ``setting``.
 
-    The requests are sent as many at a time as the server has slots (``n_parallel``).
+    The requests are sent as many at a time as the server has slots (``n_parallel``);
+    ``draft`` is the draft model's GGUF file for ``draft-model``.
     """
     profile = profile_for_name(model)
-    slots = SETTINGS[setting].get("n_parallel", 1)
-    with serving(model, SETTINGS[setting]) as (base_url, start_s):
+    changes = dict(SETTINGS[setting])
+    if setting == "draft-model":
+        if draft is None:
+            raise ValueError("the draft-model setting needs --draft-model")
+        changes["speculative.draft.mparams.path"] = draft
+    slots = changes.get("n_parallel", 1)
+    with serving(model, changes) as (base_url, start_s):
         client = ChatCompletionsModel(base_url, model=model, seed=0, profile=profile)
         # As a new server restoring the saved system prompt: it is read before any question.
         system = [{"role": "system", "content": asked[0].request.system}]
@@ -243,13 +257,16 @@ class _Planner:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--settings", default=",".join(SETTINGS), help=f"from {', '.join(SETTINGS)}"
+        "--settings",
+        default=",".join(name for name in SETTINGS if name != "draft-model"),
+        help=f"from {', '.join(SETTINGS)}",
     )
     parser.add_argument("--sets", default=",".join(SETS), help="demo, report or both")
     parser.add_argument("--limit", type=int, default=None, help="the first N of each set")
     parser.add_argument("--model", default=DEFAULT_READER, choices=sorted(KNOWN_MODELS))
     parser.add_argument("--quick", action="store_true", help="2 settings, 1 demo question")
     parser.add_argument("--json", default=None, help="append each reply's timing here")
+    parser.add_argument("--draft-model", default=None, help="GGUF file: draft-model's drafter")
     args = parser.parse_args(argv)
     if args.quick:
         args.settings, args.sets, args.limit = "default,ngram-simple", "demo", 1
@@ -259,6 +276,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--settings takes names from {', '.join(SETTINGS)}")
     if not sets or not set(sets) <= set(SETS):
         parser.error(f"--sets takes names from {', '.join(SETS)}")
+    if "draft-model" in settings and args.draft_model is None:
+        parser.error("the draft-model setting needs --draft-model PATH")
     planner = _Planner(args.model)
     asked = [
         one
@@ -268,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     print(machine_line())
     replies: list[Reply] = []
     for setting in settings:
-        for reply in measured(args.model, setting, asked):
+        for reply in measured(args.model, setting, asked, args.draft_model):
             replies.append(reply)
             if args.json:
                 with open(args.json, "a", encoding="utf-8") as handle:

@@ -169,6 +169,39 @@ def test_reader_latency_compares_stored_runs_with_the_first(tmp_path, capsys, lo
     ]
 
 
+def test_reader_latency_reuses_what_llama_cpps_chunk_scan_reuses(load_benchmark):
+    reused = load_benchmark("reader_latency").reused
+    cached = [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    # The prefix alone: the prompt leaves out 4 and 5.
+    assert reused(cached, [1, 2, 3, 6, 7, 8, 9, 10], 0) == 3
+    # Chunks of 3: after the prefix, 6 7 8 9 is found further on in the cache and moved.
+    assert reused(cached, [1, 2, 3, 6, 7, 8, 9, 10], 3) == 7
+    # A run shorter than the chunk is read again, and so is all that follows it.
+    assert reused(cached, [1, 2, 3, 6, 7, 10, 8, 9], 3) == 3
+    # The scan only moves forward: a source sent before the cached ones stops it.
+    assert reused(cached, [1, 2, 3, 0, 4, 5, 6, 7], 2) == 3
+    # The last token is always read, even of a prompt the cache holds whole.
+    assert reused(cached, cached, 3) == len(cached) - 1
+
+
+@pytest.mark.live
+def test_reader_latency_counts_what_chunk_reuse_would_spare(
+    no_model_server, capsys, load_benchmark
+):
+    benchmark = load_benchmark("reader_latency")
+    argv = ["--model", "gemma-3-270m", "--sets", "demo", "--reuse-table", "0,16"]
+    assert benchmark.main(argv) == 0
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in capsys.readouterr().out.splitlines()
+        if line.startswith("| demo (")
+    ]
+    assert [row[1] for row in rows] == ["prefix only", "16"]
+    prefix, chunked = (int(row[3].replace(",", "")) for row in rows)
+    assert 0 < chunked <= prefix  # moving runs into place never reads more
+    assert rows[0][4] == "0"  # the prefix alone moves nothing
+
+
 @pytest.mark.live
 def test_reader_settings_compares_each_setting_with_the_default(
     no_model_server, capsys, load_benchmark
