@@ -453,7 +453,10 @@ def main(argv: list[str] | None = None) -> int:
     if not sets or not set(sets) <= set(PLANNERS):
         parser.error(f"--sets takes names from {', '.join(PLANNERS)}")
     if args.reuse_table is not None:
-        chunks = [int(size) for size in args.reuse_table.split(",")]
+        sizes = [size.strip() for size in args.reuse_table.split(",")]
+        if not all(size.isdigit() for size in sizes):
+            parser.error("--reuse-table takes chunk sizes: whole numbers, 0 or more")
+        chunks = [int(size) for size in sizes]
         with LocalModel(args.model, threads=args.threads) as local:
             print(reuse_table(local, sets, chunks))
         return 0

@@ -184,6 +184,14 @@ def test_reader_latency_reuses_what_llama_cpps_chunk_scan_reuses(load_benchmark)
     assert reused(cached, cached, 3) == len(cached) - 1
 
 
+@pytest.mark.parametrize("sizes", ["64,x", "-1", "16,,64"])
+def test_reader_latency_refuses_a_chunk_size_that_is_not_a_count(sizes, capsys, load_benchmark):
+    with pytest.raises(SystemExit) as stopped:
+        load_benchmark("reader_latency").main(["--reuse-table", sizes])
+    assert stopped.value.code == 2  # a usage error, before any server starts
+    assert "--reuse-table takes chunk sizes" in capsys.readouterr().err
+
+
 @pytest.mark.live
 def test_reader_latency_counts_what_chunk_reuse_would_spare(
     no_model_server, capsys, load_benchmark
