@@ -42,7 +42,7 @@ import statistics
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -259,6 +259,31 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+class Replied(Protocol):
+    """A reply's question and the digest of its text."""
+
+    @property
+    def set_name(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+    @property
+    def reply_sha256(self) -> str: ...
+
+
+Digests = dict[tuple[str, str], str]
+
+
+def digests(runs: Iterable[Replied]) -> Digests:
+    """Each question's reply digest, by set and label."""
+    return {(r.set_name, r.label): r.reply_sha256 for r in runs}
+
+
+def identical(runs: Sequence[Replied], reference: Digests) -> str:
+    """How many of ``runs`` replied byte for byte as ``reference`` did, as "N/M"."""
+    same = sum(reference.get((r.set_name, r.label)) == r.reply_sha256 for r in runs)
+    return f"{same}/{len(runs)}"
+
+
 def breakdown_table(rows: list[Timing], variants: Sequence[str]) -> str:
     lines = [
         "| questions | variant | median wall (s) | total wall (s) | prompt tokens: cached "
@@ -266,13 +291,12 @@ def breakdown_table(rows: list[Timing], variants: Sequence[str]) -> str:
         "| rest (s, median) | replies identical to sent |",
         "|---|---|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
-    sent = {(r.set_name, r.label): r.reply_sha256 for r in rows if r.variant == "sent"}
+    sent = digests(r for r in rows if r.variant == "sent")
     for set_name in dict.fromkeys(r.set_name for r in rows):
         for variant in variants:
             runs = [r for r in rows if r.set_name == set_name and r.variant == variant]
             if not runs:
                 continue
-            same = sum(sent.get((r.set_name, r.label)) == r.reply_sha256 for r in runs)
             lines.append(
                 f"| {set_name} ({len(runs)}) | {variant} | {median([r.wall_s for r in runs]):.1f} "
                 f"| {sum(r.wall_s for r in runs):.0f} "
@@ -281,7 +305,7 @@ def breakdown_table(rows: list[Timing], variants: Sequence[str]) -> str:
                 f"| {median([r.prompt_s for r in runs]):.1f} "
                 f"| {median([r.output_tokens for r in runs]):.0f} "
                 f"| {median([r.output_s for r in runs]):.1f} "
-                f"| {median([r.rest_s for r in runs]):.2f} | {same}/{len(runs)} |"
+                f"| {median([r.rest_s for r in runs]):.2f} | {identical(runs, sent)} |"
             )
     return "\n".join(lines)
 
@@ -327,21 +351,20 @@ def compare_table(runs: dict[str, list[Timing]]) -> str:
         "|---|---|---:|---:|---|---:|---:|---:|---:|",
     ]
     sent = {name: [r for r in rows if r.variant == "sent"] for name, rows in runs.items()}
-    reference = {(r.set_name, r.label): r.reply_sha256 for r in next(iter(sent.values()))}
+    reference = digests(next(iter(sent.values())))
     for set_name in dict.fromkeys(r.set_name for rows in sent.values() for r in rows):
         for name, rows in sent.items():
             these = [r for r in rows if r.set_name == set_name]
             if not these:
                 continue
             read, wrote = rates(these)
-            same = sum(reference.get((r.set_name, r.label)) == r.reply_sha256 for r in these)
             lines.append(
                 f"| {set_name} ({len(these)}) | {name} | {median([r.wall_s for r in these]):.1f} "
                 f"| {sum(r.wall_s for r in these):.0f} "
                 f"| {median([r.cached_tokens for r in these]):.0f} / "
                 f"{median([r.read_tokens for r in these]):.0f} "
                 f"| {median([r.output_tokens for r in these]):.0f} | {read:.0f} | {wrote:.1f} "
-                f"| {same}/{len(these)} |"
+                f"| {identical(these, reference)} |"
             )
     return "\n".join(lines)
 

@@ -62,7 +62,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from _common import machine_line
-from reader_latency import PLANNERS, SETS, Asked, median, post, rates
+from reader_latency import PLANNERS, SETS, Asked, digests, identical, median, post, rates
 
 from evidence_first._injection import DEFAULT_DEFENCES
 from evidence_first._local.process import free_port
@@ -229,17 +229,16 @@ def table(replies: list[Reply], settings: Sequence[str]) -> str:
         f"| replies identical to {settings[0]} |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    first = {(r.set_name, r.label): r.reply_sha256 for r in replies if r.setting == settings[0]}
+    first = digests(r for r in replies if r.setting == settings[0])
     for setting in settings:
         runs = [r for r in replies if r.setting == setting]
         read, wrote = rates(runs)
-        same = sum(first.get((r.set_name, r.label)) == r.reply_sha256 for r in runs)
         lines.append(
             f"| {setting} | {runs[0].start_s:.1f} | {len(runs)} "
             f"| {median([r.wall_s for r in runs]):.1f} "
             f"| {runs[0].pass_s:.0f} | {read:.0f} | {wrote:.1f} "
             f"| {sum(r.accepted for r in runs)} / {sum(r.drafted for r in runs)} "
-            f"| {same}/{len(runs)} |"
+            f"| {identical(runs, first)} |"
         )
     return "\n".join(lines)
 

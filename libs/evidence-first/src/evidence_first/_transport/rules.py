@@ -65,8 +65,8 @@ _LLAMA_CPP_SERVER = (
 PROFILE_RULES: tuple[ProfileRule, ...] = (
     # The embedded models (evidence_first.local), by the names they are served under, wherever
     # they are reached: LocalModel, or ChatOpenAI / OpenAILike / ChatCompletionsModel at its
-    # base_url. llama.cpp turns the schema into a grammar (the reader's the full dialect's, the
-    # tiny model's the llguidance one: the full one, written compact) and returns the
+    # base_url. llama.cpp turns the schema into a grammar (the full dialect for the reader; the
+    # llguidance one, the full one written compact, for the tiny model) and returns the
     # log-probabilities taken before it.
     ProfileRule(
         "qwen2.5-coder-1.5b",
