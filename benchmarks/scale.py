@@ -71,7 +71,7 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first import estimate_tokens as default_estimate_tokens
-from evidence_first._judge import judge
+from evidence_first._engine import judge
 from evidence_first._plan import plan_answer
 from evidence_first._prompt import serialize_source
 from evidence_first.adapters import AnswerOptions

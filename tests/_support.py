@@ -13,7 +13,7 @@ from typing import Any
 
 from evidence_first import ModelRequest, ModelResponse
 
-__all__ = ["ScriptedModel", "fact", "ledger", "ledger_dict"]
+__all__ = ["ScriptedModel", "fact", "forged", "ledger", "ledger_dict"]
 
 
 class ScriptedModel:
@@ -87,3 +87,15 @@ def fact(
             c if isinstance(c, dict) else {"source_id": c[0], "quote": c[1]} for c in citations
         ],
     }
+
+
+def forged(answer: Any, **fields: Any) -> Any:
+    """A copy of ``answer`` with ``fields`` set past every check, as no load or copy allows.
+
+    For the tests of what only reads an answer (renderers, metadata): they must hold whatever
+    object they are given, even one no path of the package builds.
+    """
+    copy = answer.model_copy()
+    for name, value in fields.items():
+        object.__setattr__(copy, name, value)
+    return copy

@@ -6,6 +6,8 @@ import json
 import re
 from pathlib import Path
 
+import _support
+
 from evidence_first import Evidence, answer_from_evidence
 from evidence_first.adapters import answer_metadata
 
@@ -29,8 +31,8 @@ def test_the_docs_list_every_metadata_key_in_order(scripted):
 
 
 def test_each_metadata_key_holds_the_answer_or_its_field(scripted):
-    answer = _answer(scripted).model_copy(
-        update={"reader_confidence": 0.31, "flags": ("uncovered_question",)}
+    answer = _support.forged(
+        _answer(scripted), reader_confidence=0.31, flags=("uncovered_question",)
     )
     metadata = answer_metadata(answer)
     assert metadata["evidence_answer"] is answer

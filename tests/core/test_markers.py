@@ -15,6 +15,7 @@ import _support
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
 from evidence_first._markers import MarkedAnswer, marked_answer
@@ -337,14 +338,12 @@ def test_as_dict_round_trip_keeps_segments_and_policy(scripted):
     assert restored.as_dict() == stored
 
 
-def test_stored_answer_without_segment_keys_still_validates(scripted):
+def test_a_stored_answer_without_its_segments_does_not_load(scripted):
+    # Segments are derived from the reply, so a stored form must hold the ones it gives.
     stored = _run(scripted, "June 8 [F1].").as_dict()
     del stored["segments"]
-    del stored["unmarked_segments"]
-    restored = EvidenceAnswer.model_validate(stored)
-    assert restored.answer == "June 8."
-    assert restored.segments == ()
-    assert restored.unmarked_segments == "list"
+    with pytest.raises(ValidationError, match="the stored segments differs from what its reply"):
+        EvidenceAnswer.model_validate(stored)
 
 
 # --- property: markers and offsets round-trip ---------------------------------------------------

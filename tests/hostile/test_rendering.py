@@ -8,11 +8,11 @@ answer mirrored the HTML's own notes.
 
 from __future__ import annotations
 
-import json
 import re
 from html.parser import HTMLParser
 from typing import Any
 
+import _support
 import pytest
 from _support import ScriptedModel
 
@@ -68,9 +68,9 @@ def _hostile_answers(separator: str) -> list[EvidenceAnswer]:
         "invalid_response",
         "answered",
     ]
-    stored = json.loads(json.dumps(rejected.as_dict()))
-    stored["validation_errors"][0].update(path=forged, detail=forged)
-    return [abstained, rejected, answered, EvidenceAnswer.model_validate(stored)]
+    # A stored issue's path and detail are judged again on load; a renderer still holds them.
+    issue = rejected.validation_errors[0].model_copy(update={"path": forged, "detail": forged})
+    return [abstained, rejected, answered, _support.forged(rejected, validation_errors=(issue,))]
 
 
 # "`render_text` [...] Safe to print to a terminal." (the docstring of `render_text`); "the

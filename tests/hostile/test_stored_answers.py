@@ -123,9 +123,7 @@ def test_an_edited_pickled_answer_does_not_load():
     assert pickle.loads(pickle.dumps(answer)) == answer
     fact = answer.facts[0]
     citation = fact.citations[0].model_copy(update={"quote": FORGED})
-    tampered = answer.model_copy(
-        update={"facts": (fact.model_copy(update={"citations": (citation,)}),)}
-    )
+    tampered = _support.forged(answer, facts=(fact.model_copy(update={"citations": (citation,)}),))
     with pytest.raises(ValueError, match="facts\\[0\\]\\.citations\\[0\\]"):
         pickle.loads(pickle.dumps(tampered))
 
@@ -136,7 +134,7 @@ def test_an_edited_answer_in_a_langgraph_checkpoint_does_not_come_back_as_an_ans
     honest = serde.loads_typed(serde.dumps_typed(answer))
     assert isinstance(honest, EvidenceAnswer)
     assert honest.as_dict() == answer.as_dict()
-    tampered = answer.model_copy(update={"citations_verified": False})
+    tampered = _support.forged(answer, citations_verified=False)
     back = serde.loads_typed(serde.dumps_typed(tampered))
     assert not isinstance(back, EvidenceAnswer)
 
@@ -171,10 +169,8 @@ def test_renderers_show_the_sources_own_slice_never_a_quote_it_carries(render):
     answer = _answered()
     fact = answer.facts[0]
     citation = fact.citations[0].model_copy(update={"quote": FORGED})
-    # An object built in memory skips the load check; the renderer still shows the source.
-    tampered = answer.model_copy(
-        update={"facts": (fact.model_copy(update={"citations": (citation,)}),)}
-    )
+    # An object forced past every check; the renderer still shows the source's own slice.
+    tampered = _support.forged(answer, facts=(fact.model_copy(update={"citations": (citation,)}),))
     shown = render(tampered)
     assert FORGED not in shown
     assert "launch moved to June 15" in shown

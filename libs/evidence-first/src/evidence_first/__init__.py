@@ -18,10 +18,10 @@ from evidence_first._answer import (
     Citation,
     CitationCheck,
     DocumentSpan,
-    EvidenceAnswer,
     EvidenceSpan,
     Fact,
     FactMarker,
+    JudgeRules,
     PromptBudget,
     TokenUsage,
     ValidationIssue,
@@ -36,6 +36,7 @@ from evidence_first._errors import (
     EvidenceFirstError,
     InvalidRequestError,
     ModelCallError,
+    StoredAnswerError,
 )
 from evidence_first._evidence import Evidence, EvidenceStatus
 from evidence_first._model import (
@@ -48,6 +49,7 @@ from evidence_first._model import (
     TokenLogprob,
 )
 from evidence_first._request import profile_for
+from evidence_first._result import EvidenceAnswer
 from evidence_first._tokens import estimate_tokens
 from evidence_first._transport.profiles import ModelProfile
 from evidence_first._vocabulary import (
@@ -82,6 +84,7 @@ __all__ = [
     "EvidenceStatus",
     "Fact",
     "FactMarker",
+    "JudgeRules",
     "InvalidRequestError",
     "KnowledgePolicy",
     "ModelCallError",
@@ -92,6 +95,7 @@ __all__ = [
     "PromptBudget",
     "ReaderModel",
     "ReasonCode",
+    "StoredAnswerError",
     "TokenChoice",
     "TokenLogprob",
     "TokenUsage",

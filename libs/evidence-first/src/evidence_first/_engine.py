@@ -1,4 +1,4 @@
-"""`answer_from_evidence`: check the request, pack, prompt, call the model once, verify."""
+"""`answer_from_evidence`: check the request, pack, prompt, call the model once, judge the reply."""
 
 from __future__ import annotations
 
@@ -9,16 +9,26 @@ from typing import Any
 
 from typing_extensions import Unpack
 
-from evidence_first._answer import EvidenceAnswer
+from evidence_first._answer import JudgeRules, TokenUsage
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import Evidence
 from evidence_first._invoke import call_model, call_model_async
-from evidence_first._judge import judge, without_model_call
-from evidence_first._model import ReaderModel
+from evidence_first._judge import Case, Judgment, judge_reply, raw_text
+from evidence_first._model import ModelResponse, ReaderModel
 from evidence_first._options import AnswerOptions, OptionArgs
 from evidence_first._plan import AnswerPlan, aplan_answer, plan_answer
+from evidence_first._result import EvidenceAnswer
+from evidence_first._stored import JUDGED, OFFSETS
 
-__all__ = ["aanswer_from_evidence", "answer_from_evidence", "arun_plan", "run_plan"]
+__all__ = [
+    "aanswer_from_evidence",
+    "answer_from_evidence",
+    "arun_plan",
+    "case_of",
+    "judge",
+    "run_plan",
+    "without_model_call",
+]
 
 
 def answer_from_evidence(
@@ -93,3 +103,116 @@ async def arun_plan(plan: AnswerPlan, model: object) -> EvidenceAnswer:
         return without_model_call(plan)
     response = await call_model_async(model, plan.request)
     return await asyncio.to_thread(judge, plan, response)
+
+
+def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
+    """Judge the model's reply to a plan's request (stages 0 to 5) and build the result."""
+    case = case_of(plan)
+    return _built(
+        plan,
+        case.rules,
+        judge_reply(case, response),
+        model_called=True,
+        diagnostic=None,
+        raw_response=raw_text(response),
+        usage=response.usage,
+    )
+
+
+def without_model_call(plan: AnswerPlan) -> EvidenceAnswer:
+    """The abstention when too few sources could be packed; the model is not called."""
+    if not plan.offered:
+        diagnostic = "no sources were supplied"
+    else:
+        counts: dict[str, int] = {}
+        for reason in plan.omissions.values():
+            counts[reason] = counts.get(reason, 0) + 1
+        reasons = ", ".join(f"{count} {reason}" for reason, count in counts.items())
+        diagnostic = (
+            f"{len(plan.packed.sent)} of {len(plan.offered)} sources could be sent "
+            f"(omitted: {reasons or 'none'}); min_evidence is {plan.options.min_evidence}"
+        )
+    judgment = Judgment(
+        status="insufficient_evidence",
+        answer=None,
+        inference=None,
+        facts=(),
+        missing_evidence=(),
+        validation_errors=(),
+        citation_checks=(),
+        citations_verified=False,
+        reader_confidence=None,
+        confidence_floor=None,
+        abstention="no_model_call",
+        flags=(),
+        segments=(),
+        unmarked_segments=plan.options.unmarked_segments,
+    )
+    return _built(
+        plan,
+        case_of(plan).rules,
+        judgment,
+        model_called=False,
+        diagnostic=diagnostic,
+        raw_response=None,
+        usage=None,
+    )
+
+
+def case_of(plan: AnswerPlan) -> Case:
+    """What a plan's reply is judged against."""
+    options = plan.options
+    rules = JudgeRules(
+        knowledge=options.knowledge,
+        output_language=options.output_language,
+        max_response_chars=options.max_response_chars,
+        unmarked_segments=options.unmarked_segments,
+        non_current_evidence=options.non_current_evidence,
+        unsupported_facts=options.unsupported_facts,
+        uncovered_question=options.uncovered_question,
+        confidence_floor=plan.confidence_floor,
+        flagged_floor=plan.flagged_floor,
+    )
+    return Case(rules=rules, style=plan.style, question=plan.question, sent=plan.sent)
+
+
+def _built(
+    plan: AnswerPlan,
+    rules: JudgeRules,
+    judgment: Judgment,
+    *,
+    model_called: bool,
+    diagnostic: str | None,
+    raw_response: str | None,
+    usage: TokenUsage | None,
+) -> EvidenceAnswer:
+    """The result of a plan and its judgment, keeping every source offered to it by ID.
+
+    The judgment goes with it into validation, so the check every answer gets on construction
+    compares its fields with what was just derived instead of judging the reply again, and
+    the request's offsets cache spares a second pass over a source.
+    """
+    sent = plan.packed.sent
+    scores = [source.score for source in sent if source.score is not None]
+    fields: dict[str, Any] = {
+        **judgment.fields(),
+        "question": plan.question,
+        "used_source_ids": tuple(source.id for source in sent),
+        "omitted_source_ids": tuple(plan.omissions),
+        "omissions": plan.omissions,
+        "model_called": model_called,
+        "diagnostic": diagnostic,
+        "confidence": max(scores) if scores else None,
+        "evidence": sent,
+        "raw_response": raw_response,
+        "budget": plan.budget,
+        "usage": usage,
+        "prompt_version": plan.prompt_version,
+        "citation_mode": plan.style.mode,
+        "judged_with": rules,
+    }
+    answer = EvidenceAnswer.model_validate(
+        fields, context={JUDGED: judgment, OFFSETS: plan.sent.offsets}
+    )
+    answer._offered = dict(plan.offered)
+    return answer

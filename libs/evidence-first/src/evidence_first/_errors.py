@@ -5,6 +5,8 @@ The tree::
     EvidenceFirstError
     ├── InvalidRequestError (also ValueError)   the caller's arguments break the contract
     │   └── StreamingNotEnabledError            (LlamaIndex integration) a dropped streaming flag
+    ├── StoredAnswerError (also ValueError)     a stored answer fails its check, its signature,
+    │                                           or the caller's copy of its sources
     ├── ModelCallError                          the model callback raised or returned a non-response
     ├── AnswerTimeoutError (also TimeoutError)  the model did not answer within ``timeout``
     ├── AnswerCancelledError                    the caller's ``cancel`` event was set (sync calls)
@@ -31,6 +33,7 @@ __all__ = [
     "LocalModelError",
     "ModelCallError",
     "ModelProfileWarning",
+    "StoredAnswerError",
     "UnenforcedSettingsWarning",
 ]
 
@@ -49,6 +52,15 @@ class InvalidRequestError(EvidenceFirstError, ValueError):
     def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class StoredAnswerError(EvidenceFirstError, ValueError):
+    """A stored answer is not one evidence-first returned, or it was changed since.
+
+    Raised by ``EvidenceAnswer.load`` (the answer, judged again, differs from what it stores;
+    or its signature does not hold under the key given) and ``EvidenceAnswer.check_sources``
+    (a cited source differs from the caller's copy). The message names the place, never text.
+    """
 
 
 class ModelCallError(EvidenceFirstError):

@@ -1,21 +1,32 @@
-"""Judging a response: parsing, verification, then stage 5 and the status rules, in one place.
+"""Judging a reply: parsing, verification, then stage 5 and the status rules, in one place.
 
 ``answered`` needs a visible answer, at least one fact, every citation verified and no missing
 evidence. ``insufficient_evidence`` is an abstention that lists what is missing (or, with no
 model call, says why). Anything else is ``invalid_response``, with every failed check.
+
+:func:`judge_reply` derives a :class:`Judgment` from a :class:`Case` and a reply, and nothing
+else: the engine builds a result from it, and a stored result is judged again by it on load.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import TYPE_CHECKING, Any, get_args
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, fields
+from typing import Any, get_args
 
-from evidence_first._answer import CitationCheck, EvidenceAnswer, Fact, ValidationIssue
+from evidence_first._answer import (
+    AnswerSegment,
+    CitationCheck,
+    Fact,
+    JudgeRules,
+    ValidationIssue,
+)
+from evidence_first._citing.base import CitationStyle
 from evidence_first._confidence import decision_confidence
 from evidence_first._ledger import Ledger, parse_response
 from evidence_first._markers import MarkedAnswer, marked_answer
 from evidence_first._model import ModelResponse
-from evidence_first._plan import AnswerPlan
+from evidence_first._passages import SentSources
 from evidence_first._support import objects_are_held, question_is_covered
 from evidence_first._text import has_text, is_unicode_text
 from evidence_first._verify import verify_citations
@@ -23,37 +34,92 @@ from evidence_first._vocabulary import (
     DECISION_KEY,
     AbstentionReason,
     AnswerFlag,
+    AnswerStatus,
     KnowledgePolicy,
     ReaderDecision,
+    UnmarkedSegments,
 )
 
-if TYPE_CHECKING:
-    from evidence_first._options import AnswerOptions
+__all__ = [
+    "Case",
+    "Judgment",
+    "answer_flags",
+    "consistency_issues",
+    "judge_reply",
+    "marker_issues",
+    "raw_text",
+]
 
-__all__ = ["answer_flags", "consistency_issues", "judge", "marker_issues", "without_model_call"]
+
+@dataclass(frozen=True)
+class Case:
+    """What a reply is judged against: the rules, the citation style, the question, the sources.
+
+    Attributes:
+        rules: The options the judge reads, and the reader's floors.
+        style: The citation style the model was asked to cite in (it holds no state).
+        question: The question asked.
+        sent: The sources sent and the passages each was sent as.
+    """
+
+    rules: JudgeRules
+    style: CitationStyle
+    question: str
+    sent: SentSources
 
 
-def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
-    """Validate the model's response (stages 0 to 5) and build the result."""
+@dataclass(frozen=True)
+class Judgment:
+    """Everything a result holds that is derived from its case and its reply.
+
+    Each field is the :class:`~evidence_first.EvidenceAnswer` field of the same name.
+    """
+
+    status: AnswerStatus
+    answer: str | None
+    inference: str | None
+    facts: tuple[Fact, ...]
+    missing_evidence: tuple[str, ...]
+    validation_errors: tuple[ValidationIssue, ...]
+    citation_checks: tuple[CitationCheck, ...]
+    citations_verified: bool
+    reader_confidence: float | None
+    confidence_floor: float | None
+    abstention: AbstentionReason | None
+    flags: tuple[AnswerFlag, ...]
+    segments: tuple[AnswerSegment, ...]
+    unmarked_segments: UnmarkedSegments
+
+    def fields(self) -> dict[str, Any]:
+        """The fields by name, as the result takes them (the values themselves, not copies)."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+
+def judge_reply(
+    case: Case,
+    response: ModelResponse,
+    *,
+    reader_confidence: Callable[[], float | None] | None = None,
+) -> Judgment:
+    """Validate a reply (stages 0 to 5) and derive the result's verdicts, flags and status.
+
+    Args:
+        case: What the reply is judged against.
+        response: The model's reply.
+        reader_confidence: Where the reader's confidence comes from when its ledger opens
+            with a decision; by default, read from the reply's token log-probabilities. A
+            stored result, whose log-probabilities are not kept, passes its own.
+    """
+    rules = case.rules
     parsed = parse_response(
         response,
-        max_response_chars=plan.options.max_response_chars,
-        citation_model=plan.style.citation_model,
+        max_response_chars=rules.max_response_chars,
+        citation_model=case.style.citation_model,
     )
-    raw = response.text
-    if not is_unicode_text(raw):
-        # Lone surrogates cannot be serialized; keep them visible as escapes.
-        raw = raw.encode("utf-8", "backslashreplace").decode("utf-8")
-    common: dict[str, Any] = {
-        "model_called": True,
-        "diagnostic": None,
-        "raw_response": raw,
-        "usage": response.usage,
-    }
     if parsed.ledger is None:
-        return _rejected(plan, parsed.issues, (), common)
+        return _rejected(case, parsed.issues, ())
     verdict = verify_citations(
-        parsed.ledger, plan.sent, plan.style, check_objects=plan.options.output_language is None
+        parsed.ledger, case.sent, case.style, check_objects=rules.output_language is None
     )
     marked = None
     ledger = parsed.ledger
@@ -62,46 +128,70 @@ def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
         ledger = ledger.model_copy(update={"answer": marked.text})
     issues = (
         verdict.issues
-        + tuple(consistency_issues(ledger, plan.options.knowledge))
-        + marker_issues(marked, len(ledger.facts), verdict.unverified, plan.options)
+        + tuple(consistency_issues(ledger, rules.knowledge))
+        + marker_issues(marked, len(ledger.facts), verdict.unverified, rules.unmarked_segments)
     )
     if issues:
-        return _rejected(plan, issues, verdict.checks, common)
-    common["citation_checks"] = verdict.checks
-    common["confidence_floor"] = plan.confidence_floor
+        return _rejected(case, issues, verdict.checks)
+    confidence = None
     if ledger.answerable is not None:
-        common["reader_confidence"] = decision_confidence(
-            response.logprobs, response.text, DECISION_KEY, get_args(ReaderDecision)
-        )
+        confidence = (reader_confidence or _read_confidence(response))()
+    floor = rules.confidence_floor
+    settled = {"citation_checks": verdict.checks, "reader_confidence": confidence}
     if not has_text(ledger.answer):
-        return _abstained(plan, verdict.facts, tuple(ledger.missing_evidence), "reader", common)
-    flags = answer_flags(plan, verdict.checks, verdict.facts)
-    if flags and plan.flagged_floor is not None:
+        missing = tuple(ledger.missing_evidence)
+        return _abstained(case, verdict.facts, missing, "reader", floor, **settled)
+    flags = answer_flags(case, verdict.checks, verdict.facts)
+    if flags and rules.flagged_floor is not None:
         # A flag raises the bar: the answer stands only if the reader is sure of it.
-        common["confidence_floor"] = max(plan.flagged_floor, plan.confidence_floor or 0.0)
-    withheld = _withheld(plan, common, flags)
+        floor = max(rules.flagged_floor, floor or 0.0)
+    withheld = _withheld(rules, floor, confidence, flags)
     if withheld is not None:
-        reason, missing = withheld
-        return _abstained(plan, verdict.facts, (missing,), reason, common)
-    return _answer(
-        plan,
+        reason, missing_item = withheld
+        return _abstained(case, verdict.facts, (missing_item,), reason, floor, **settled)
+    return Judgment(
         status="answered",
         answer=ledger.answer,
         inference=ledger.inference if has_text(ledger.inference) else None,
         facts=verdict.facts,
         missing_evidence=(),
         validation_errors=(),
+        citations_verified=_any_cited(verdict.facts),
+        confidence_floor=floor,
+        abstention=None,
         flags=flags,
         segments=() if marked is None else marked.segments,
-        **common,
+        unmarked_segments=rules.unmarked_segments,
+        **settled,
     )
+
+
+def raw_text(response: ModelResponse) -> str:
+    """The reply's text as a result keeps it (``raw_response``).
+
+    Lone surrogates cannot be serialized; they are kept visible as escapes.
+    """
+    raw = response.text
+    if not is_unicode_text(raw):
+        raw = raw.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw
+
+
+def _read_confidence(response: ModelResponse) -> Callable[[], float | None]:
+    return lambda: decision_confidence(
+        response.logprobs, response.text, DECISION_KEY, get_args(ReaderDecision)
+    )
+
+
+def _any_cited(facts: tuple[Fact, ...]) -> bool:
+    return any(fact.citations for fact in facts)
 
 
 def marker_issues(
     marked: MarkedAnswer | None,
     fact_count: int,
     unverified: Collection[int],
-    options: AnswerOptions,
+    unmarked_segments: UnmarkedSegments,
 ) -> tuple[ValidationIssue, ...]:
     """Stage 5 for the answer's fact markers (:mod:`~evidence_first._markers`).
 
@@ -126,7 +216,7 @@ def marker_issues(
                     detail=f"{count} marker(s) name {what} (the ledger has {fact_count} facts)",
                 )
             )
-    if options.unmarked_segments == "reject" and marked.segments:
+    if unmarked_segments == "reject" and marked.segments:
         unmarked = sum(segment.support != "marked" for segment in marked.segments)
         if unmarked:
             detail = (
@@ -139,7 +229,7 @@ def marker_issues(
 
 
 def answer_flags(
-    plan: AnswerPlan, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
+    case: Case, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
 ) -> tuple[AnswerFlag, ...]:
     """Why an answer whose citations all verified deserves a second look.
 
@@ -152,25 +242,25 @@ def answer_flags(
     (:func:`~evidence_first._support.question_is_covered`).
     """
     flags: list[AnswerFlag] = []
-    if _rests_on_stale_sources(plan, checks, facts):
+    if _rests_on_stale_sources(case, checks, facts):
         flags.append("non_current_evidence")
     if any("object_not_cited" in check.flags for check in checks):
         flags.append("unsupported_facts")
     cited = {check.source_id for check in checks}
-    sent = plan.sent.sources
+    sent = case.sent.sources
     texts = [source.text for source in sent if source.id in cited]
     others = [source.text for source in sent if source.id not in cited]
-    if texts and question_is_covered(plan.question, texts, others) is False:
+    if texts and question_is_covered(case.question, texts, others) is False:
         flags.append("uncovered_question")
     return tuple(flags)
 
 
 def _rests_on_stale_sources(
-    plan: AnswerPlan, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
+    case: Case, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
 ) -> bool:
     """Whether the answer is ``non_current_evidence`` (:func:`answer_flags`)."""
     stale = ("superseded_source", "contradicted_source")
-    current = [source.text for source in plan.sent.sources if source.status == "current"]
+    current = [source.text for source in case.sent.sources if source.status == "current"]
     return bool(
         current
         and checks
@@ -180,7 +270,10 @@ def _rests_on_stale_sources(
 
 
 def _withheld(
-    plan: AnswerPlan, common: dict[str, Any], flags: tuple[AnswerFlag, ...]
+    rules: JudgeRules,
+    floor: float | None,
+    confidence: float | None,
+    flags: tuple[AnswerFlag, ...],
 ) -> tuple[AbstentionReason, str] | None:
     """Why an answer that verified is still an abstention, and the missing evidence it states.
 
@@ -188,7 +281,6 @@ def _withheld(
     confidence to hold to it, the reader's decision does not carry the answer; a flagged
     answer abstains where the caller's option says so.
     """
-    floor, confidence = common["confidence_floor"], common.get("reader_confidence")
     if floor is not None and (confidence is None or confidence < floor):
         heard = "could not be read" if confidence is None else f"was {confidence:.2f}"
         flagged = f" for an answer flagged {', '.join(flags)}" if flags else ""
@@ -196,18 +288,17 @@ def _withheld(
             f"the reader's confidence that the sources state the answer {heard}, below "
             f"the floor of {floor:.2f}{flagged}"
         )
-    options = plan.options
-    if "non_current_evidence" in flags and options.non_current_evidence == "abstain":
+    if "non_current_evidence" in flags and rules.non_current_evidence == "abstain":
         return "non_current_evidence", (
             "a current source that states the answer: the answer rests only on superseded or "
             "contradicted sources"
         )
-    if "unsupported_facts" in flags and options.unsupported_facts == "abstain":
+    if "unsupported_facts" in flags and rules.unsupported_facts == "abstain":
         return "unsupported_facts", (
             "a cited passage that states the answer's facts: a fact's words are not in its "
             "cited text"
         )
-    if "uncovered_question" in flags and options.uncovered_question == "abstain":
+    if "uncovered_question" in flags and rules.uncovered_question == "abstain":
         return "uncovered_question", (
             "a source that speaks of what the question asks: the cited sources hold too few "
             "of the question's words"
@@ -216,53 +307,31 @@ def _withheld(
 
 
 def _abstained(
-    plan: AnswerPlan,
-    facts: tuple[Any, ...],
+    case: Case,
+    facts: tuple[Fact, ...],
     missing: tuple[str, ...],
     reason: AbstentionReason,
-    common: dict[str, Any],
-) -> EvidenceAnswer:
+    floor: float | None,
+    *,
+    citation_checks: tuple[CitationCheck, ...],
+    reader_confidence: float | None,
+) -> Judgment:
     """An honest abstention: verified facts kept as partial facts, the missing evidence stated."""
-    return _answer(
-        plan,
+    return Judgment(
         status="insufficient_evidence",
         answer=None,
         inference=None,
         facts=facts,
         missing_evidence=missing,
         validation_errors=(),
+        citation_checks=citation_checks,
+        citations_verified=_any_cited(facts),
+        reader_confidence=reader_confidence,
+        confidence_floor=floor,
         abstention=reason,
-        **common,
-    )
-
-
-def without_model_call(plan: AnswerPlan) -> EvidenceAnswer:
-    """The abstention when too few sources could be packed; the model is not called."""
-    if not plan.offered:
-        diagnostic = "no sources were supplied"
-    else:
-        counts: dict[str, int] = {}
-        for reason in plan.omissions.values():
-            counts[reason] = counts.get(reason, 0) + 1
-        reasons = ", ".join(f"{count} {reason}" for reason, count in counts.items())
-        diagnostic = (
-            f"{len(plan.packed.sent)} of {len(plan.offered)} sources could be sent "
-            f"(omitted: {reasons or 'none'}); min_evidence is {plan.options.min_evidence}"
-        )
-    return _answer(
-        plan,
-        status="insufficient_evidence",
-        answer=None,
-        inference=None,
-        facts=(),
-        missing_evidence=(),
-        validation_errors=(),
-        citation_checks=(),
-        model_called=False,
-        diagnostic=diagnostic,
-        abstention="no_model_call",
-        raw_response=None,
-        usage=None,
+        flags=(),
+        segments=(),
+        unmarked_segments=case.rules.unmarked_segments,
     )
 
 
@@ -297,13 +366,9 @@ def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[
 
 
 def _rejected(
-    plan: AnswerPlan,
-    issues: tuple[ValidationIssue, ...],
-    checks: tuple[Any, ...],
-    common: dict[str, Any],
-) -> EvidenceAnswer:
-    return _answer(
-        plan,
+    case: Case, issues: tuple[ValidationIssue, ...], checks: tuple[CitationCheck, ...]
+) -> Judgment:
+    return Judgment(
         status="invalid_response",
         answer=None,
         inference=None,
@@ -311,26 +376,11 @@ def _rejected(
         missing_evidence=(),
         validation_errors=issues,
         citation_checks=checks,
-        **common,
-    )
-
-
-def _answer(plan: AnswerPlan, **fields: Any) -> EvidenceAnswer:
-    sent = plan.packed.sent
-    scores = [source.score for source in sent if source.score is not None]
-    return EvidenceAnswer.of_offered(
-        plan.offered,
-        plan.sent.offsets,
-        question=plan.question,
-        citations_verified=any(fact.citations for fact in fields["facts"]),
-        used_source_ids=tuple(source.id for source in sent),
-        omitted_source_ids=tuple(plan.omissions),
-        omissions=plan.omissions,
-        confidence=max(scores) if scores else None,
-        evidence=sent,
-        budget=plan.budget,
-        prompt_version=plan.prompt_version,
-        citation_mode=plan.style.mode,
-        unmarked_segments=plan.options.unmarked_segments,
-        **fields,
+        citations_verified=False,
+        reader_confidence=None,
+        confidence_floor=None,
+        abstention=None,
+        flags=(),
+        segments=(),
+        unmarked_segments=case.rules.unmarked_segments,
     )

@@ -11,14 +11,16 @@ import math
 import numbers
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import JsonValue
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from evidence_first._answer import EvidenceAnswer
 from evidence_first._errors import InvalidRequestError
 from evidence_first._evidence import EvidenceStatus, format_timestamp, parse_timestamp
+
+if TYPE_CHECKING:
+    from evidence_first._result import EvidenceAnswer
 
 __all__ = ["answer_metadata", "json_safe_metadata", "metadata_fields"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from evidence_first._answer import Citation, CitationCheck, EvidenceAnswer, ValidationIssue
+from evidence_first._answer import Citation, CitationCheck, ValidationIssue
 from evidence_first._evidence import Evidence, format_timestamp
 from evidence_first._vocabulary import (
     ABSTENTION_DESCRIPTIONS,
@@ -25,6 +25,9 @@ from evidence_first._vocabulary import (
     OmissionReason,
     ReasonCode,
 )
+
+if TYPE_CHECKING:
+    from evidence_first._result import EvidenceAnswer
 
 __all__ = [
     "SEGMENT_NOTES",

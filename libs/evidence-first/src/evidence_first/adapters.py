@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence_first import _publish
-from evidence_first._answer import EvidenceAnswer
 from evidence_first._engine import arun_plan, run_plan
 from evidence_first._errors import ModelProfileWarning, UnenforcedSettingsWarning
 from evidence_first._evidence import Evidence, evidence_error, positional_id, source_evidence
@@ -47,6 +46,7 @@ from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
 from evidence_first._plan import aplan_answer, plan_answer
 from evidence_first._request import checked_int
+from evidence_first._result import EvidenceAnswer
 from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
 from evidence_first._transport.once import warn_once
 from evidence_first._transport.profiles import (

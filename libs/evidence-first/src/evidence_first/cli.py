@@ -20,7 +20,6 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from evidence_first._answer import EvidenceAnswer
 from evidence_first._cli.demo import DEMO_MIN_SCORE, load_demo_corpus, run_demo
 from evidence_first._cli.output import Progress, emit, started
 from evidence_first._engine import answer_from_evidence
@@ -28,6 +27,7 @@ from evidence_first._errors import EvidenceFirstError
 from evidence_first._evidence import Evidence
 from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptionFields
+from evidence_first._result import EvidenceAnswer
 from evidence_first._transport.dialects import DIALECTS
 from evidence_first._transport.profiles import profile_for_name
 from evidence_first._vocabulary import AnswerFlag, CitationMode

@@ -19,8 +19,8 @@ import json
 import secrets
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from evidence_first._answer import EvidenceAnswer
 from evidence_first._evidence import Evidence
 from evidence_first._presented import set_presenters
 from evidence_first._rendering import in_html as _h
@@ -39,6 +39,9 @@ from evidence_first._view import (
     source_label,
 )
 from evidence_first._vocabulary import FLAG_DESCRIPTIONS
+
+if TYPE_CHECKING:
+    from evidence_first._result import EvidenceAnswer
 
 __all__ = ["render_html", "render_markdown", "render_text"]
 

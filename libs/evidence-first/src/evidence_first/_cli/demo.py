@@ -11,10 +11,10 @@ import time
 from importlib.resources import files
 from typing import Any, TextIO
 
-from evidence_first._answer import EvidenceAnswer
 from evidence_first._cli.output import Progress, emit, started
 from evidence_first._engine import answer_from_evidence
 from evidence_first._errors import AnswerTimeoutError, ModelCallError
+from evidence_first._result import EvidenceAnswer
 from evidence_first._vocabulary import CitationMode
 from evidence_first.local import KNOWN_MODELS, TINY_MODEL, LocalModel, is_installed
 from evidence_first.render import render_text

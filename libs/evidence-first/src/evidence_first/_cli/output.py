@@ -7,7 +7,7 @@ import sys
 import time
 from typing import Any, TextIO
 
-from evidence_first._answer import EvidenceAnswer
+from evidence_first._result import EvidenceAnswer
 from evidence_first.local import LocalModel
 
 __all__ = ["Progress", "emit", "started"]
