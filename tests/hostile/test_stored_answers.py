@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, message_to_dict, messages_from_di
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pydantic import ValidationError
 
-from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
+from evidence_first import Evidence, EvidenceAnswer, StoredAnswerError, answer_from_evidence
 from evidence_first.render import render_html, render_markdown, render_text
 
 SOURCE = Evidence(
@@ -174,3 +174,166 @@ def test_renderers_show_the_sources_own_slice_never_a_quote_it_carries(render):
     shown = render(tampered)
     assert FORGED not in shown
     assert "launch moved to June 15" in shown
+
+
+# The third hostile pass: edits that agree with every field a field-by-field check reads.
+# "A stored answer [...] is re-judged on load: what is derivable (verdicts, flags, segments,
+# status, abstention) is rebuilt by the code that judged it, and a stored form that differs
+# fails the load." (DESIGN; docs/concepts.md, "Stored answers")
+
+
+class _Unread:
+    """A reader that declares log-probabilities and sends none: a floor then abstains."""
+
+    returns_logprobs = True
+
+    def __init__(self, ledger: dict[str, Any]) -> None:
+        self.ledger = ledger
+
+    def generate(self, request: Any) -> str:
+        return json.dumps(self.ledger)
+
+
+def _stored(answer: EvidenceAnswer) -> dict[str, Any]:
+    return json.loads(json.dumps(answer.as_dict()))
+
+
+def _refused(stored: dict[str, Any]) -> str:
+    with pytest.raises(ValidationError) as raised:
+        EvidenceAnswer.model_validate(stored)
+    assert FORGED not in str(raised.value)
+    assert "launch" not in str(raised.value)
+    return str(raised.value)
+
+
+def test_a_floor_abstention_relabelled_answered_does_not_load():
+    launch = _support.fact(
+        {"source_id": "notes", "quote": LAUNCH},
+        subject="the launch",
+        relation="moved to",
+        obj="June 15",
+    )
+    ledger = {"answerable": "yes", **_support.ledger_dict([launch], answer="June 15 [F1].")}
+    held = answer_from_evidence(
+        "When did the launch move?", [SOURCE], _Unread(ledger), min_reader_confidence=0.5
+    )
+    assert (held.status, held.abstention) == ("insufficient_evidence", "confidence_floor")
+    stored = _stored(held)
+    relabelled = copy.deepcopy(stored)
+    # Every field a status check reads, made to agree; the abstention left as it was.
+    relabelled.update(
+        status="answered", answer="June 15.", missing_evidence=[], confidence_floor=None
+    )
+    assert "differs" in _refused(relabelled)
+    relabelled.update(abstention=None)
+    assert "differs" in _refused(relabelled)
+
+
+def test_an_answer_whose_flags_were_stripped_does_not_load():
+    citation = {"source_id": "notes", "quote": "Ana owns the checklist."}
+    wrong = _support.fact(citation, subject="the launch", relation="moved to", obj="June 15")
+    answer = answer_from_evidence(
+        "When did the launch move?",
+        [SOURCE],
+        ScriptedModel(_support.ledger_dict([wrong], answer="June 15 [F1].")),
+    )
+    assert answer.flags == ("unsupported_facts",)
+    stored = _stored(answer)
+    stored["flags"] = []
+    stored["citation_checks"][0]["flags"] = []
+    stored["segments"][0]["flags"] = []
+    assert "differs" in _refused(stored)
+
+
+def test_an_unmarked_claim_set_to_marked_does_not_load():
+    launch = _support.fact(
+        {"source_id": "notes", "quote": LAUNCH},
+        subject="the launch",
+        relation="moved to",
+        obj="June 15",
+    )
+    answer = answer_from_evidence(
+        "When did the launch move?",
+        [SOURCE],
+        ScriptedModel(_support.ledger_dict([launch], answer="June 15 [F1]. It was cancelled.")),
+    )
+    assert [segment.support for segment in answer.segments] == ["marked", "unmarked"]
+    stored = _stored(answer)
+    stored["segments"][1].update(support="marked", fact_indices=[0])
+    assert "segments" in _refused(stored)
+
+
+def test_a_copy_with_changed_fields_is_judged_like_a_stored_answer():
+    # "An answer is checked however it is built", model_copy included.
+    answer = _answered()
+    with pytest.raises(ValidationError, match="facts"):
+        answer.model_copy(update={"facts": ()})
+    with pytest.raises(ValidationError, match="status"):
+        answer.model_copy(update={"status": "insufficient_evidence"})
+    copied = answer.model_copy(update={"usage": None})
+    assert copied.facts == answer.facts
+    assert copied.source("notes") is answer.source("notes")
+
+
+def test_the_rules_it_was_judged_under_changed_alone_do_not_load():
+    stored = _stored(_answered())
+    stored["judged_with"]["confidence_floor"] = 0.9  # nothing else made to agree
+    assert "differs" in _refused(stored)
+
+
+def test_an_answer_stored_by_an_earlier_version_does_not_load_and_says_why():
+    stored = _stored(_answered())
+    del stored["judged_with"]
+    assert "earlier version" in _refused(stored)
+
+
+# "A source edited together with its quotes cannot be caught from the stored form alone:
+# callers who need that check against their own copy of the sources, or pass a key so that
+# the stored form is signed (HMAC) and checked on load." (DESIGN; docs/security.md)
+
+
+def _edited_together(stored: dict[str, Any]) -> dict[str, Any]:
+    edited = json.loads(json.dumps(stored).replace("June 15", "June 16"))
+    edited.pop("signature", None)
+    return edited
+
+
+def test_a_source_edited_with_its_quotes_loads_and_check_sources_catches_it():
+    answer = _answered()
+    edited = EvidenceAnswer.model_validate(_edited_together(_stored(answer)))
+    assert edited.answer == "June 16."  # it agrees with itself: the stored form cannot tell
+    answer.check_sources([SOURCE])
+    with pytest.raises(StoredAnswerError, match=r"evidence\[0\]") as raised:
+        edited.check_sources([SOURCE])
+    assert isinstance(raised.value, ValueError)
+    assert "June" not in str(raised.value)
+    with pytest.raises(StoredAnswerError, match="not among the sources given"):
+        answer.check_sources([Evidence(id="other", text="June 15.")])
+
+
+def test_a_signed_answer_loads_only_unchanged_and_under_its_key():
+    key = b"a caller's secret key"
+    answer = _answered()
+    signed = answer.as_dict(key=key)
+    assert signed["signature"].startswith("hmac-sha256:")
+    assert EvidenceAnswer.load(json.dumps(signed), key=key).as_dict() == answer.as_dict()
+    assert EvidenceAnswer.load(signed).as_dict() == answer.as_dict()  # no key: judged only
+    resigned = {**_edited_together(signed), "signature": signed["signature"]}
+    for stored, why in [
+        (resigned, "signature does not hold"),
+        (signed, "signature does not hold"),  # under another key, below
+        (_stored(answer), "carries no signature"),
+        ({**signed, "reader_confidence": 0.99}, "signature does not hold"),
+    ]:
+        with pytest.raises(StoredAnswerError, match=why) as raised:
+            EvidenceAnswer.load(stored, key=b"another key" if stored is signed else key)
+        assert "June" not in str(raised.value)
+
+
+def test_load_names_the_place_and_chains_nothing():
+    stored = _edited(_stored(_answered()), "quote")
+    with pytest.raises(StoredAnswerError, match=r"facts\[0\]\.citations\[0\]") as raised:
+        EvidenceAnswer.load(stored)
+    assert raised.value.__cause__ is None
+    assert raised.value.__suppress_context__
+    assert FORGED not in str(raised.value)
