@@ -71,9 +71,9 @@ from evidence_first import (
     ReaderModel,
     profile_for,
 )
+from evidence_first._engine import judge
 from evidence_first._injection import DEFAULT_DEFENCES, Defences
 from evidence_first._invoke import call_model
-from evidence_first._engine import judge
 from evidence_first._markers import marked_answer
 from evidence_first._plan import AnswerPlan, plan_answer
 from evidence_first._vocabulary import AnswerFlag

@@ -134,19 +134,8 @@ def without_model_call(plan: AnswerPlan) -> EvidenceAnswer:
         )
     judgment = Judgment(
         status="insufficient_evidence",
-        answer=None,
-        inference=None,
-        facts=(),
-        missing_evidence=(),
-        validation_errors=(),
-        citation_checks=(),
-        citations_verified=False,
-        reader_confidence=None,
-        confidence_floor=None,
-        abstention="no_model_call",
-        flags=(),
-        segments=(),
         unmarked_segments=plan.options.unmarked_segments,
+        abstention="no_model_call",
     )
     return _built(
         plan,

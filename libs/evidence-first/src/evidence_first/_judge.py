@@ -11,7 +11,7 @@ else: the engine builds a result from it, and a stored result is judged again by
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, get_args
 
 from evidence_first._answer import (
@@ -23,7 +23,7 @@ from evidence_first._answer import (
 )
 from evidence_first._citing.base import CitationStyle
 from evidence_first._confidence import decision_confidence
-from evidence_first._ledger import Ledger, parse_response
+from evidence_first._ledger import consistency_issues, parse_response
 from evidence_first._markers import MarkedAnswer, marked_answer
 from evidence_first._model import ModelResponse
 from evidence_first._passages import SentSources
@@ -35,7 +35,6 @@ from evidence_first._vocabulary import (
     AbstentionReason,
     AnswerFlag,
     AnswerStatus,
-    KnowledgePolicy,
     ReaderDecision,
     UnmarkedSegments,
 )
@@ -44,7 +43,6 @@ __all__ = [
     "Case",
     "Judgment",
     "answer_flags",
-    "consistency_issues",
     "judge_reply",
     "marker_issues",
     "raw_text",
@@ -76,23 +74,28 @@ class Judgment:
     """
 
     status: AnswerStatus
-    answer: str | None
-    inference: str | None
-    facts: tuple[Fact, ...]
-    missing_evidence: tuple[str, ...]
-    validation_errors: tuple[ValidationIssue, ...]
-    citation_checks: tuple[CitationCheck, ...]
-    citations_verified: bool
-    reader_confidence: float | None
-    confidence_floor: float | None
-    abstention: AbstentionReason | None
-    flags: tuple[AnswerFlag, ...]
-    segments: tuple[AnswerSegment, ...]
     unmarked_segments: UnmarkedSegments
+    answer: str | None = None
+    inference: str | None = None
+    facts: tuple[Fact, ...] = ()
+    missing_evidence: tuple[str, ...] = ()
+    validation_errors: tuple[ValidationIssue, ...] = ()
+    citation_checks: tuple[CitationCheck, ...] = ()
+    reader_confidence: float | None = None
+    confidence_floor: float | None = None
+    abstention: AbstentionReason | None = None
+    flags: tuple[AnswerFlag, ...] = ()
+    segments: tuple[AnswerSegment, ...] = ()
+
+    @property
+    def citations_verified(self) -> bool:
+        """At least one fact holds a citation: every citation a result returns verified."""
+        return any(fact.citations for fact in self.facts)
 
     def fields(self) -> dict[str, Any]:
         """The fields by name, as the result takes them (the values themselves, not copies)."""
-        return {field.name: getattr(self, field.name) for field in fields(self)}
+        derived = {field.name: getattr(self, field.name) for field in fields(self)}
+        return {**derived, "citations_verified": self.citations_verified}
 
 
 def judge_reply(
@@ -136,33 +139,40 @@ def judge_reply(
     confidence = None
     if ledger.answerable is not None:
         confidence = (reader_confidence or _read_confidence(response))()
-    floor = rules.confidence_floor
-    settled = {"citation_checks": verdict.checks, "reader_confidence": confidence}
+    # Every citation verified: the reader's own abstention, unless the answer stands.
+    verified = Judgment(
+        status="insufficient_evidence",
+        unmarked_segments=rules.unmarked_segments,
+        facts=verdict.facts,
+        missing_evidence=tuple(ledger.missing_evidence),
+        citation_checks=verdict.checks,
+        reader_confidence=confidence,
+        confidence_floor=rules.confidence_floor,
+        abstention="reader",
+    )
     if not has_text(ledger.answer):
-        missing = tuple(ledger.missing_evidence)
-        return _abstained(case, verdict.facts, missing, "reader", floor, **settled)
+        return verified
     flags = answer_flags(case, verdict.checks, verdict.facts)
+    floor = rules.confidence_floor
     if flags and rules.flagged_floor is not None:
         # A flag raises the bar: the answer stands only if the reader is sure of it.
         floor = max(rules.flagged_floor, floor or 0.0)
     withheld = _withheld(rules, floor, confidence, flags)
     if withheld is not None:
-        reason, missing_item = withheld
-        return _abstained(case, verdict.facts, (missing_item,), reason, floor, **settled)
-    return Judgment(
+        reason, missing = withheld
+        return replace(
+            verified, missing_evidence=(missing,), confidence_floor=floor, abstention=reason
+        )
+    return replace(
+        verified,
         status="answered",
         answer=ledger.answer,
         inference=ledger.inference if has_text(ledger.inference) else None,
-        facts=verdict.facts,
         missing_evidence=(),
-        validation_errors=(),
-        citations_verified=_any_cited(verdict.facts),
         confidence_floor=floor,
         abstention=None,
         flags=flags,
         segments=() if marked is None else marked.segments,
-        unmarked_segments=rules.unmarked_segments,
-        **settled,
     )
 
 
@@ -181,10 +191,6 @@ def _read_confidence(response: ModelResponse) -> Callable[[], float | None]:
     return lambda: decision_confidence(
         response.logprobs, response.text, DECISION_KEY, get_args(ReaderDecision)
     )
-
-
-def _any_cited(facts: tuple[Fact, ...]) -> bool:
-    return any(fact.citations for fact in facts)
 
 
 def marker_issues(
@@ -306,81 +312,12 @@ def _withheld(
     return None
 
 
-def _abstained(
-    case: Case,
-    facts: tuple[Fact, ...],
-    missing: tuple[str, ...],
-    reason: AbstentionReason,
-    floor: float | None,
-    *,
-    citation_checks: tuple[CitationCheck, ...],
-    reader_confidence: float | None,
-) -> Judgment:
-    """An honest abstention: verified facts kept as partial facts, the missing evidence stated."""
-    return Judgment(
-        status="insufficient_evidence",
-        answer=None,
-        inference=None,
-        facts=facts,
-        missing_evidence=missing,
-        validation_errors=(),
-        citation_checks=citation_checks,
-        citations_verified=_any_cited(facts),
-        reader_confidence=reader_confidence,
-        confidence_floor=floor,
-        abstention=reason,
-        flags=(),
-        segments=(),
-        unmarked_segments=case.rules.unmarked_segments,
-    )
-
-
-def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[ValidationIssue]:
-    """Stage 5: an answer xor missing evidence, facts behind an answer, and the policy."""
-    issues: list[ValidationIssue] = []
-
-    def inconsistent(path: str, detail: str) -> None:
-        issues.append(ValidationIssue(code="inconsistent_output", path=path, detail=detail))
-
-    answered = has_text(ledger.answer)
-    if answered and ledger.missing_evidence:
-        inconsistent("$.missing_evidence", "an answer is given while evidence is listed missing")
-    if not answered and not ledger.missing_evidence:
-        inconsistent("$.answer", "no answer is given and no missing evidence is listed")
-    if answered and not ledger.facts:
-        inconsistent("$.facts", "an answer is given without any fact")
-    if answered and ledger.answerable == "no":
-        inconsistent(f"$.{DECISION_KEY}", "an answer is given after deciding the sources lack it")
-    for index, item in enumerate(ledger.missing_evidence):
-        if not has_text(item):
-            inconsistent(f"$.missing_evidence[{index}]", "a missing-evidence item is blank")
-    if knowledge == "evidence-only" and has_text(ledger.inference):
-        issues.append(
-            ValidationIssue(
-                code="inference_not_allowed",
-                path="$.inference",
-                detail="an inference was given under the evidence-only policy",
-            )
-        )
-    return issues
-
-
 def _rejected(
     case: Case, issues: tuple[ValidationIssue, ...], checks: tuple[CitationCheck, ...]
 ) -> Judgment:
     return Judgment(
         status="invalid_response",
-        answer=None,
-        inference=None,
-        facts=(),
-        missing_evidence=(),
+        unmarked_segments=case.rules.unmarked_segments,
         validation_errors=issues,
         citation_checks=checks,
-        citations_verified=False,
-        reader_confidence=None,
-        confidence_floor=None,
-        abstention=None,
-        flags=(),
-        segments=(),
-        unmarked_segments=case.rules.unmarked_segments,
     )

@@ -1,7 +1,8 @@
-"""Strict parsing of the model's response into a ledger: validation stages 0 to 3.
+"""Strict parsing of the model's response into a ledger, and what a ledger holds by itself.
 
-Each stage stops at its first failure. Nothing is repaired: the only leniencies are one
-leading ``<think>`` block and one surrounding markdown code fence.
+Stages 0 to 3 each stop at their first failure. Nothing is repaired: the only leniencies are one
+leading ``<think>`` block and one surrounding markdown code fence. Stage 5's consistency of a
+ledger alone (:func:`consistency_issues`) is checked here too.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from evidence_first._limits import (
     MAX_TERM_CHARS,
 )
 from evidence_first._model import ModelResponse
-from evidence_first._text import is_unicode_text
-from evidence_first._vocabulary import ReaderDecision
+from evidence_first._text import has_text, is_unicode_text
+from evidence_first._vocabulary import DECISION_KEY, KnowledgePolicy, ReaderDecision
 
 __all__ = [
     "LEADING_THINK",
@@ -32,6 +33,7 @@ __all__ = [
     "LedgerFact",
     "ParsedResponse",
     "StrictModel",
+    "consistency_issues",
     "json_path",
     "ledger_body",
     "parse_response",
@@ -275,3 +277,33 @@ def _json_type(value: object) -> str:
     if value is None:
         return "null"
     return "number"
+
+
+def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[ValidationIssue]:
+    """Stage 5: an answer xor missing evidence, facts behind an answer, and the policy."""
+    issues: list[ValidationIssue] = []
+
+    def inconsistent(path: str, detail: str) -> None:
+        issues.append(ValidationIssue(code="inconsistent_output", path=path, detail=detail))
+
+    answered = has_text(ledger.answer)
+    if answered and ledger.missing_evidence:
+        inconsistent("$.missing_evidence", "an answer is given while evidence is listed missing")
+    if not answered and not ledger.missing_evidence:
+        inconsistent("$.answer", "no answer is given and no missing evidence is listed")
+    if answered and not ledger.facts:
+        inconsistent("$.facts", "an answer is given without any fact")
+    if answered and ledger.answerable == "no":
+        inconsistent(f"$.{DECISION_KEY}", "an answer is given after deciding the sources lack it")
+    for index, item in enumerate(ledger.missing_evidence):
+        if not has_text(item):
+            inconsistent(f"$.missing_evidence[{index}]", "a missing-evidence item is blank")
+    if knowledge == "evidence-only" and has_text(ledger.inference):
+        issues.append(
+            ValidationIssue(
+                code="inference_not_allowed",
+                path="$.inference",
+                detail="an inference was given under the evidence-only policy",
+            )
+        )
+    return issues

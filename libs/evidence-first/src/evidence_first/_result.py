@@ -145,7 +145,7 @@ class EvidenceAnswer(Presented, _Frozen):
         return self
 
     # The pydantic mypy plugin declares model_construct per model, from its fields.
-    @classmethod  # type: ignore[no-redef]
+    @classmethod
     def model_construct(  # type: ignore[override]
         cls, _fields_set: set[str] | None = None, **values: Any
     ) -> Self:

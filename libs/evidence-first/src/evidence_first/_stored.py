@@ -196,19 +196,8 @@ def _rejudged(answer: EvidenceAnswer) -> Iterator[Judgment] | str:
 def _uncalled(unmarked_segments: UnmarkedSegments) -> Judgment:
     return Judgment(
         status="insufficient_evidence",
-        answer=None,
-        inference=None,
-        facts=(),
-        missing_evidence=(),
-        validation_errors=(),
-        citation_checks=(),
-        citations_verified=False,
-        reader_confidence=None,
-        confidence_floor=None,
-        abstention="no_model_call",
-        flags=(),
-        segments=(),
         unmarked_segments=unmarked_segments,
+        abstention="no_model_call",
     )
 
 
@@ -253,7 +242,9 @@ def _with_documents(answer: EvidenceAnswer) -> tuple[Evidence, ...]:
     return tuple(
         source
         if source.id not in placed or placed[source.id][1] < 0
-        else source.attached(doc_id=placed[source.id][0], doc_char_start=placed[source.id][1])
+        else source.with_provenance(
+            source.source_object, doc_id=placed[source.id][0], doc_char_start=placed[source.id][1]
+        )
         for source in answer.evidence
     )
 
