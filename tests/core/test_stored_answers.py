@@ -52,3 +52,22 @@ def test_a_stored_answer_renders_as_the_answer_did_and_knows_its_mode(scripted, 
     assert answer.source("b").id == "b"
     with pytest.raises(KeyError):
         stored.source("b")
+
+
+def test_a_stored_answer_keeps_each_citations_place_in_its_original_document(scripted):
+    placed = SOURCES[0].with_provenance(doc_id="minutes", doc_char_start=1000)
+    citation = {"source_id": "a", "quote": QUOTE}
+    answer = answer_from_evidence("When is the launch?", [placed], scripted(_ledger(citation)))
+    document = answer.facts[0].citations[0].document
+    assert document is not None
+    assert (document.doc_id, document.char_start) == (
+        "minutes",
+        1000 + SOURCES[0].text.index(QUOTE),
+    )
+
+    stored = json.loads(json.dumps(answer.as_dict()))
+    assert EvidenceAnswer.model_validate(stored).as_dict() == answer.as_dict()
+    # A place judged again from its first span: every other span of the source must agree.
+    stored["citation_checks"][0]["citation"]["document"]["char_start"] += 1
+    with pytest.raises(ValueError, match="differs"):
+        EvidenceAnswer.model_validate(stored)
