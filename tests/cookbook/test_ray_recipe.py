@@ -231,7 +231,8 @@ def test_the_recipe_main_writes_and_counts_its_rows(ray_session, recipe, json_en
     assert counts == {"answered": 6}
     written = [line for path in output.glob("*.json") for line in path.read_text().splitlines()]
     assert sorted(json.loads(line)["id"] for line in written) == list(range(6))
-    flagged = [json.loads(line) for line in written if "uncovered_question" in line]
+    results = [json.loads(json.loads(line)["result"]) for line in written]
+    flagged = [result for result in results if "uncovered_question" in result["flags"]]
     assert len(flagged) == 1
 
 
