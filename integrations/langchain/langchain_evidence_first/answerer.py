@@ -86,7 +86,9 @@ class EvidenceAnswerer(
     The answering options (``knowledge``, ``max_context_tokens``, ``timeout``...) are the
     fields of :class:`~evidence_first.adapters.AnswerOptionFields`, with the same defaults,
     ranges and checks. The answerer is frozen; :meth:`model_copy` checks its update like
-    construction does.
+    construction does. An option left unset stays unset in every answerer built from this
+    one (:meth:`model_copy`, :meth:`configurable_fields`, ``configurable_alternatives``,
+    ``with_config``), so the model's own defaults still apply.
 
     Raises:
         InvalidRequestError: An option is out of range, or the chat model is refused.
@@ -117,10 +119,13 @@ class EvidenceAnswerer(
     """What the answerer returns: ``"answer"``, the :class:`~evidence_first.EvidenceAnswer`;
     or ``"message"``, an ``AIMessage`` for a chain that continues (``| StrOutputParser()``).
 
-    The message's ``response_metadata`` is ``evidence_first.adapters.answer_metadata(answer)``
-    (``evidence_answer``, the ``EvidenceAnswer``, ``evidence_status`` and the rest listed
-    there), the keys LlamaIndex's ``Response.metadata`` has too. Its content is a list of
-    standard content blocks:
+    The message's ``response_metadata`` holds the keys of
+    ``evidence_first.adapters.answer_metadata(answer)`` (``evidence_status`` and the rest
+    listed there), the keys LlamaIndex's ``Response.metadata`` has too, as JSON values only:
+    ``evidence_answer`` is the answer's ``as_dict()``, which
+    :func:`~langchain_evidence_first.answer_of` rebuilds, checked on load. So the message
+    survives ``dumps``/``loads`` and LangGraph checkpoints. Its content is a list of standard
+    content blocks:
 
     - ``answered``: the blocks of :func:`~langchain_evidence_first.to_content_blocks`, one
       text block holding the answer with a ``Citation`` annotation per verified citation (an
