@@ -112,10 +112,10 @@ PATHS: dict[str, tuple[Callable[[EvidenceAnswerer], Runnable[Any, Any]], Any, in
 }
 
 # "`min_reader_confidence`: left unset, the model's own floor (the embedded reader's); `None`:
-# no floor" (docs/concepts.md, the options table); "The answerer's own options still win over
-# the profile's answering defaults." (`EvidenceAnswerer.profile`); "EvidenceAnswerer keeps the
-# caller's unset options unset through configurable_fields, configurable_alternatives,
-# with_config and model_copy" (docs/langchain.md, "Options").
+# no floor" (docs/concepts.md, the options table); "An option you leave unset stays unset in
+# every answerer built from this one, so the model's own defaults [...] still apply: through
+# `model_copy`, `configurable_fields` [...], `configurable_alternatives` and `with_config`"
+# (docs/langchain.md, "Options").
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -145,8 +145,8 @@ def test_a_configured_none_is_the_callers_too():
     assert answer.status == "answered"
 
 
-# "`dumpd` then stores that JSON-safe form, and no `repr`" (DESIGN, "LangChain integration";
-# docs/langchain.md, "Output: an answer or a message").
+# "A LangChain message (`answer_of`; the message holds the answer's `as_dict()`, JSON values
+# only, and `dumpd` writes no `repr` of it)" (docs/security.md, "What is promised").
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -194,9 +194,9 @@ def test_dumpd_of_a_message_holds_no_repr_of_the_answer():
     assert not [text for text in _strings(rest) if "June 15" in text or "launch" in text]
 
 
-# "`answer_of(message)` rebuilds the `EvidenceAnswer`, checked on load" (DESIGN; docs/
-# langchain.md); "An edited quote, offset, source text, verdict or status fails the load"
-# (docs/security.md, "What is promised").
+# "`answer_of(message)` rebuilds the `EvidenceAnswer`, checked on load as any stored answer
+# is: an edited one raises `InvalidRequestError` (`field="message.response_metadata"`), as does
+# a message that holds no answer" (docs/langchain.md, "Output: an answer or a message").
 
 
 @pytest.mark.filterwarnings("ignore:The function `load` is in beta")
