@@ -149,7 +149,10 @@ def test_docs_code_blocks_are_excerpts_or_run(block, tmp_path, monkeypatch):
         return
     if block.language == "python":
         monkeypatch.chdir(tmp_path)
-        exec(compile(block.code, block.name, "exec"), {"__name__": "__docs__"})
+        # As a reader runs it: without this module's `from __future__ import annotations`,
+        # which would leave a TypedDict's annotations as strings no module can resolve.
+        code = compile(block.code, block.name, "exec", dont_inherit=True)
+        exec(code, {"__name__": "__docs__"})
         return
     check_shell(block)
 

@@ -140,28 +140,42 @@ def test_an_edited_answer_in_a_langgraph_checkpoint_does_not_come_back_as_an_ans
 
 
 def test_an_edited_answer_in_a_stored_langchain_message_does_not_load():
-    message = AIMessage(content="June 15.", response_metadata={"evidence_answer": _answered()})
+    from evidence_first import InvalidRequestError
+    from langchain_evidence_first import answer_of
+
+    # A message keeps the answer as its `as_dict()`; `answer_of` rebuilds it, checked on load
+    # (docs/langchain.md, "Output: an answer or a message").
+    answer = _answered()
+    message = AIMessage(content="June 15.", response_metadata={"evidence_answer": answer.as_dict()})
     stored = json.loads(json.dumps(message_to_dict(message)))
+    (honest,) = messages_from_dict([copy.deepcopy(stored)])
+    assert answer_of(honest).as_dict() == answer.as_dict()
     metadata = stored["data"]["response_metadata"]
     metadata["evidence_answer"] = _edited(metadata["evidence_answer"], "quote")
     (back,) = messages_from_dict([stored])
-    with pytest.raises(ValidationError):
-        EvidenceAnswer.model_validate(back.response_metadata["evidence_answer"])
+    with pytest.raises(InvalidRequestError):
+        answer_of(back)
 
 
 @pytest.mark.filterwarnings("ignore:The function `load` is in beta")
 def test_langchains_dumpd_and_load_never_bring_an_answer_back_unchecked():
-    # dumpd keeps the live answer as a `not_implemented` stub (docs/langchain.md): load
-    # refuses it, or drops it; an answer never comes back that way, edited or not.
-    message = AIMessage(content="June 15.", response_metadata={"evidence_answer": _answered()})
+    from evidence_first import InvalidRequestError
+    from langchain_evidence_first import answer_of
+
+    # dumpd stores the answer's `as_dict()` (no `repr`); what `load` gives back is data until
+    # `answer_of` checks it: an edited answer never comes back.
+    answer = _answered()
+    message = AIMessage(content="June 15.", response_metadata={"evidence_answer": answer.as_dict()})
     stored = json.loads(json.dumps(dumpd(message)))
-    stub = stored["kwargs"]["response_metadata"]["evidence_answer"]
-    assert stub["type"] == "not_implemented"
-    stub["repr"] = stub["repr"].replace(LAUNCH, FORGED)
-    with pytest.raises(NotImplementedError):
-        load(stored, allowed_objects="messages")
-    back = load(stored, allowed_objects="messages", ignore_unserializable_fields=True)
-    assert back.response_metadata["evidence_answer"] is None
+    assert "not_implemented" not in json.dumps(stored)
+    honest = load(copy.deepcopy(stored), allowed_objects="messages")
+    assert answer_of(honest).as_dict() == answer.as_dict()
+    metadata = stored["kwargs"]["response_metadata"]
+    metadata["evidence_answer"] = _edited(metadata["evidence_answer"], "quote")
+    back = load(stored, allowed_objects="messages")
+    assert not isinstance(back.response_metadata["evidence_answer"], EvidenceAnswer)
+    with pytest.raises(InvalidRequestError):
+        answer_of(back)
 
 
 @pytest.mark.parametrize("render", [render_html, render_markdown, render_text])

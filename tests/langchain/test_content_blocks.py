@@ -9,7 +9,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage
 
 from evidence_first import EvidenceAnswer
-from langchain_evidence_first import EvidenceAnswerer, to_content_blocks
+from langchain_evidence_first import EvidenceAnswerer, answer_of, to_content_blocks
 
 TEXT = "🚀 Standup: the launch moved to June 15. Ravi owns it."
 QUOTE = "the launch moved to June 15."
@@ -123,7 +123,7 @@ def test_message_citations_span_the_segments_of_the_facts_they_support(scripted_
     message = _message(
         scripted_chat_model, _two_facts("🚀 The launch is June 15 [F1]. Ravi owns it [F1, F2].")
     )
-    answer = message.response_metadata["evidence_answer"]
+    answer = answer_of(message)
     assert answer.answer == "🚀 The launch is June 15. Ravi owns it."
     (block,) = message.content
     assert block["text"] == answer.answer
@@ -153,7 +153,7 @@ def test_an_unmarked_segment_gets_no_citation(scripted_chat_model):
     message = _message(
         scripted_chat_model, _ledger("The launch is June 15 [F1]. Nothing else is known.")
     )
-    answer = message.response_metadata["evidence_answer"]
+    answer = answer_of(message)
     marked, unmarked = answer.segments
     assert (marked.support, unmarked.support) == ("marked", "unmarked")
     (block,) = message.content
@@ -163,7 +163,7 @@ def test_an_unmarked_segment_gets_no_citation(scripted_chat_model):
 
 def test_an_answer_without_markers_is_cited_whole_by_every_fact(scripted_chat_model):
     message = _message(scripted_chat_model, _two_facts("The launch is June 15; Ravi owns it."))
-    answer = message.response_metadata["evidence_answer"]
+    answer = answer_of(message)
     (segment,) = answer.segments
     assert segment.support == "assigned"
     (block,) = message.content

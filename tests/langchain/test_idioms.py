@@ -17,7 +17,7 @@ from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
 
 from evidence_first import EvidenceAnswer, InvalidRequestError
 from evidence_first.adapters import answer_metadata
-from langchain_evidence_first import EvidenceAnswerer, to_content_blocks
+from langchain_evidence_first import EvidenceAnswerer, answer_of, to_content_blocks
 
 LAUNCH = "The launch moved to June 15"
 DOCUMENTS = [
@@ -46,7 +46,7 @@ def _without_ids(blocks: Any) -> Any:
 
 
 def _verified(message: AIMessage) -> EvidenceAnswer:
-    answer = message.response_metadata["evidence_answer"]
+    answer = answer_of(message)
     assert isinstance(answer, EvidenceAnswer)
     assert answer.status == "answered"
     assert answer.citations_verified
@@ -99,19 +99,24 @@ def test_the_message_content_is_the_answer_with_its_citations(quoting_model):
     assert message.text == LAUNCH
 
 
-def test_the_message_metadata_holds_the_evidence_answer_itself(quoting_model):
-    message = EvidenceAnswerer(llm=quoting_model, output="message").invoke(
-        {"question": QUESTION, "sources": DOCUMENTS}
-    )
+def test_the_message_metadata_holds_the_answer_as_json_values(quoting_model):
+    inputs = {"question": QUESTION, "sources": DOCUMENTS}
+    message = EvidenceAnswerer(llm=quoting_model, output="message").invoke(inputs)
     answer = _verified(message)
-    assert message.response_metadata == answer_metadata(answer)
-    assert message.response_metadata["reader_confidence"] == answer.reader_confidence
-    assert message.response_metadata["evidence_flags"] == list(answer.flags)
-    assert message.response_metadata["evidence_abstention"] is None
+    metadata = message.response_metadata
+    assert metadata == {**answer_metadata(answer), "evidence_answer": answer.as_dict()}
+    assert json.loads(json.dumps(metadata, allow_nan=False)) == metadata
+    assert metadata["reader_confidence"] == answer.reader_confidence
+    assert metadata["evidence_flags"] == list(answer.flags)
+    assert metadata["evidence_abstention"] is None
     assert answer.question == QUESTION
     assert answer.answer == LAUNCH
     assert answer.used_source_ids == ("standup-04-28", "email-budget")
-    assert answer.source_object("standup-04-28") is DOCUMENTS[0]
+    # A message holds data: the original Documents stay with the answer itself.
+    assert answer.source_object("standup-04-28") is None
+    itself = EvidenceAnswerer(llm=quoting_model).invoke(inputs)
+    assert itself.source_object("standup-04-28") is DOCUMENTS[0]
+    assert itself.as_dict() == answer.as_dict()
 
 
 def test_the_default_output_is_still_the_evidence_answer(quoting_model):
@@ -166,7 +171,7 @@ def test_a_non_answer_is_a_message_stating_its_outcome(
     model = scripted_chat_model(message=reply)
     chain = EvidenceAnswerer(llm=model, output="message")
     message = chain.invoke({"question": QUESTION, "context": sources})
-    answer = message.response_metadata["evidence_answer"]
+    answer = answer_of(message)
     assert answer.status != "answered"
     assert message.response_metadata["evidence_status"] == answer.status
     assert message.content == [{"type": "text", "text": expected, "id": message.content[0]["id"]}]

@@ -16,6 +16,7 @@ def test_public_names_are_pinned():
     assert sorted(langchain_evidence_first.__all__) == [
         "EvidenceAnswerer",
         "UnenforcedSettingsWarning",
+        "answer_of",
         "profile_for",
         "to_content_blocks",
     ]

@@ -15,7 +15,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from evidence_first import Evidence, InvalidRequestError
 from evidence_first.adapters import answer_metadata
-from langchain_evidence_first import EvidenceAnswerer
+from langchain_evidence_first import EvidenceAnswerer, answer_of
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer
 
 # Neither test model is on an allow-list; that warning is tested elsewhere.
@@ -100,5 +100,11 @@ def test_both_integrations_put_the_same_metadata_beside_an_answer(ledger_llm):
     response = EvidenceSynthesizer(llm=ledger_llm).synthesize("q?", [node])
 
     assert set(message.response_metadata) == set(response.metadata)
-    for metadata in (message.response_metadata, response.metadata):
-        assert metadata == answer_metadata(metadata["evidence_answer"])
+    # LlamaIndex keeps the answer itself; LangChain's message, which its serializers write,
+    # keeps it as JSON values (its `as_dict()`, rebuilt by `answer_of`).
+    assert response.metadata == answer_metadata(response.metadata["evidence_answer"])
+    answer = answer_of(message)
+    assert message.response_metadata == {
+        **answer_metadata(answer),
+        "evidence_answer": answer.as_dict(),
+    }

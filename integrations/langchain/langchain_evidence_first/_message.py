@@ -1,15 +1,21 @@
-"""An answer as the ``AIMessage`` an ``EvidenceAnswerer(output="message")`` returns."""
+"""An answer as the ``AIMessage`` an ``EvidenceAnswerer(output="message")`` returns, and back."""
 
 from __future__ import annotations
 
-from langchain_core.messages import AIMessage
-from langchain_core.messages.content import ContentBlock, create_text_block
+from collections.abc import Mapping
+from typing import Any
 
-from evidence_first import EvidenceAnswer
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.content import ContentBlock, create_text_block
+from pydantic import ValidationError
+
+from evidence_first import EvidenceAnswer, InvalidRequestError
 from evidence_first.adapters import answer_metadata
 from langchain_evidence_first.content_blocks import to_content_blocks
 
-__all__ = ["answer_message", "outcome_text"]
+__all__ = ["answer_message", "answer_of", "message_metadata", "outcome_text"]
+
+_FIELD = "message.response_metadata"
 
 
 def _sentence(text: str) -> str:
@@ -33,8 +39,19 @@ def outcome_text(answer: EvidenceAnswer) -> str:
     return head
 
 
+def message_metadata(answer: EvidenceAnswer) -> dict[str, Any]:
+    """The message's ``response_metadata``: ``answer_metadata``, the answer as its ``as_dict()``.
+
+    JSON values only, as the partner packages keep theirs: LangChain's ``dumpd`` wrote a live
+    answer as a ``not_implemented`` stub holding its ``repr`` (which ``load`` refuses), and
+    LangGraph's strict serializer does not revive it. LlamaIndex's ``Response.metadata``,
+    which no framework serializer writes, keeps the ``EvidenceAnswer`` itself.
+    """
+    return {**answer_metadata(answer), "evidence_answer": answer.as_dict()}
+
+
 def answer_message(answer: EvidenceAnswer) -> AIMessage:
-    """The answer as an ``AIMessage``, the ``EvidenceAnswer`` in its ``response_metadata``.
+    """The answer as an ``AIMessage``, the answer's ``as_dict()`` in its ``response_metadata``.
 
     ``answered``: the content blocks of :func:`to_content_blocks` (the answer text, one
     ``Citation`` per citation of each fact a segment rests on, spanning that segment).
@@ -46,5 +63,56 @@ def answer_message(answer: EvidenceAnswer) -> AIMessage:
         blocks = [create_text_block(outcome_text(answer))]
     return AIMessage(
         content_blocks=blocks,
-        response_metadata=answer_metadata(answer),
+        response_metadata=message_metadata(answer),
     )
+
+
+def answer_of(message: BaseMessage) -> EvidenceAnswer:
+    """The :class:`~evidence_first.EvidenceAnswer` an answerer's message holds, checked on load.
+
+    An ``EvidenceAnswerer(output="message")`` message keeps the answer's ``as_dict()`` in
+    ``response_metadata["evidence_answer"]``, so it survives ``dumps``/``loads``,
+    ``message_to_dict`` and LangGraph checkpoints; this rebuilds the answer from it as any
+    stored answer is rebuilt (:meth:`EvidenceAnswer.model_validate
+    <evidence_first.EvidenceAnswer>`): every citation must be its source's text at its offsets,
+    and the status must hold what it promises. The rebuilt answer keeps the sources that were
+    sent, not the original Documents (``source_object`` is ``None``).
+
+    Example:
+        .. code-block:: python
+
+            message = EvidenceAnswerer(llm=llm, output="message").invoke(inputs)
+            answer = answer_of(message)
+            answer.status, answer.citations()
+
+    Args:
+        message: A message an ``EvidenceAnswerer(output="message")`` returned, as it is or as
+            it came back from where it was kept.
+
+    Returns:
+        The answer, rebuilt and checked.
+
+    Raises:
+        InvalidRequestError: The message holds no answer, or the one it holds does not load
+            (edited where it was kept). ``field`` is ``"message.response_metadata"``; the
+            message names the place, never the text.
+    """
+    metadata = getattr(message, "response_metadata", None)
+    stored = metadata.get("evidence_answer") if isinstance(metadata, Mapping) else None
+    if isinstance(stored, EvidenceAnswer):  # a message built by hand, or by an earlier version
+        stored = stored.as_dict()
+    if not isinstance(stored, Mapping):
+        msg = (
+            'the message holds no answer: response_metadata["evidence_answer"] is not an '
+            'answer\'s as_dict() (an EvidenceAnswerer(output="message") message holds one)'
+        )
+        raise InvalidRequestError(msg, field=_FIELD)
+    try:
+        return EvidenceAnswer.model_validate(stored)
+    except ValidationError as exc:
+        msg = (
+            'response_metadata["evidence_answer"] does not load as an answer '
+            f"({exc.error_count()} problem(s), named in the cause): it was edited where it "
+            "was kept, or is not an answer evidence-first returned"
+        )
+        raise InvalidRequestError(msg, field=_FIELD) from exc

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, overload
+from typing import Any, Literal, cast, overload
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
@@ -15,7 +15,13 @@ from langchain_core.runnables import (
     RunnablePassthrough,
     RunnableSerializable,
 )
-from langchain_core.runnables.config import patch_config
+from langchain_core.runnables.config import ensure_config, patch_config
+from langchain_core.runnables.configurable import RunnableConfigurableFields
+from langchain_core.runnables.utils import (
+    AnyConfigurableField,
+    ConfigurableField,
+    ConfigurableFieldSingleOption,
+)
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile, local
@@ -80,7 +86,9 @@ class EvidenceAnswerer(
     The answering options (``knowledge``, ``max_context_tokens``, ``timeout``...) are the
     fields of :class:`~evidence_first.adapters.AnswerOptionFields`, with the same defaults,
     ranges and checks. The answerer is frozen; :meth:`model_copy` checks its update like
-    construction does.
+    construction does. An option left unset stays unset in every answerer built from this
+    one (:meth:`model_copy`, :meth:`configurable_fields`, ``configurable_alternatives``,
+    ``with_config``), so the model's own defaults still apply.
 
     Raises:
         InvalidRequestError: An option is out of range, or the chat model is refused.
@@ -111,10 +119,13 @@ class EvidenceAnswerer(
     """What the answerer returns: ``"answer"``, the :class:`~evidence_first.EvidenceAnswer`;
     or ``"message"``, an ``AIMessage`` for a chain that continues (``| StrOutputParser()``).
 
-    The message's ``response_metadata`` is ``evidence_first.adapters.answer_metadata(answer)``
-    (``evidence_answer``, the ``EvidenceAnswer``, ``evidence_status`` and the rest listed
-    there), the keys LlamaIndex's ``Response.metadata`` has too. Its content is a list of
-    standard content blocks:
+    The message's ``response_metadata`` holds the keys of
+    ``evidence_first.adapters.answer_metadata(answer)`` (``evidence_status`` and the rest
+    listed there), the keys LlamaIndex's ``Response.metadata`` has too, as JSON values only:
+    ``evidence_answer`` is the answer's ``as_dict()``, which
+    :func:`~langchain_evidence_first.answer_of` rebuilds, checked on load. So the message
+    survives ``dumps``/``loads`` and LangGraph checkpoints. Its content is a list of standard
+    content blocks:
 
     - ``answered``: the blocks of :func:`~langchain_evidence_first.to_content_blocks`, one
       text block holding the answer with a ``Citation`` annotation per verified citation (an
@@ -179,9 +190,25 @@ class EvidenceAnswerer(
 
         Only the fields that were set are set again: an option left unset stays unset, so the
         model's own defaults (the embedded reader's confidence floor) still apply to the copy.
+        Every rebuild goes through here, :meth:`configurable_fields`' included.
         """
         fields = {name: getattr(self, name) for name in self.model_fields_set}
         return type(self)(**{**fields, **(update or {})})
+
+    def configurable_fields(
+        self, **kwargs: AnyConfigurableField
+    ) -> RunnableSerializable[dict[str, Any], EvidenceAnswer | AIMessage]:
+        """LangChain's ``configurable_fields``: the configured answerer is a :meth:`model_copy`.
+
+        Only the fields a config names are set on the copy, so an option the caller left
+        unset stays the model's own, as it does through ``configurable_alternatives`` and
+        ``with_config``, which rebuild nothing.
+
+        Raises:
+            ValueError: A key is not a field of the answerer.
+        """
+        super().configurable_fields(**kwargs)  # LangChain's check of the names
+        return _ConfigurableAnswerer(default=self, fields=kwargs)
 
     @classmethod
     def is_lc_serializable(cls) -> bool:
@@ -293,3 +320,29 @@ class EvidenceAnswerer(
         )
         evidence = [to_evidence(item, index, keys) for index, item in enumerate(sources)]
         return question, select_sources(evidence)
+
+
+class _ConfigurableAnswerer(RunnableConfigurableFields[dict[str, Any], EvidenceAnswer | AIMessage]):
+    """An answerer's configurable fields, applied with :meth:`EvidenceAnswerer.model_copy`.
+
+    LangChain's own rebuilds the answerer with every field given, which turned each option left
+    unset (the model's own) into an explicit default. The values are chosen as LangChain
+    chooses them: a field when its ID is configured, an option always.
+    """
+
+    def _prepare(
+        self, config: RunnableConfig | None = None
+    ) -> tuple[Runnable[dict[str, Any], EvidenceAnswer | AIMessage], RunnableConfig]:
+        config = ensure_config(config)
+        given = config.get("configurable", {})
+        update: dict[str, Any] = {}
+        for name, spec in self.fields.items():
+            if isinstance(spec, ConfigurableField):
+                if spec.id in given:
+                    update[name] = given[spec.id]
+            elif isinstance(spec, ConfigurableFieldSingleOption):
+                update[name] = spec.options[given.get(spec.id) or spec.default]
+            else:
+                update[name] = [spec.options[key] for key in given.get(spec.id, spec.default)]
+        answerer = cast("EvidenceAnswerer", self.default)
+        return (answerer.model_copy(update=update) if update else answerer), config

@@ -32,7 +32,8 @@ def answer_metadata(answer: EvidenceAnswer) -> dict[str, Any]:
     """What both integrations put beside an answer, under the same keys.
 
     LangChain's message ``response_metadata`` and LlamaIndex's ``Response.metadata`` hold:
-    ``evidence_answer`` (the :class:`~evidence_first.EvidenceAnswer`), ``evidence_status``,
+    ``evidence_answer`` (the :class:`~evidence_first.EvidenceAnswer`; LangChain's message,
+    which its serializers write, keeps its ``as_dict()`` instead), ``evidence_status``,
     ``evidence_flags`` (the answer flags, a list: what deserves a second look, also on an
     answer that stands), ``evidence_abstention`` (which check made an abstention, or
     ``None``) and ``reader_confidence``. A key added here reaches both.
