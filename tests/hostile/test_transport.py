@@ -344,10 +344,10 @@ def test_a_redirects_message_names_its_origin_and_nothing_else(raw_server, locat
     assert len(endpoint.heads) == 1
 
 
-# "Bounded replies. `ChatCompletionsModel` reads a reply only up to a limit derived from
-# `max_response_chars`, `max_output_tokens` and the log-probabilities asked for [...] past it
-# the connection is closed and the answer is `response_too_large`" (docs/security.md): the
-# status line and headers are part of the reply.
+# "Bounded replies. `ChatCompletionsModel` reads a reply, its status line and headers
+# included, only up to a limit derived from `max_response_chars`, `max_output_tokens` and the
+# log-probabilities asked for [...] past it the connection is closed and the answer is
+# `response_too_large`" (docs/security.md).
 
 
 def test_a_header_block_past_the_read_limit_fails_closed(raw_server):
