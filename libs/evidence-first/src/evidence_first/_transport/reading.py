@@ -277,34 +277,39 @@ def _exchange(
             f"the model call failed: {failure}", cause_type="urllib.error.URLError"
         )
     except (OSError, http.client.HTTPException) as exc:
-        if isinstance(exc, TimeoutError):
-            return _TIMED_OUT
-        return ModelCallError(
-            f"the endpoint's reply broke off ({type(exc).__name__})",
-            cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-        )
+        return _broken_off(exc)
     with reply:  # closing the reply closes the connection (urllib asks for one request each)
-        declared = reply.headers.get("Content-Length")
-        length = None if declared is None else reply_count(declared)
-        if declared is not None and length is None:
-            msg = "the endpoint's reply has a malformed Content-Length"
-            return ModelCallError(msg, cause_type=None)
-        if length is not None and length > limit:
-            return None
-        chunks: list[bytes] = []
-        try:
-            while chunk := reply.read1(_CHUNK_BYTES):
-                chunks.append(chunk)
-        except _OverLimit:
-            return None
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            if isinstance(exc, TimeoutError):
-                return _TIMED_OUT
-            return ModelCallError(
-                f"the endpoint's reply broke off ({type(exc).__name__})",
-                cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            )
+        return _body(reply, limit)
+
+
+def _body(reply: http.client.HTTPResponse, limit: int) -> bytes | ModelCallError | object | None:
+    """:func:`_exchange`'s reading of the body, its failures returned likewise."""
+    declared = reply.headers.get("Content-Length")
+    length = None if declared is None else reply_count(declared)
+    if declared is not None and length is None:
+        msg = "the endpoint's reply has a malformed Content-Length"
+        return ModelCallError(msg, cause_type=None)
+    if length is not None and length > limit:
+        return None
+    chunks: list[bytes] = []
+    try:
+        while chunk := reply.read1(_CHUNK_BYTES):
+            chunks.append(chunk)
+    except _OverLimit:
+        return None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        return _broken_off(exc)
     return b"".join(chunks)
+
+
+def _broken_off(exc: Exception) -> ModelCallError | object:
+    """A failed read as its failure, named by its class alone: ``_TIMED_OUT`` for a timeout."""
+    if isinstance(exc, TimeoutError):
+        return _TIMED_OUT
+    return ModelCallError(
+        f"the endpoint's reply broke off ({type(exc).__name__})",
+        cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+    )
 
 
 def read_reply(
