@@ -161,6 +161,45 @@ def test_ctrl_c_ends_with_one_line_and_status_130(monkeypatch, capsys):
     assert capsys.readouterr().err == "evidence-first: interrupted\n"
 
 
+@pytest.mark.parametrize(
+    ("base_url", "flags", "sent"),
+    [
+        ("https://api.openai.com/v1", [], "openai-key"),
+        ("https://API.openai.com:443/v1", [], "openai-key"),
+        ("http://api.openai.com/v1", [], None),  # not over TLS
+        ("https://api.openai.com.example.net/v1", [], None),
+        ("https://user@api.openai.com/v1", [], None),
+        ("https://api.openai.com:8443/v1", [], None),
+        ("http://127.0.0.1:9/v1", [], None),
+        ("http://127.0.0.1:9/v1", ["--api-key-env", "GATEWAY_KEY"], "gateway-key"),
+        ("https://api.openai.com/v1", ["--api-key-env", "GATEWAY_KEY"], "gateway-key"),
+    ],
+)
+def test_ask_sends_a_key_only_where_it_was_asked_to(monkeypatch, base_url, flags, sent):
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-key")
+    monkeypatch.setenv("GATEWAY_KEY", "gateway-key")
+    keys = []
+
+    def built(*args: Any, api_key: str | None, **kwargs: Any) -> Any:
+        keys.append(api_key)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "ChatCompletionsModel", built)
+    status, _ = _ask(base_url, *flags)
+    assert status == 130
+    assert keys == [sent]
+
+
+def test_ask_refuses_an_api_key_variable_that_is_not_set(monkeypatch, capsys):
+    monkeypatch.delenv("NO_SUCH_KEY", raising=False)
+    status, output = _ask("http://127.0.0.1:9/v1", "--api-key-env", "NO_SUCH_KEY")
+    assert status == EXIT_ERROR
+    assert output == ""
+    assert "the environment variable NO_SUCH_KEY (--api-key-env) is not set" in (
+        capsys.readouterr().err
+    )
+
+
 class _Fixed:
     def __init__(self, text: str) -> None:
         self.text = text

@@ -3,12 +3,16 @@
 A fake OpenAI-compatible server on 127.0.0.1 sends what a hostile or broken provider would: a
 78 MB log-probabilities payload once took 11.3 s and 1.35 GB, a server writing one byte at a
 time kept the worker thread and its socket alive after the timeout, and a malformed ``usage``
-put the provider's payload on the chain of the ``ModelCallError``.
+put the provider's payload on the chain of the ``ModelCallError``. A redirect once sent a second
+request, the bearer key with it, to the origin it named, and a redirect to ``ftp://`` opened a
+socket no deadline closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import socket
 import threading
@@ -26,6 +30,7 @@ from evidence_first import (
     ModelRequest,
     aanswer_from_evidence,
     answer_from_evidence,
+    cli,
 )
 from evidence_first.chat_completions import ChatCompletionsModel
 
@@ -53,30 +58,45 @@ MB = 1 << 20
 class RawServer:
     """A one-connection-at-a-time HTTP server on 127.0.0.1 that writes what ``respond`` yields.
 
-    It records how many bytes it managed to send, and when the client closed the connection.
+    It records each request's head, how many bytes it managed to send, and when the client
+    closed the connection.
     """
 
     def __init__(self, respond: Callable[[], Iterator[bytes]]) -> None:
         self.respond = respond
         self.sent = 0
+        self.heads: list[bytes] = []
         self.closed = threading.Event()
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._stop = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
     @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}/v1"
+        return f"{self.origin}/v1"
 
     def close(self) -> None:
         self._stop.set()
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
         self._listener.close()
 
     def _serve(self) -> None:
         with self._listener:
-            connection, _ = self._listener.accept()
+            while not self._stop.is_set():
+                try:
+                    connection, _ = self._listener.accept()
+                except OSError:
+                    return
+                self._answer(connection)
+
+    def _answer(self, connection: socket.socket) -> None:
         with connection:
-            self._read_request(connection)
+            self.heads.append(self._read_request(connection))
             try:
                 for part in self.respond():
                     if self._stop.is_set():
@@ -96,18 +116,22 @@ class RawServer:
             self.closed.set()
 
     @staticmethod
-    def _read_request(connection: socket.socket) -> None:
+    def _read_request(connection: socket.socket) -> bytes:
         data = b""
         while b"\r\n\r\n" not in data:
             data += connection.recv(65536)
         head, body = data.split(b"\r\n\r\n", 1)
         length = next(
-            int(line.split(b":")[1])
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"content-length")
+            (
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            ),
+            0,
         )
         while len(body) < length:
             body += connection.recv(65536)
+        return head
 
 
 @pytest.fixture
@@ -209,6 +233,188 @@ def test_after_the_timeout_no_thread_or_socket_is_left_reading_a_trickle(raw_ser
     while _model_call_threads() - before and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _model_call_threads() - before, "the worker thread was left reading"
+
+
+# "The HTTP transports send exactly one request and never follow a redirect: a 3xx is a
+# `ModelCallError` naming its status, and nothing, credentials least of all, goes to another
+# origin." (DESIGN, "Model contract and failures"); "One strict call. The model is called at
+# most once" (docs/security.md); "one request, no retries" (docs/concepts.md).
+
+KEY = "sk-bearer-TOPSECRET-7788"
+COMPLETION = json.dumps(
+    {"choices": [{"message": {"role": "assistant", "content": LEDGER}, "finish_reason": "stop"}]}
+).encode()
+
+
+def _redirect(status: int, location: bytes | None) -> Callable[[], Iterator[bytes]]:
+    lines = [b"HTTP/1.0 %d Moved" % status, b"Content-Length: 0"]
+    if location is not None:
+        lines.append(b"Location: " + location)
+    return lambda: iter([b"\r\n".join(lines) + b"\r\n\r\n"])
+
+
+@pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
+def test_a_redirect_is_refused_and_nothing_reaches_the_origin_it_names(raw_server, status):
+    elsewhere = raw_server(lambda: iter([_head(len(COMPLETION)), COMPLETION]))
+    endpoint = raw_server(_redirect(status, f"{elsewhere.origin}/collect?t={SECRET}".encode()))
+    model = ChatCompletionsModel(endpoint.url, api_key=KEY)
+    with pytest.raises(ModelCallError) as raised:
+        answer_from_evidence(QUESTION, [SOURCE], model)
+    message = str(raised.value)
+    assert f"HTTP {status}" in message
+    assert elsewhere.origin in message  # where it pointed: the origin, never the path or query
+    assert "/collect" not in message
+    assert SECRET not in message
+    assert len(endpoint.heads) == 1
+    assert endpoint.heads[0].startswith(b"POST ")
+    assert elsewhere.heads == []  # no second request, so no key, went there
+
+
+def test_a_redirect_to_another_scheme_opens_no_socket(raw_server):
+    # An FTP client would connect and wait for a banner this listener never sends.
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        ftp = f"ftp://127.0.0.1:{listener.getsockname()[1]}/collect".encode()
+        endpoint = raw_server(_redirect(302, ftp))
+        before = _model_call_threads()
+        started = time.monotonic()
+        model = ChatCompletionsModel(endpoint.url, api_key=KEY)
+        with pytest.raises(ModelCallError, match="HTTP 302"):
+            answer_from_evidence(QUESTION, [SOURCE], model, timeout=1.5)
+        assert time.monotonic() - started < 1.5
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing connected
+    assert not _model_call_threads() - before, "a thread was left reading"
+
+
+@pytest.mark.parametrize(
+    ("location", "named"),
+    [
+        (b"http://user:" + SECRET.encode() + b"@127.0.0.1:9/x", "to http://127.0.0.1:9 "),
+        (
+            b"HTTPS://Evil.Example.INVALID/collect?k=" + SECRET.encode(),
+            "https://evil.example.invalid",
+        ),
+        (b"http://[::1]:9/" + SECRET.encode(), "to http://[::1]:9 "),
+        (b"/collect?token=" + SECRET.encode(), "to {endpoint} "),
+        (b"ftp://127.0.0.1:9/" + SECRET.encode(), "not an http or https URL"),
+        (b"file:///etc/passwd", "not an http or https URL"),
+        (b"javascript:alert(1)//" + SECRET.encode(), "not an http or https URL"),
+        (b"http://ev\x01il.example/", "not an http or https URL"),
+        (b"http://ev\xe2\x80\xaeil.example/", "not an http or https URL"),
+        (b"http://" + b"a" * 5000 + b".example/", "not an http or https URL"),
+        (b"http://[::1:9/" + SECRET.encode(), "not an http or https URL"),
+        (b"http://127.0.0.1:99999/", "not an http or https URL"),
+        (b"http://127.0.0.1:" + SECRET.encode() + b"/", "not an http or https URL"),
+        (b"http://127.0.0.1:\xb9\xb2/", "not an http or https URL"),
+        (None, "HTTP 302"),
+    ],
+    ids=[
+        "userinfo",
+        "upper-case",
+        "ipv6",
+        "relative",
+        "ftp",
+        "file",
+        "javascript",
+        "control",
+        "bidi",
+        "long-host",
+        "broken-ipv6",
+        "port-range",
+        "port-text",
+        "port-superscripts",
+        "none",
+    ],
+)
+def test_a_redirects_message_names_its_origin_and_nothing_else(raw_server, location, named):
+    endpoint = raw_server(_redirect(302, location))
+    with pytest.raises(ModelCallError) as raised:
+        answer_from_evidence(QUESTION, [SOURCE], ChatCompletionsModel(endpoint.url), timeout=5)
+    error = raised.value
+    message = str(error)
+    assert named.format(endpoint=endpoint.origin) in message
+    assert SECRET not in message
+    assert "passwd" not in message
+    assert "alert" not in message
+    assert message.isascii()
+    assert message.isprintable()
+    assert len(message) < 200
+    assert list(_chain(error)) == [error]  # nothing chained (the engine re-raises it from itself)
+    assert len(endpoint.heads) == 1
+
+
+# "Bounded replies. `ChatCompletionsModel` reads a reply, its status line and headers
+# included, only up to a limit derived from `max_response_chars`, `max_output_tokens` and the
+# log-probabilities asked for [...] past it the connection is closed and the answer is
+# `response_too_large`" (docs/security.md).
+
+
+def test_a_header_block_past_the_read_limit_fails_closed(raw_server):
+    def respond() -> Iterator[bytes]:
+        yield b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n"
+        for _ in range(90):  # 5.4 MB: under http.client's own caps (100 lines of 64 KiB)
+            yield b"X-Pad: " + b"x" * 60_000 + b"\r\n"
+        yield b"Content-Length: %d\r\n\r\n" % len(COMPLETION)
+        yield COMPLETION
+
+    server = raw_server(respond)
+    model = ChatCompletionsModel(server.url, logprobs=False)
+    answer = answer_from_evidence(QUESTION, [SOURCE], model)  # a limit of 0.7 MB
+    assert answer.reason_codes == ("response_too_large",)
+    assert server.closed.wait(5)
+
+
+# "A malformed reply is a `ModelCallError` that chains nothing: no exception of ours, its
+# cause or its context carries the provider's payload (a malformed `usage` or `logprobs` is
+# read as none)." (docs/providers.md, "What ChatCompletionsModel reads")
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [b"9\xb2\xb3", b"9" * 5000, b"-1", b"+12", b"1_000", b"0x10", b"12, 12", b""],
+    ids=["superscripts", "5000-digits", "negative", "signed", "underscore", "hex", "list", "empty"],
+)
+def test_a_malformed_content_length_is_a_model_call_error_that_chains_nothing(raw_server, declared):
+    head = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+    server = raw_server(lambda: iter([head + declared + b"\r\n\r\n", COMPLETION]))
+    with pytest.raises(ModelCallError, match="Content-Length") as raised:
+        answer_from_evidence(QUESTION, [SOURCE], ChatCompletionsModel(server.url))
+    error = raised.value
+    assert list(_chain(error)) == [error]  # nothing chained (the engine re-raises it from itself)
+    if declared:
+        assert declared.decode("latin-1") not in str(error)
+
+
+@pytest.mark.parametrize(
+    "count",
+    [10**400, 1 << 53, -1, True, 1.0, "12x"],
+    ids=["401-digits", "2**53", "negative", "bool", "float", "text"],
+)
+def test_a_usage_count_out_of_bounds_is_read_as_none(raw_server, count):
+    reply = json.loads(COMPLETION)
+    reply["usage"] = {"prompt_tokens": count, "completion_tokens": 7}
+    body = json.dumps(reply).encode()
+    server = raw_server(lambda: iter([_head(len(body)), body]))
+    answer = answer_from_evidence(QUESTION, [SOURCE], ChatCompletionsModel(server.url))
+    assert answer.usage is not None
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (None, 7)
+
+
+# "`ask` sends a key only where you asked for it: the variable `--api-key-env` names, to
+# `--base-url`; without it, `OPENAI_API_KEY` to `https://api.openai.com` alone"
+# (docs/security.md, "One strict call").
+
+
+def test_ask_sends_no_key_to_a_base_url_it_was_not_asked_to(raw_server, monkeypatch, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    server = raw_server(lambda: iter([_head(len(COMPLETION)), COMPLETION]))
+    notes = tmp_path / "notes"
+    notes.write_text(SOURCE.text, encoding="utf-8")
+    cli.main(["ask", QUESTION, str(notes), "--base-url", server.url], out=io.StringIO())
+    (head,) = server.heads
+    assert KEY.encode() not in head
+    assert b"\r\nauthorization:" not in head.lower()
 
 
 # "A model exception raises `ModelCallError`. The cause is chained, but no provider payload or

@@ -1,9 +1,10 @@
 """A reader model for any OpenAI-compatible ``/chat/completions`` endpoint, using only the stdlib.
 
-It makes exactly one HTTP request per call (no retries), asks for the request's JSON schema as
-the response format (and, where the server returns them, the output's token log-probabilities),
-and maps the reply to a :class:`~evidence_first.ModelResponse`. Use it for llama.cpp, vLLM,
-Ollama's OpenAI endpoint, or a hosted API. What it sends a model follows the model's profile
+It makes exactly one HTTP request per call (no retries, and a redirect is a failure, never
+followed), asks for the request's JSON schema as the response format (and, where the server
+returns them, the output's token log-probabilities), and maps the reply to a
+:class:`~evidence_first.ModelResponse`. Use it for llama.cpp, vLLM, Ollama's OpenAI endpoint,
+or a hosted API. What it sends a model follows the model's profile
 (:func:`~evidence_first.profile_for`): found from the host and the model's name by the rule
 table, or given.
 """
@@ -27,7 +28,8 @@ from evidence_first._transport.profiles import (
     profile_for_name,
     profile_of,
 )
-from evidence_first._transport.reading import ReplyLimits, decoded, read_reply, reply_limits
+from evidence_first._transport.reading import ReplyLimits, read_reply, reply_limits
+from evidence_first._transport.stated import decoded, reply_count
 from evidence_first._transport.strict import (
     SCHEMA_NAME,
     TOP_LOGPROBS,
@@ -174,7 +176,8 @@ class ChatCompletionsModel:
         writes (:func:`~evidence_first._transport.reading.read_reply`).
 
         Raises:
-            ModelCallError: The endpoint answered with an HTTP error or an unexpected body.
+            ModelCallError: The endpoint answered with an HTTP error, a redirect (never
+                followed) or an unexpected body.
             TimeoutError: No reply within ``request.timeout``.
             AnswerCancelledError: ``request.cancel`` was set before the reply was read.
         """
@@ -257,19 +260,15 @@ def _first_choice(payload: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _usage(usage: object) -> TokenUsage:
-    """The token counts the reply reports, each a count or ``None``: nothing else is read."""
+    """The token counts the reply reports, each a count (:func:`reply_count`) or ``None``."""
     usage = usage if isinstance(usage, dict) else {}
     details = usage.get("prompt_tokens_details")
     details = details if isinstance(details, dict) else {}
     return TokenUsage(
-        input_tokens=_count(usage.get("prompt_tokens")),
-        output_tokens=_count(usage.get("completion_tokens")),
-        cached_input_tokens=_count(details.get("cached_tokens")),
+        input_tokens=reply_count(usage.get("prompt_tokens")),
+        output_tokens=reply_count(usage.get("completion_tokens")),
+        cached_input_tokens=reply_count(details.get("cached_tokens")),
     )
-
-
-def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 # With no request at hand (the integrations read a framework's reply): the contract's largest.

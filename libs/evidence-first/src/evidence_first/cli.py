@@ -16,6 +16,7 @@ import os
 import sys
 import types
 import typing
+import urllib.parse
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -146,13 +147,38 @@ def _alternatives(annotation: Any) -> tuple[Any, ...]:
     return (annotation,)
 
 
+# OPENAI_API_KEY holds a key to OpenAI's API: sent unasked there alone, and over TLS only.
+_OPENAI_ORIGINS = frozenset({"https://api.openai.com", "https://api.openai.com:443"})
+
+
+def _api_key(args: argparse.Namespace) -> str | None:
+    """The key ``ask`` sends to ``--base-url``: only one the caller asked to send there.
+
+    The variable ``--api-key-env`` names goes to any ``--base-url``; without it,
+    ``OPENAI_API_KEY`` goes to OpenAI's own API alone, and no key to any other host.
+
+    Raises:
+        ValueError: The variable ``--api-key-env`` names is not set.
+    """
+    if args.api_key_env:
+        key = os.environ.get(args.api_key_env)
+        if not key:
+            msg = f"the environment variable {args.api_key_env} (--api-key-env) is not set"
+            raise ValueError(msg)
+        return key
+    parts = urllib.parse.urlsplit(args.base_url)
+    # The netloc whole: a user part or another port is another origin, and gets no key.
+    if f"{parts.scheme}://{parts.netloc.lower()}" in _OPENAI_ORIGINS:
+        return os.environ.get("OPENAI_API_KEY") or None
+    return None
+
+
 def _ask(args: argparse.Namespace, out: TextIO) -> int:
     sources = _read_sources(args)
     options = {name: getattr(args, name) for name in _ASK_OPTIONS if hasattr(args, name)}
     if args.base_url:
-        api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
         remote: ReaderModel = ChatCompletionsModel(
-            args.base_url, model=args.model, api_key=api_key, dialect=args.dialect
+            args.base_url, model=args.model, api_key=_api_key(args), dialect=args.dialect
         )
         answer = answer_from_evidence(args.question, sources, remote, **options)
     else:
@@ -215,8 +241,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ask.add_argument(
         "--api-key-env",
-        default="OPENAI_API_KEY",
-        help="environment variable that holds the API key for --base-url",
+        metavar="NAME",
+        help="send the environment variable NAME to --base-url as its API key, whatever its "
+        "host (default: OPENAI_API_KEY, sent to https://api.openai.com alone; no key is sent "
+        "to any other host unless named here)",
     )
     _add_option_flags(ask, _ASK_OPTIONS)
     _add_option_flags(demo, ("max_output_tokens", "timeout"))

@@ -1,18 +1,19 @@
 """A reply read within limits, and given up on when the engine stops waiting.
 
-:func:`read_reply` posts one request and reads its body only up to :func:`reply_limits`,
-derived from the request (its ``max_response_chars``, ``max_tokens`` and the log-probabilities
-it asks for). Past the limit it stops and the connection is closed. A watch shuts the call's
-sockets when ``request.cancel`` is set or ``request.timeout`` passes, however slowly the server
-writes, so no worker thread or socket outlives the wait. No exception it raises carries the
-reply's bytes, as a message, a cause or a context.
+:func:`read_reply` posts one request, follows no redirect, and reads the reply, its status
+line and headers included, only up to :func:`reply_limits`, derived from the request (its
+``max_response_chars``, ``max_tokens`` and the log-probabilities it asks for). Past the limit
+it stops and the connection is closed. A watch shuts the call's sockets when ``request.cancel``
+is set or ``request.timeout`` passes, however slowly the server writes, so no worker thread or
+socket outlives the wait. No exception it raises carries the reply's bytes, as a message, a
+cause or a context (:mod:`evidence_first._transport.stated` reads what the reply states).
 """
 
 from __future__ import annotations
 
 import contextlib
 import http.client
-import json
+import io
 import socket
 import threading
 import time
@@ -23,6 +24,7 @@ from typing import Any, Literal
 
 from evidence_first._errors import AnswerCancelledError, ModelCallError
 from evidence_first._model import ModelRequest
+from evidence_first._transport.stated import reply_count, status_failure
 from evidence_first._transport.strict import TOP_LOGPROBS, connection_failure
 
 __all__ = [
@@ -31,7 +33,6 @@ __all__ = [
     "REPLY_BYTES_PER_TOKEN",
     "REPLY_ENVELOPE_BYTES",
     "ReplyLimits",
-    "decoded",
     "read_reply",
     "reply_limits",
 ]
@@ -42,7 +43,7 @@ class ReplyLimits:
     """What :class:`ChatCompletionsModel` reads of one reply at most (:func:`reply_limits`).
 
     Attributes:
-        bytes: The reply body's bytes.
+        bytes: The reply's bytes, its status line and headers included.
         tokens: The log-probability entries: one per output token.
         alternatives: The most likely tokens kept at each position (0: no log-probabilities
             were asked for, and none are read).
@@ -53,11 +54,12 @@ class ReplyLimits:
     alternatives: int
 
 
-# What a reply may spend, in bytes: its envelope (IDs, model name, usage, the keys); each
-# character of the message text, JSON-escaped at worst (one astral character is twelve bytes,
-# "\ud83d\ude80"); each output token's text outside the message (reasoning), escaped; and each
-# log-probability entry (its token, its bytes as a list of numbers, its log-probability, the
-# keys), measured at 60 to 80 bytes on llama.cpp and OpenAI replies and allowed 256.
+# What a reply may spend, in bytes: its envelope (the status line and headers, IDs, model
+# name, usage, the keys); each character of the message text, JSON-escaped at worst (one
+# astral character is twelve bytes, "\ud83d\ude80"); each output token's text outside the
+# message (reasoning), escaped; and each log-probability entry (its token, its bytes as a
+# list of numbers, its log-probability, the keys), measured at 60 to 80 bytes on llama.cpp and
+# OpenAI replies and allowed 256.
 REPLY_ENVELOPE_BYTES = 65_536
 REPLY_BYTES_PER_CHAR = 12
 REPLY_BYTES_PER_TOKEN = 96
@@ -93,9 +95,14 @@ _TIMED_OUT = object()
 
 
 class _Sockets:
-    """The sockets one call connects, so that its watch can shut them from another thread."""
+    """The sockets one call connects, for its watch to shut, and what their reply may spend.
 
-    def __init__(self) -> None:
+    Attributes:
+        limit: The reply's bytes at most, its status line and headers included.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
         self._shut = False
@@ -156,8 +163,56 @@ class _Watch:
             return
 
 
+class _OverLimit(Exception):
+    """The reply passed its byte limit: raised by its reader, caught in :func:`_exchange`."""
+
+
+class _Counted(io.RawIOBase):
+    """A connection's reader that counts every byte of the reply, up to ``limit``."""
+
+    def __init__(self, raw: io.RawIOBase, limit: int) -> None:
+        super().__init__()
+        self._raw = raw
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        read = self._raw.readinto(buffer)
+        self._left -= read or 0
+        if self._left < 0:
+            raise _OverLimit
+        return read
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def _counted(limit: int) -> type[http.client.HTTPResponse]:
+    """http.client's response, read through :class:`_Counted`.
+
+    The status line and headers count too: http.client alone lets them reach 100 lines of
+    64 KiB each.
+    """
+
+    class Response(http.client.HTTPResponse):
+        def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+            super().__init__(sock, *args, **kwargs)
+            unread, self.fp = self.fp, io.BufferedReader(_Counted(sock.makefile("rb", 0), limit))
+            unread.close()  # its socket stays open: the counted reader holds it
+
+    return Response
+
+
 def _opener(sockets: _Sockets) -> urllib.request.OpenerDirector:
-    """An opener like urllib's (proxies, TLS) whose connections connect through ``sockets``."""
+    """An opener like urllib's (proxies, TLS) that follows no redirect and opens only HTTP(S).
+
+    Its connections connect through ``sockets`` and read at most ``sockets.limit`` bytes of a
+    reply.
+    """
+    response = _counted(sockets.limit)
 
     def tracked(connection_class: Any) -> Any:
         def connection(*args: Any, **kwargs: Any) -> Any:
@@ -166,6 +221,7 @@ def _opener(sockets: _Sockets) -> urllib.request.OpenerDirector:
             # HTTPConnection.__init__ for tests to replace; each socket is then known to the
             # watch before any byte is read on it, the TLS handshake's included.
             conn._create_connection = sockets.connect
+            conn.response_class = response
             return conn
 
         return connection
@@ -178,7 +234,20 @@ def _opener(sockets: _Sockets) -> urllib.request.OpenerDirector:
         def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
             return super().do_open(tracked(http_class), req, **kwargs)
 
-    return urllib.request.build_opener(HTTP, HTTPS)
+    # urllib's default handlers but its redirect handler, which would send a second request,
+    # the key with it, wherever a 3xx points, and the ftp, file and data handlers a redirect
+    # could reach: a 3xx is an HTTPError like any other status.
+    opener = urllib.request.OpenerDirector()
+    for handler in (
+        urllib.request.ProxyHandler(),
+        urllib.request.UnknownHandler(),
+        HTTP(),
+        HTTPS(),
+        urllib.request.HTTPDefaultErrorHandler(),
+        urllib.request.HTTPErrorProcessor(),
+    ):
+        opener.add_handler(handler)
+    return opener
 
 
 def _exchange(
@@ -195,11 +264,11 @@ def _exchange(
     """
     try:
         reply = opener.open(http_request, timeout=timeout)
+    except _OverLimit:
+        return None
     except urllib.error.HTTPError as exc:
         exc.close()  # the error holds the open response
-        return ModelCallError(
-            f"the endpoint answered HTTP {exc.code}", cause_type="urllib.error.HTTPError"
-        )
+        return status_failure(exc.code, exc.headers.get("Location"), http_request.full_url)
     except urllib.error.URLError as exc:
         if isinstance(exc.reason, TimeoutError):
             return _TIMED_OUT
@@ -208,32 +277,39 @@ def _exchange(
             f"the model call failed: {failure}", cause_type="urllib.error.URLError"
         )
     except (OSError, http.client.HTTPException) as exc:
-        if isinstance(exc, TimeoutError):
-            return _TIMED_OUT
-        return ModelCallError(
-            f"the endpoint's reply broke off ({type(exc).__name__})",
-            cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-        )
+        return _broken_off(exc)
     with reply:  # closing the reply closes the connection (urllib asks for one request each)
-        declared = reply.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > limit:
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            while chunk := reply.read1(_CHUNK_BYTES):
-                size += len(chunk)
-                if size > limit:
-                    return None
-                chunks.append(chunk)
-        except (OSError, ValueError, http.client.HTTPException) as exc:
-            if isinstance(exc, TimeoutError):
-                return _TIMED_OUT
-            return ModelCallError(
-                f"the endpoint's reply broke off ({type(exc).__name__})",
-                cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
-            )
+        return _body(reply, limit)
+
+
+def _body(reply: http.client.HTTPResponse, limit: int) -> bytes | ModelCallError | object | None:
+    """:func:`_exchange`'s reading of the body, its failures returned likewise."""
+    declared = reply.headers.get("Content-Length")
+    length = None if declared is None else reply_count(declared)
+    if declared is not None and length is None:
+        msg = "the endpoint's reply has a malformed Content-Length"
+        return ModelCallError(msg, cause_type=None)
+    if length is not None and length > limit:
+        return None
+    chunks: list[bytes] = []
+    try:
+        while chunk := reply.read1(_CHUNK_BYTES):
+            chunks.append(chunk)
+    except _OverLimit:
+        return None
+    except (OSError, ValueError, http.client.HTTPException) as exc:
+        return _broken_off(exc)
     return b"".join(chunks)
+
+
+def _broken_off(exc: Exception) -> ModelCallError | object:
+    """A failed read as its failure, named by its class alone: ``_TIMED_OUT`` for a timeout."""
+    if isinstance(exc, TimeoutError):
+        return _TIMED_OUT
+    return ModelCallError(
+        f"the endpoint's reply broke off ({type(exc).__name__})",
+        cause_type=f"{type(exc).__module__}.{type(exc).__qualname__}",
+    )
 
 
 def read_reply(
@@ -246,7 +322,7 @@ def read_reply(
         TimeoutError: No whole reply within ``request.timeout``.
         AnswerCancelledError: ``request.cancel`` was set before the reply was read.
     """
-    sockets = _Sockets()
+    sockets = _Sockets(limits.bytes)
     with _Watch(request, sockets) as watch:
         outcome = _exchange(_opener(sockets), http_request, request.timeout, limits.bytes)
     # Each failure is raised here, after its handler ran: no exception of the exchange, which
@@ -260,13 +336,3 @@ def read_reply(
     if isinstance(outcome, ModelCallError):
         raise outcome
     return outcome if isinstance(outcome, bytes) else None
-
-
-def decoded(raw: bytes) -> Any:
-    """The reply's JSON; a reply that is not JSON is a ``ModelCallError`` with no cause."""
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError):  # a JSONDecodeError holds the whole reply as .doc
-        pass
-    msg = "the endpoint's reply is not JSON"
-    raise ModelCallError(msg, cause_type=None)

@@ -1,0 +1,86 @@
+"""What a reply states, read so that no exception carries its bytes.
+
+Its JSON (:func:`decoded`), its counts and where a redirect points. Every number a reply
+states (a usage count, ``Content-Length``, a redirect's port) is read by :func:`reply_count`
+alone, and a redirect is named by its origin alone: a hostile reply's bytes reach no message,
+cause or context.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.parse
+from typing import Any
+
+from evidence_first._errors import ModelCallError
+
+__all__ = ["LARGEST_COUNT", "decoded", "reply_count", "status_failure"]
+
+LARGEST_COUNT = (1 << 53) - 1
+"""The largest count a reply may state: the largest integer every JSON reader holds exactly
+(RFC 8259, section 6). A larger one is no count, whatever its digits."""
+
+
+def reply_count(value: object, *, bound: int = LARGEST_COUNT) -> int | None:
+    """A count a reply states, from 0 to ``bound``, or ``None`` when it states none.
+
+    ``value`` is a JSON integer (never a bool) or text of ASCII digits alone: no sign, space,
+    underscore or other script's digit, all of which ``int()`` would take, and no more digits
+    than ``bound`` has, so that no conversion can fail on what it reads.
+    """
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit()) or len(value) > len(str(bound)):
+            return None
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= bound else None
+
+
+def decoded(raw: bytes) -> Any:
+    """The reply's JSON; a reply that is not JSON is a ``ModelCallError`` with no cause."""
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # a JSONDecodeError holds the whole reply as .doc
+        pass
+    msg = "the endpoint's reply is not JSON"
+    raise ModelCallError(msg, cause_type=None)
+
+
+def status_failure(code: int, location: str | None, url: str) -> ModelCallError:
+    """The failure of a reply of HTTP status ``code`` to a request for ``url``.
+
+    A redirect is never followed. It is named by the origin its ``location`` points to
+    (scheme, host and port, never a path, a query or a user), or as a location that is not an
+    ``http`` or ``https`` URL, never echoed.
+    """
+    msg = f"the endpoint answered HTTP {code}"
+    if 300 <= code < 400 and location is not None:
+        where = _origin(location, url) or "a location that is not an http or https URL"
+        msg += f", a redirect to {where} (never followed)"
+    return ModelCallError(msg, cause_type="urllib.error.HTTPError")
+
+
+# A host a message may name: a DNS name or an IP address (urlsplit lowers its case), no more.
+_HOST = re.compile(r"[a-z0-9._-]{1,253}|[0-9a-f:.]{2,45}")
+
+
+def _origin(location: str, url: str) -> str | None:
+    """The origin ``location`` points to, resolved against ``url``, or ``None`` for none."""
+    try:
+        parts = urllib.parse.urlsplit(urllib.parse.urljoin(url, location))
+    except ValueError:  # a malformed IPv6 address, whose message quotes it
+        return None
+    host = parts.hostname
+    if parts.scheme not in ("http", "https") or not host or not _HOST.fullmatch(host):
+        return None
+    # The port's text, read here and not by urlsplit's .port, which takes a sign before 3.11.
+    _, colon, port = parts.netloc.rpartition("@")[2].rpartition(":")
+    if not colon or "]" in port:  # no port, or an IPv6 address's last colon
+        port = ""
+    number = reply_count(port, bound=65_535) if port else None
+    if port and number is None:
+        return None
+    named = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{named}" + (f":{number}" if port else "")
