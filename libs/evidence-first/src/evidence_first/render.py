@@ -240,9 +240,9 @@ def _check_line(item: CheckView, context_chars: int) -> list[str]:
             ),
             *(f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags),
         ]
-    quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
+    quote = item.quote if len(item.quote) <= 120 else item.quote[:117] + "..."
     return [
-        f"    ✗ rejected  {printable(check.source_id)}: {check.code}",
+        f"    ✗ rejected  {printable(item.source_id)}: {check.code}",
         f"      the model quoted: {printable(json.dumps(quote, ensure_ascii=False))}",
     ]
 
