@@ -77,6 +77,7 @@ def test_the_adapters_names_are_pinned():
             "select_sources",
             "source_evidence",
             "token_logprobs",
+            "unbracketed",
             "warn_once",
             "warn_unenforced_once",
             "without_strict_keys",

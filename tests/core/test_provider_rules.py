@@ -19,6 +19,7 @@ import pytest
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
 from evidence_first._plan import plan_answer
 from evidence_first._transport.dialects import DIALECTS
+from evidence_first._transport.profiles import profile_for_name
 from evidence_first._transport.writing import schema_in
 from evidence_first.adapters import AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
@@ -396,3 +397,33 @@ def test_an_unknown_dialect_is_refused_when_the_client_is_built():
     with pytest.raises(InvalidRequestError, match="dialect must be one of") as raised:
         ChatCompletionsModel("http://127.0.0.1:8080/v1", dialect="gemini-2")  # type: ignore[arg-type]
     assert raised.value.field == "dialect"
+
+
+# Amazon Bedrock's cross-Region inference profiles: "Cross-Region (system-defined) inference
+# profiles are named after the model that they support and defined by the Regions that they
+# support" (docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html), an
+# ID being the model's behind its geography, "{geoRegion}.{modelId}"; the geographies are
+# GLOBAL ("global"), EU, US, US_GOV ("Cross-region Inference Identifier for the US GovCloud
+# area", "us-gov"), APAC, JP and AU (docs.aws.amazon.com/cdk/api/v2/docs/
+# @aws-cdk_aws-bedrock-alpha.CrossRegionInferenceProfileRegion.html). A profile ID is the same
+# model as its bare ID, so it refuses what that model refuses: Claude Opus 4.7 any temperature.
+BEDROCK_GEOGRAPHIES = ("global", "eu", "us", "us-gov", "apac", "jp", "au")
+
+
+@pytest.mark.parametrize("family", [None, "openai-compatible"])
+@pytest.mark.parametrize("geography", BEDROCK_GEOGRAPHIES)
+@pytest.mark.parametrize(
+    "model",
+    ["anthropic.claude-opus-4-7-20260416-v1:0", "anthropic.claude-sonnet-4-5-20250929-v1:0"],
+)
+def test_a_bedrock_inference_profile_is_its_models_profile_in_every_geography(
+    model, geography, family
+):
+    bare = profile_for_name(model, family)
+    assert bare.name in ("claude-no-sampling", "claude-sampling")
+    assert profile_for_name(f"{geography}.{model}", family) == bare
+
+
+def test_a_govcloud_claude_opus_4_7_is_sent_no_temperature():
+    profile = profile_for_name("us-gov.anthropic.claude-opus-4-7-20260416-v1:0", None)
+    assert profile.temperature is False

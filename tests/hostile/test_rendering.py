@@ -3,7 +3,9 @@
 The model writes the answer, the facts, the missing evidence and the rejected citations' IDs;
 a stored answer can carry any string anywhere. A newline once let a missing-evidence item print
 its own "Status: answered" and a fake "✓ verified" block in the CLI report, and a U+202E in the
-answer mirrored the HTML's own notes.
+answer mirrored the HTML's own notes. Later, a "[2]" the model wrote read as a citation number
+in every renderer, and the one segment of an answer without markers showed no note when its
+fact's cited text lacked the fact's words.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import _support
 import pytest
 from _support import ScriptedModel
 
-from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
+from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence, cli
 from evidence_first.render import render_html, render_markdown, render_text
 
 SOURCE = Evidence(id="notes", text="Standup, June 11. The launch moved to June 15. Ana owns it.")
@@ -169,3 +171,78 @@ def test_two_answers_on_one_page_never_share_an_anchor():
     for page in (first, second):
         own = set(re.findall(r'id="([^"]+)"', page))
         assert set(re.findall(r'href="#([^"]+)"', page)) <= own
+
+
+# "A segment no marker ties to a fact reads `[no citation]`, one whose facts' cited text lacks
+# their objects `[cited text lacks the fact's words]`" (docs/concepts.md, "Three numberings
+# meet here"). Every provider but llama.cpp, vLLM and Ollama is asked for no markers, so its
+# answer is one assigned segment: a note shown only beside marked segments missed them all.
+
+RENDERERS = {
+    "html": render_html,
+    "markdown": render_markdown,
+    "text": render_text,
+    "str": str,
+    "cli": cli.render_report,
+}
+
+
+@pytest.mark.parametrize("answer", ["The launch moved to June 20.", "June 20 [F1]."])
+@pytest.mark.parametrize("render", RENDERERS.values(), ids=RENDERERS.keys())
+def test_a_flagged_segment_shows_its_note_whatever_its_kind(render, answer):
+    wrong = {**_fact("the launch"), "relation": "moved to", "object": "June 20"}
+    answered = _ask({"facts": [wrong], "answer": answer, "inference": None, "missing_evidence": []})
+    assert answered.status == "answered"
+    (segment,) = answered.segments
+    assert segment.flags == ("unsupported_facts",)
+    assert "cited text lacks the fact" in render(answered)
+
+
+# "so every `[n]` is a source number" (docs/security.md, "Rendering"): the renderers number each
+# cited span `[1]`, `[2]`... after the segments and facts that cite it, and a bracketed number
+# the model wrote anywhere (the answer, the inference, a fact, missing evidence, a rejected
+# citation) read exactly like one of them.
+
+BRACKETED = ["[1]", "[2]", "[12]", "[ 2 ]", "[2, 1]", "\uff3b\uff12\uff3d", "[\u0662]"]
+NUMBER = re.compile(r"[\[\uff3b]\s*\d")
+
+
+def _written_by_the_model(number: str) -> list[EvidenceAnswer]:
+    """An answer, an abstention and a rejection, with ``number`` in every string of the model."""
+    cited = {**_fact(f"the launch {number}"), "object": f"June 15 {number}"}
+    answered = _ask(
+        {
+            "facts": [cited],
+            "answer": f"June 15 {number} [F1]. Harbor is cancelled {number}.",
+            "inference": f"It moved {number}.",
+            "missing_evidence": [],
+        },
+        knowledge="allow-general-inference",
+    )
+    abstained = _ask(
+        {"facts": [], "answer": None, "inference": None, "missing_evidence": [f"why {number}"]}
+    )
+    rejected = _ask(
+        {
+            "facts": [_fact(source_id=f"notes {number}"), _fact(quote=f"moved {number}")],
+            "answer": "June 15 [F1].",
+            "inference": None,
+            "missing_evidence": [],
+        }
+    )
+    assert [answered.status, abstained.status, rejected.status] == [
+        "answered",
+        "insufficient_evidence",
+        "invalid_response",
+    ]
+    return [answered, abstained, rejected]
+
+
+@pytest.mark.parametrize("number", BRACKETED)
+@pytest.mark.parametrize("render", RENDERERS.values(), ids=RENDERERS.keys())
+def test_no_number_the_model_wrote_reads_as_a_citation_number(render, number):
+    plain = _written_by_the_model("x")
+    for hostile, control in zip(_written_by_the_model(number), plain, strict=True):
+        shown = render(hostile)
+        # The same answers without the model's number show exactly the renderer's numbers.
+        assert len(NUMBER.findall(shown)) == len(NUMBER.findall(render(control))), shown

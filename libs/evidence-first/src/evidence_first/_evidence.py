@@ -63,7 +63,8 @@ class Evidence(BaseModel):
     Only ``id``, ``text``, ``speaker``, ``observed_at`` and ``status`` are serialized into the
     prompt. ``metadata`` and ``score`` stay on this side, for provenance and filtering.
     Construction checks types only; the contract limits (text size, source count, duplicate
-    IDs) are checked by :func:`~evidence_first.answer_from_evidence`.
+    IDs, an ``observed_at`` within UTC's years 1 to 9999, metadata without a NaN or an
+    infinity) are checked by :func:`~evidence_first.answer_from_evidence`.
 
     Attributes:
         id: Non-empty, unique within one request; preserved exactly.

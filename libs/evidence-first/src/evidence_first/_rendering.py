@@ -1,7 +1,7 @@
 """The one escaping rule every rendering prints a string under: :func:`inert`, :func:`printable`.
 
 What the renderings show is :mod:`evidence_first._view`'s; this module only makes each string
-safe to show.
+safe to show, and keeps the model's bracketed numbers from reading as ours (:func:`unbracketed`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import html
 import re
 import unicodedata
 
-__all__ = ["in_html", "in_markdown", "inert", "markdown_code", "printable"]
+__all__ = ["in_html", "in_markdown", "inert", "markdown_code", "printable", "unbracketed"]
 
 # What no string a renderer prints may hold as itself: control characters (C0 but the tab and
 # line endings, DEL, C1), the characters that open or close a bidirectional scope (embeddings,
@@ -72,3 +72,20 @@ def in_markdown(text: str) -> str:
 def markdown_code(text: str) -> str:
     """A code span of ``text``: on one line, inert, without the backticks that would close it."""
     return f"`{inert(_one_line(text)).replace('`', '')}`"
+
+
+# A bracketed number, or list of numbers, as a model may write one: ASCII or full-width
+# brackets, any script's decimal digits, spaces inside. Our own numbers are written "[n]".
+_BRACKETED_NUMBER = re.compile(r"[\[\uff3b](\s*\d+(?:\s*,\s*\d+)*\s*)[\]\uff3d]")
+
+
+def unbracketed(text: str) -> str:
+    """``text`` with each bracketed number in parentheses, at the same length: ``(2)``.
+
+    The renderings number each cited span ``[1]``, ``[2]``... and LlamaIndex's
+    ``number_sources=True`` numbers source nodes the same way; a ``[2]``, ``[12]``,
+    ``[ 2 ]``, ``[2, 3]`` or their full-width forms, written by the model, would read exactly
+    like one of those. So every string the model wrote is shown through this rule, and every
+    ``[n]`` is ours. ``[F1]`` (a fact marker's form) and ``[2a]`` are no numbers, and stay.
+    """
+    return _BRACKETED_NUMBER.sub(r"(\1)", text)

@@ -4,7 +4,9 @@ The three renderers (:mod:`evidence_first.render`) only format these parts. Each
 span is numbered once, in order of first appearance, and shown inside an excerpt of its source;
 the notes say how confident the reader was and why an answer deserves a second look. The answer
 is cut at its segments, each followed by the numbers of the spans its facts cite (its
-footnotes); the text between segments is kept as it is.
+footnotes) or its note; the text between segments is kept as it is. Every string the model
+wrote is shown with its bracketed numbers in parentheses (:func:`~._rendering.unbracketed`), so
+that every ``[n]`` a rendering writes is one of its span numbers.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 from evidence_first._answer import Citation, CitationCheck, ValidationIssue
 from evidence_first._evidence import Evidence, format_timestamp
+from evidence_first._markers import AnswerSegment
+from evidence_first._rendering import unbracketed
 from evidence_first._vocabulary import (
     ABSTENTION_DESCRIPTIONS,
     ANSWER_FLAG_DESCRIPTIONS,
@@ -80,10 +84,12 @@ class AnswerPart:
     """A stretch of the answer's text: a segment, or the text between two (no footnotes, no note).
 
     Attributes:
-        text: Exactly ``answer.answer[start:end]``.
+        text: ``answer.answer[start:end]``, as shown (:func:`~._rendering.unbracketed`).
         footnotes: The numbers of the spans its facts cite, each once, in order.
         note: ``"unmarked"`` (no marker ties it to a fact) or ``"flagged"`` (every fact it rests
-            on has a citation flagged ``object_not_cited``); a key of :data:`SEGMENT_NOTES`.
+            on has a citation flagged ``object_not_cited``), for a segment of any kind: marked,
+            or the one assigned segment of an answer without markers. A key of
+            :data:`SEGMENT_NOTES`.
     """
 
     text: str
@@ -114,11 +120,15 @@ class CheckView:
         check: The verdict.
         number: A verified span's number among the excerpts, when a returned fact cites it.
         source: A verified citation's source.
+        source_id: The source ID the model wrote, as shown.
+        quote: The quote the model wrote, as shown.
     """
 
     check: CitationCheck
     number: int | None
     source: Evidence | None
+    source_id: str
+    quote: str
 
 
 @dataclass(frozen=True)
@@ -131,11 +141,12 @@ class AnswerView:
         status: The answer's status.
         notes: Sentences on the answer as a whole: the reader's confidence against its floor,
             why it abstained, why it deserves a second look.
-        answer: The answer, or ``None``; ``segments`` it cut at its segments (``None``
-            without segments to cut it at), ``footnotes`` every cited span's number, in order.
-        inference: General inference kept apart from the facts.
-        facts: The returned facts.
-        missing_evidence: What the model said is missing.
+        answer: The answer as shown, or ``None``; ``segments`` it cut at its segments
+            (``None`` without segments to cut it at), ``footnotes`` every cited span's number,
+            in order.
+        inference: General inference kept apart from the facts, as shown.
+        facts: The returned facts, as shown.
+        missing_evidence: What the model said is missing, as shown.
         rejections: Every failed check; ``reason_codes`` their distinct codes.
         diagnostic: The explanation of a result without a model call.
         excerpts: Each distinct cited span, numbered, in its source's text.
@@ -173,23 +184,31 @@ def answer_view(answer: EvidenceAnswer, context_chars: int) -> AnswerView:
         omissions=answer.omissions,
         status=answer.status,
         notes=tuple(_notes(answer)),
-        answer=answer.answer,
+        answer=_shown(answer.answer),
         segments=None if segments is None else tuple(segments),
         footnotes=tuple(item.number for item in cited),
-        inference=answer.inference,
+        inference=_shown(answer.inference),
         facts=tuple(
             FactView(
-                f.subject, f.relation, f.object, tuple((numbers[id(c)], c) for c in f.citations)
+                unbracketed(f.subject),
+                unbracketed(f.relation),
+                unbracketed(f.object),
+                tuple((numbers[id(c)], c) for c in f.citations),
             )
             for f in answer.facts
         ),
-        missing_evidence=answer.missing_evidence,
+        missing_evidence=tuple(unbracketed(item) for item in answer.missing_evidence),
         rejections=answer.validation_errors,
         reason_codes=answer.reason_codes,
         diagnostic=answer.diagnostic,
         excerpts=tuple(cited),
         checks=tuple(_check_view(answer, check, by_span) for check in answer.citation_checks),
     )
+
+
+def _shown(text: str | None) -> str | None:
+    """A string the model wrote, as every rendering shows it: its bracketed numbers unbracketed."""
+    return None if text is None else unbracketed(text)
 
 
 def _span(citation: Citation) -> _Span:
@@ -200,9 +219,10 @@ def _check_view(
     answer: EvidenceAnswer, check: CitationCheck, by_span: dict[_Span, int]
 ) -> CheckView:
     c = check.citation
+    written = unbracketed(check.source_id), unbracketed(check.quote)
     if check.verdict != "verified" or c is None:
-        return CheckView(check, None, None)
-    return CheckView(check, by_span.get(_span(c)), answer.source(c.source_id))
+        return CheckView(check, None, None, *written)
+    return CheckView(check, by_span.get(_span(c)), answer.source(c.source_id), *written)
 
 
 def _notes(answer: EvidenceAnswer) -> list[str]:
@@ -296,16 +316,18 @@ def _answer_parts(answer: EvidenceAnswer, numbers: dict[int, int]) -> list[Answe
         if not cursor <= start <= end <= len(text) or text[start:end] != segment.text:
             return None
         if cursor < start:
-            parts.append(AnswerPart(text[cursor:start]))
+            parts.append(AnswerPart(unbracketed(text[cursor:start])))
         facts = [answer.facts[i] for i in segment.fact_indices if 0 <= i < len(answer.facts)]
         footnotes = dict.fromkeys(numbers[id(c)] for fact in facts for c in fact.citations)
-        note: SegmentNote | None = None
-        if segment.support == "unmarked":
-            note = "unmarked"
-        elif segment.support == "marked" and "unsupported_facts" in segment.flags:
-            note = "flagged"
-        parts.append(AnswerPart(text[start:end], tuple(footnotes), note))
+        parts.append(AnswerPart(unbracketed(text[start:end]), tuple(footnotes), _note(segment)))
         cursor = end
     if cursor < len(text):
-        parts.append(AnswerPart(text[cursor:]))
+        parts.append(AnswerPart(unbracketed(text[cursor:])))
     return parts
+
+
+def _note(segment: AnswerSegment) -> SegmentNote | None:
+    """The note a segment is shown with, whatever its kind (marked, assigned or unmarked)."""
+    if segment.support == "unmarked":
+        return "unmarked"
+    return "flagged" if "unsupported_facts" in segment.flags else None

@@ -11,7 +11,9 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
 
 The rest is the glue both integrations share, so they follow one policy: the transport's
 strict-call settings, schema dialects and provider-table shape (defined in
-``evidence_first._transport``, below the engine, and re-exported here), and, for metadata:
+``evidence_first._transport``, below the engine, and re-exported here), the renderers' rule
+for a bracketed number the model wrote (:func:`unbracketed`: ``[2]`` shown as ``(2)``, so an
+integration's own ``[n]`` reads as nothing else), and, for metadata:
 
 1. A metadata value mapped to an evidence field (speaker, observed_at, status, score) that is
    unusable raises :class:`~evidence_first.InvalidRequestError` before any call: a status
@@ -45,6 +47,7 @@ from evidence_first._metadata import answer_metadata, json_safe_metadata, metada
 from evidence_first._model import ReaderModel
 from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
 from evidence_first._plan import aplan_answer, plan_answer
+from evidence_first._rendering import unbracketed
 from evidence_first._request import checked_int
 from evidence_first._result import EvidenceAnswer
 from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
@@ -116,6 +119,7 @@ __all__ = [
     "select_sources",
     "source_evidence",
     "token_logprobs",
+    "unbracketed",
     "warn_once",
     "warn_unenforced_once",
     "without_strict_keys",

@@ -9,7 +9,8 @@ line separators and the characters that open a bidirectional scope are written a
 escapes (:func:`~evidence_first._rendering.inert`; the terminal report escapes every invisible
 character, line feeds included), then escaped for the format, and in HTML isolated in its own
 ``<bdi>``. So a source containing ``<script>`` renders as text, no string starts a report line
-of its own, and none reorders the renderer's text.
+of its own, and none reorders the renderer's text. A bracketed number the model wrote shows as
+``(2)`` (:func:`~evidence_first._rendering.unbracketed`), so every ``[n]`` is a span's number.
 """
 
 from __future__ import annotations
@@ -243,9 +244,9 @@ def _check_line(item: CheckView, context_chars: int) -> list[str]:
             ),
             *(f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags),
         ]
-    quote = check.quote if len(check.quote) <= 120 else check.quote[:117] + "..."
+    quote = item.quote if len(item.quote) <= 120 else item.quote[:117] + "..."
     return [
-        f"    ✗ rejected  {printable(check.source_id)}: {check.code}",
+        f"    ✗ rejected  {printable(item.source_id)}: {check.code}",
         f"      the model quoted: {printable(json.dumps(quote, ensure_ascii=False))}",
     ]
 

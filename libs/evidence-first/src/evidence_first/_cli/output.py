@@ -14,10 +14,14 @@ __all__ = ["Progress", "emit", "started"]
 
 
 def emit(answers: list[EvidenceAnswer], *, as_json: bool, out: TextIO) -> None:
-    """Write ``as_dict()`` of the answers as JSON: one object for one answer, else a list."""
+    """Write ``as_dict()`` of the answers as JSON: one object for one answer, else a list.
+
+    Strict JSON or nothing: a NaN or an infinity raises ``ValueError`` before a line is written
+    (the call refuses them in a source's metadata, so an answer holds none).
+    """
     if as_json:
         payload: Any = [a.as_dict() for a in answers] if len(answers) != 1 else answers[0].as_dict()
-        out.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+        out.write(json.dumps(payload, ensure_ascii=False, indent=2, allow_nan=False) + "\n")
 
 
 class Progress:

@@ -13,7 +13,6 @@ log-probabilities come back, depend on where it is reached.
 from __future__ import annotations
 
 import dataclasses
-import re
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
@@ -22,7 +21,13 @@ from typing import Any, Literal, get_args
 from evidence_first._errors import InvalidRequestError, ModelProfileWarning
 from evidence_first._transport.dialects import DIALECTS, DialectName
 from evidence_first._transport.once import warn_once
-from evidence_first._transport.rules import CAUTIOUS, FAMILY_VENDOR, PROFILE_RULES, Vendor
+from evidence_first._transport.rules import (
+    CAUTIOUS,
+    FAMILY_VENDOR,
+    PROFILE_RULES,
+    Vendor,
+    model_key,
+)
 from evidence_first._vocabulary import AnswerFlag, CitationMode, FlagPolicy
 
 __all__ = [
@@ -206,27 +211,6 @@ _VENDOR_NAMES: dict[Vendor, str] = {
     "mistral": "Mistral",
     "embedded": "embedded",
 }
-_BEDROCK = re.compile(r"^(?:[a-z]{2,6}\.)?anthropic\.")
-_BEDROCK_VERSION = re.compile(r"-v\d+(?::\d+)?$")
-_CLAUDE_DOTTED = re.compile(r"(?<=\d)\.(?=\d)")
-
-
-def model_key(name: object) -> str:
-    """A model name as the rules read it: lower case, without a gateway or cloud's wrapping.
-
-    ``openai/gpt-5`` and ``anthropic/claude-opus-4.7`` (OpenRouter, LiteLLM),
-    ``us.anthropic.claude-opus-4-7-20260416-v1:0`` (Bedrock), ``claude-opus-4-7@20260416``
-    (Vertex AI) and ``models/gemini-3-pro`` read as the model's own name; a dated version
-    (``gpt-5-2025-08-07``) is kept, and the rules match it by its start.
-    """
-    key = str(name or "").strip().lower()
-    key = key.split("@", 1)[0]
-    if not key.startswith("ft:"):
-        key = key.rsplit("/", 1)[-1]
-    key = _BEDROCK_VERSION.sub("", _BEDROCK.sub("", key))
-    if key.startswith("claude"):
-        key = _CLAUDE_DOTTED.sub("-", key)  # OpenRouter writes claude-opus-4.7
-    return key
 
 
 def family_for_url(base_url: object) -> ProviderFamily:

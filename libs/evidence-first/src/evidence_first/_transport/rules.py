@@ -1,7 +1,8 @@
 """The rule table: what each model family's documentation says its models accept.
 
-Each :class:`ProfileRule` matches model names (as :func:`~._transport.profiles.model_key` reads
-them) and sets the :class:`~._transport.profiles.ModelProfile` fields its ``source`` documents.
+Each :class:`ProfileRule` matches model names as :func:`model_key` reads them (a gateway's or
+a cloud's wrapping removed, Bedrock's prefixes from the documented :data:`BEDROCK_PREFIXES`)
+and sets the :class:`~._transport.profiles.ModelProfile` fields its ``source`` documents.
 Every rule of a vendor that matches a name applies, in order. A name that no rule of its vendor
 matches gets the vendor's cautious profile (:data:`CAUTIOUS`): nothing a current model of that
 vendor is documented to refuse. A new model family is one rule here and its recorded request
@@ -15,7 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["CAUTIOUS", "FAMILY_VENDOR", "PROFILE_RULES", "ProfileRule", "Vendor"]
+__all__ = [
+    "BEDROCK_PREFIXES",
+    "CAUTIOUS",
+    "FAMILY_VENDOR",
+    "PROFILE_RULES",
+    "ProfileRule",
+    "Vendor",
+]
 
 Vendor = Literal["openai", "anthropic", "google", "mistral", "embedded"]
 """Whose models a rule describes; ``"embedded"``: the models :mod:`evidence_first.local` serves."""
@@ -220,3 +228,36 @@ FAMILY_VENDOR: dict[str, Vendor] = {
     "mistral": "mistral",
 }
 """Whose models a provider family serves, for a name that does not say."""
+
+BEDROCK_PREFIXES = ("global", "eu", "us", "us-gov", "apac", "jp", "au")
+"""The geographies' prefixes of Amazon Bedrock's cross-Region inference profile IDs.
+
+An ID is ``{geoRegion}.{modelId}`` (docs.aws.amazon.com/bedrock/latest/userguide/
+inference-profiles-support.html: profiles "are named after the model that they support and
+defined by the Regions that they support"); the geographies are those AWS's CDK names, GLOBAL,
+EU, US, US_GOV, APAC, JP and AU (docs.aws.amazon.com/cdk/api/v2/docs/
+@aws-cdk_aws-bedrock-alpha.CrossRegionInferenceProfileRegion.html). ``model_key`` strips one,
+so the ID reads as its model's own name; a prefix outside the list leaves the name unread.
+"""
+_BEDROCK = re.compile(rf"^(?:(?:{'|'.join(map(re.escape, BEDROCK_PREFIXES))})\.)?anthropic\.")
+_BEDROCK_VERSION = re.compile(r"-v\d+(?::\d+)?$")
+_CLAUDE_DOTTED = re.compile(r"(?<=\d)\.(?=\d)")
+
+
+def model_key(name: object) -> str:
+    """A model name as the rules read it: lower case, without a gateway or cloud's wrapping.
+
+    ``openai/gpt-5`` and ``anthropic/claude-opus-4.7`` (OpenRouter, LiteLLM),
+    ``us.anthropic.claude-opus-4-7-20260416-v1:0`` (Bedrock, behind any geography's prefix,
+    ``us-gov.``, ``global.``..., of :data:`BEDROCK_PREFIXES`), ``claude-opus-4-7@20260416``
+    (Vertex AI) and ``models/gemini-3-pro`` read as the model's own name; a dated version
+    (``gpt-5-2025-08-07``) is kept, and the rules match it by its start.
+    """
+    key = str(name or "").strip().lower()
+    key = key.split("@", 1)[0]
+    if not key.startswith("ft:"):
+        key = key.rsplit("/", 1)[-1]
+    key = _BEDROCK_VERSION.sub("", _BEDROCK.sub("", key))
+    if key.startswith("claude"):
+        key = _CLAUDE_DOTTED.sub("-", key)  # OpenRouter writes claude-opus-4.7
+    return key
