@@ -351,3 +351,24 @@ def test_load_names_the_place_and_chains_nothing():
     assert raised.value.__cause__ is None
     assert raised.value.__suppress_context__
     assert FORGED not in str(raised.value)
+
+
+# "An `observed_at` that is no moment of UTC's years 1 to 9999 [...] and a NaN or an infinity
+# anywhere in a source's `metadata` are an `InvalidRequestError` of the call [...]. So no
+# answer the call returns holds either" (docs/security.md): nor does a stored one.
+
+
+@pytest.mark.parametrize(
+    "edge",
+    [
+        {"metadata": {"page": float("nan")}},
+        {"metadata": {"nested": [{"x": float("inf")}]}},
+        {"observed_at": "9999-12-31T23:59:00-14:00"},
+        {"observed_at": "0001-01-01T00:00:00+14:00"},
+    ],
+)
+def test_a_stored_source_no_call_would_take_does_not_load(edge):
+    stored = _stored(_answered())
+    stored["evidence"][0].update(edge)
+    message = _refused(json.loads(json.dumps(stored)))
+    assert "evidence[0]" in message

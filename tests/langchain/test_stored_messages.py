@@ -12,6 +12,7 @@ import logging
 from datetime import datetime, timezone
 from typing import Annotated, Any, TypedDict
 
+import _support
 import pytest
 from langchain_core.documents import Document
 from langchain_core.load import dumpd, dumps, load, loads
@@ -162,9 +163,8 @@ def test_a_message_holding_a_live_answer_is_checked_too(message):
     assert answer_of(live).as_dict() == answer.as_dict()
     fact = answer.facts[0]
     edited = fact.citations[0].model_copy(update={"quote": "The launch is cancelled."})
-    tampered = answer.model_copy(
-        update={"facts": (fact.model_copy(update={"citations": (edited,)}),)}
-    )
+    # Forced past every check (model_copy itself judges a changed copy again).
+    tampered = _support.forged(answer, facts=(fact.model_copy(update={"citations": (edited,)}),))
     with pytest.raises(InvalidRequestError) as raised:
         answer_of(AIMessage(content="x", response_metadata={"evidence_answer": tampered}))
     assert raised.value.field == "message.response_metadata"

@@ -184,11 +184,11 @@ def test_an_abstention_is_not_numbered(number_sources, fake_openai):
 
 
 def test_an_answer_without_segments_keeps_its_text(fake_openai, monkeypatch):
-    # An answer stored before segments existed has segments == ().
+    # No path builds an answer without segments today; the synthesizer holds one anyway.
     answer_selection = synthesizer_module.answer_selection
 
     def without_segments(*args: Any, **kwargs: Any) -> EvidenceAnswer:
-        return answer_selection(*args, **kwargs).model_copy(update={"segments": ()})
+        return _support.forged(answer_selection(*args, **kwargs), segments=())
 
     monkeypatch.setattr(synthesizer_module, "answer_selection", without_segments)
     llm = llm_answering(fake_openai, ledger(MARKED))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any, Literal
@@ -24,6 +25,7 @@ __all__ = [
     "EPOCH",
     "Evidence",
     "EvidenceStatus",
+    "check_edges",
     "evidence_error",
     "format_timestamp",
     "parse_timestamp",
@@ -194,6 +196,34 @@ def source_evidence(item: object, index: int) -> Evidence:
             raise evidence_error(field, exc) from None
     msg = f"{field} must be Evidence, a mapping or a string, got {type(item).__name__}"
     raise InvalidRequestError(msg, field=field)
+
+
+def check_edges(evidence: Evidence, field: str) -> None:
+    """``observed_at`` a moment of UTC's years 1 to 9999, and ``metadata`` JSON.
+
+    The call checks them (construction checks types only), and so does a stored answer's
+    load, for the sources it keeps. Unix milliseconds past
+    ``datetime``'s range, or an aware time that is no UTC moment (year 9999 at -14:00), would
+    raise ``OverflowError`` where it is written in UTC; a NaN or an infinity in the metadata
+    would reach ``as_dict()`` as ``NaN``, which is not JSON. Messages name the field, never
+    the value.
+
+    Raises:
+        InvalidRequestError: Either is not so; ``field`` names it (``sources[0].metadata``).
+    """
+    if evidence.observed_at is not None:
+        try:
+            format_timestamp(evidence.observed_at)
+        except OverflowError:
+            msg = f"{field}.observed_at is out of range: no moment of UTC's years 1 to 9999"
+            raise InvalidRequestError(msg, field=f"{field}.observed_at") from None
+    try:
+        # Only what JSON cannot carry is refused here: an object pydantic serializes (in an
+        # Evidence built with model_construct) is its concern, written as null for this check.
+        json.dumps(evidence.metadata, allow_nan=False, default=lambda _: None)
+    except ValueError:
+        msg = f"{field}.metadata is not JSON: it holds a NaN, an infinity or a reference cycle"
+        raise InvalidRequestError(msg, field=f"{field}.metadata") from None
 
 
 def positional_id(index: int) -> str:

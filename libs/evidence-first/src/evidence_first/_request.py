@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from evidence_first._errors import InvalidRequestError
-from evidence_first._evidence import Evidence, evidence_error, format_timestamp, source_evidence
+from evidence_first._evidence import Evidence, check_edges, evidence_error, source_evidence
 from evidence_first._invoke import has_async, has_sync
 from evidence_first._limits import (
     MAX_QUESTION_TOKENS,
@@ -137,33 +136,9 @@ def checked_sources(sources: object) -> list[Evidence]:
         if evidence.speaker is not None:
             _units(evidence.speaker, f"{field}.speaker")
         _check_text_size(evidence.text, f"{field}.text")
-        _check_time_and_metadata(evidence, field)
+        check_edges(evidence, field)
         offered.append(evidence)
     return offered
-
-
-def _check_time_and_metadata(evidence: Evidence, field: str) -> None:
-    """``observed_at`` a moment of UTC's years 1 to 9999, and ``metadata`` JSON.
-
-    Construction lets both through (it checks types only): Unix milliseconds past
-    ``datetime``'s range, or an aware time that is no UTC moment (year 9999 at -14:00), would
-    raise ``OverflowError`` where it is written in UTC; a NaN or an infinity in the metadata
-    would reach ``as_dict()`` as ``NaN``, which is not JSON. Messages name the field, never
-    the value.
-    """
-    if evidence.observed_at is not None:
-        try:
-            format_timestamp(evidence.observed_at)
-        except OverflowError:
-            msg = f"{field}.observed_at is out of range: no moment of UTC's years 1 to 9999"
-            raise InvalidRequestError(msg, field=f"{field}.observed_at") from None
-    try:
-        # Only what JSON cannot carry is refused here: an object pydantic serializes (in an
-        # Evidence built with model_construct) is its concern, written as null for this check.
-        json.dumps(evidence.metadata, allow_nan=False, default=lambda _: None)
-    except ValueError:
-        msg = f"{field}.metadata is not JSON: it holds a NaN, an infinity or a reference cycle"
-        raise InvalidRequestError(msg, field=f"{field}.metadata") from None
 
 
 def _units(text: str, field: str) -> int:

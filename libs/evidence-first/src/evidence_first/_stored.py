@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from evidence_first._answer import Citation
 from evidence_first._citing.modes import style_for
-from evidence_first._evidence import Evidence, source_evidence
+from evidence_first._errors import InvalidRequestError
+from evidence_first._evidence import Evidence, check_edges, source_evidence
 from evidence_first._judge import Case, Judgment, judge_reply
 from evidence_first._model import ModelResponse
 from evidence_first._passages import SentSources
@@ -158,7 +159,12 @@ def _citation_problem(citation: Citation, text: str, offsets: UnitOffsets) -> st
 
 
 def _sources_problem(answer: EvidenceAnswer) -> str | None:
-    """The sources used are the sources held, and the retrieval confidence is their best score."""
+    """The sources held are what a call takes, the sources used, and the best score theirs."""
+    for index, source in enumerate(answer.evidence):
+        try:
+            check_edges(source, f"evidence[{index}]")
+        except InvalidRequestError as exc:
+            return str(exc)
     if answer.used_source_ids != tuple(source.id for source in answer.evidence):
         return "used_source_ids are not the sources the answer holds"
     scores = [source.score for source in answer.evidence if source.score is not None]

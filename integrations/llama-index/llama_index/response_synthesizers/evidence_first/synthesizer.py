@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from evidence_first.adapters import (
     aanswer_selection,
     answer_metadata,
     answer_selection,
+    unbracketed,
 )
 from llama_index.response_synthesizers.evidence_first._nodes import (
     DocumentTexts,
@@ -422,7 +422,7 @@ def _numbered(
         for n in numbers:
             node_ids[n] = source_nodes[n - 1].node.node_id
         label = "".join(f"[{n}]" for n in numbers)
-        pieces.extend((_unbracketed(text[cursor : segment.char_end]), label))
+        pieces.extend((unbracketed(text[cursor : segment.char_end]), label))
         entries.append(
             {
                 "segment_index": index,
@@ -434,15 +434,5 @@ def _numbered(
         )
         cursor = segment.char_end
         shift += len(label)
-    pieces.append(_unbracketed(text[cursor:]))
+    pieces.append(unbracketed(text[cursor:]))
     return "".join(pieces), entries, dict(sorted(node_ids.items()))
-
-
-# A bracketed number (or list of numbers) as the model may write it, ASCII or full-width: it
-# would read like a source number, so it is shown in parentheses, at the same length.
-_BRACKETED_NUMBER = re.compile(r"[\[\uff3b](\s*\d+(?:\s*,\s*\d+)*\s*)[\]\uff3d]")
-
-
-def _unbracketed(text: str) -> str:
-    """``text`` with each bracketed number in parentheses: ``[2]`` becomes ``(2)``."""
-    return _BRACKETED_NUMBER.sub(r"(\1)", text)
