@@ -237,7 +237,8 @@ RUSSIAN = Evidence(
     id="ru",
     text="Заметки планёрки. Запуск перенесли, новую дату сообщат позже. Переговорную "
     "забронировали на всю неделю, а отчёт для совета директоров готовит Анна. Напоминаем, "
-    "что доступ к стенду выдают только после согласования с отделом безопасности.",
+    "что доступ к стенду выдают только после согласования с отделом безопасности и "
+    "руководителем проекта.",
 )
 
 
@@ -326,7 +327,7 @@ PLOTS = Evidence(
     id="plots",
     text=" ".join(
         f"Row {n}: the full plot by the {side} hedge is let for 35 pounds a year, water included."
-        for n in range(1, 31)
+        for n in range(1, 33)
         for side in ("north",)
     ),
 )
@@ -334,7 +335,8 @@ NOTE = Evidence(
     id="note",
     text="Заметка садового комитета: взносы за участки собирает казначей в марте, "
     "компост привозят по четвергам, а ключи от сарая хранятся у председателя. "
-    "Собрание переносится на следующую субботу, подробности будут в рассылке.",
+    "Собрание переносится на следующую субботу, подробности будут в рассылке, а списки "
+    "дежурных вывесят у ворот. Чай и печенье приносим сами.",
 )
 HALF = "How much does a half plot cost per year?"
 
@@ -351,8 +353,8 @@ def _plot_ledger() -> dict[str, Any]:
 
 
 def test_a_short_note_in_another_script_does_not_turn_the_question_words_check_off():
-    assert len(PLOTS.text) > 2_500
-    assert sum(char.isalpha() for char in NOTE.text) > 200
+    assert len(PLOTS.text) > 2_700
+    assert sum(char.isalpha() for char in NOTE.text) > 230
     flagged = answer_from_evidence(HALF, [NOTE, PLOTS], ScriptedModel(_plot_ledger()))
     assert flagged.status == "answered"
     assert flagged.flags == ("uncovered_question",)
@@ -372,7 +374,8 @@ def test_a_short_note_in_another_script_does_not_turn_the_question_words_check_o
 def test_a_short_note_in_another_script_does_not_lower_the_embedded_readers_floor():
     profile = profile_for_name("qwen2.5-coder-1.5b")
     plain, flagged = profile.confidence_floors["quote"], profile.flagged_floors["quote"]
-    assert plain is not None and flagged is not None
+    assert plain is not None
+    assert flagged is not None
     sure = (plain + flagged) / 2  # above the plain floor, below the flagged one
 
     class Reader:
