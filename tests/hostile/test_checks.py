@@ -1,8 +1,10 @@
-"""The checks on a verified ledger, attacked by what a span or an answer leaves out.
+"""The checks on a verified ledger, attacked by what a span or an answer leaves out or says.
 
 A check that a hostile reader can switch off by writing less (a quote with no letters, a quote
-of invisible characters, a stray quote mark before a marker) is no check: each test below
-attacks one such way round and asserts the promise it breaks, quoted from the docs.
+of invisible characters, a stray quote mark before a marker) or by what it writes (an object
+the current source holds elsewhere, a "yes", look-alike letters, a short note in another
+script cited beside the answer's source) is no check: each test below attacks one such way
+round and asserts the promise it breaks, quoted from the docs.
 """
 
 from __future__ import annotations
@@ -182,10 +184,11 @@ def test_punctuation_after_the_last_marker_still_joins_its_segment():
 
 # "An answer that rests only on such sources while a current one was sent is
 # `non_current_evidence` (an abstention by default [...]), unless the current sources sent hold
-# every fact's object (matched as below): then the current evidence agrees with the answer"
-# (docs/concepts.md). The current note below moves the launch to June 16; the superseded one
-# says June 15. An object the current note holds elsewhere ("15" of "Room 15", "launch", a full
-# stop) is no agreement.
+# what the cited spans say of every fact's object [...] an object `15` cited from "The launch
+# moved to June 15." is looked for as "June 15", not as the "15" of "Room 15". An object made
+# only of function words, punctuation or the question's own words (`"launch"`, `"."`) [...]
+# says nothing a current source could agree with" (docs/concepts.md). The current note below
+# moves the launch to June 16; the superseded one says June 15.
 
 CURRENT = Evidence(
     id="current",
@@ -227,11 +230,11 @@ def test_a_stale_citation_whose_statement_the_current_source_holds_still_agrees(
         assert answer.flags == ()
 
 
-# "A fact's `object` must be in one of its cited spans [...] and is skipped [...] [where] a
-# fact's object is in another script than both its cited text and the sources it is cut from:
-# a translated object cannot match" (docs/concepts.md), and "only a translation (an object in
-# another script than both its spans and their sources) is exempt" (docs/security.md). A mixed
-# object, Latin look-alikes, a Russian note cited first and a bare "yes" are no translation.
+# "only a translation is exempt: an object whose letters are all in one script in which none of
+# its cited spans, nor their sources, is written, each judged by all of its letters, never by
+# its first ones. An object mixing scripts [...] or spelt in Cyrillic or Greek letters drawn
+# like Latin ones is checked, and a `yes` or `no` is checked by its fact's subject and
+# relation" (docs/security.md).
 
 RUSSIAN = Evidence(
     id="ru",
@@ -319,9 +322,9 @@ def test_a_yes_or_no_whose_claim_its_span_holds_is_not_flagged():
     assert answer.flags == ()
 
 
-# "nor is an answer whose cited sources are mostly written in another script than the question
-# (an English question over Chinese or Russian notes: a translation shares no words)"
-# (docs/concepts.md). One short Russian note cited beside a long English source is not "mostly".
+# "nor is an answer whose cited sources are mostly written in another script than the question,
+# more than half of all their letters [...] one short Russian note cited beside an English
+# source is not "mostly"" (docs/concepts.md).
 
 PLOTS = Evidence(
     id="plots",

@@ -54,7 +54,8 @@ def verify_citations(
 
     A verified citation is flagged (:mod:`~evidence_first._support`, :mod:`~._injection`) by the
     sentences it lies in, the status of its source and, unless ``check_objects`` is off (an
-    answer language was asked for), whether its fact's object is in the fact's cited text.
+    answer language was asked for), whether its fact's object (for a yes or a no, its subject
+    and relation) is in the fact's cited text.
     """
     facts: list[Fact] = []
     checks: list[CitationCheck] = []
