@@ -37,10 +37,12 @@ SPENT = "So far we have spent 62% of the Harbor budget."
 WHEN_REVIEW = "When is the budget review?"
 
 
-def fact(obj: str, *citations: tuple[str, str], subject: str = "launch") -> dict[str, Any]:
+def fact(
+    obj: str, *citations: tuple[str, str], subject: str = "launch", relation: str = "is"
+) -> dict[str, Any]:
     return {
         "subject": subject,
-        "relation": "is",
+        "relation": relation,
         "object": obj,
         "citations": [{"source_id": sid, "quote": quote} for sid, quote in citations],
     }
@@ -205,6 +207,47 @@ def test_a_stale_answer_is_non_current_unless_the_current_sources_hold_every_fac
     assert answer.abstention == "non_current_evidence"
 
 
+def test_a_stale_object_agrees_only_where_the_current_source_holds_what_its_span_says(scripted):
+    # "15" cited from "moved to June 15" is looked for as "June 15"; the words around it reach
+    # to the nearest word that is neither a function word nor the question's.
+    old = stale("superseded", "Standup, June 4. The Harbor launch moved to June 15.")
+    cases = [
+        ("Room 15 is booked. The Harbor launch moved to June 16.", "15", False),
+        ("The Harbor launch moved to June 15, says Ana.", "15", True),
+        ("Ana moved the review to June 15.", "June 15", False),
+        ("The Harbor launch moved to June 15.", "June 15", True),
+    ]
+    for text, obj, agrees in cases:
+        current = Evidence(id="now", text=text, status="current")
+        answer = ask(
+            scripted,
+            [current, old],
+            [fact(obj, (old.id, "The Harbor launch moved to June 15."))],
+            question="When did the Harbor launch move?",
+        )
+        assert (answer.abstention is None) is agrees, (text, obj)
+
+
+@pytest.mark.parametrize(
+    "obj", ["the launch", "Harbor", "is on", ".", "yes", "no", "When is the Harbor launch"]
+)
+def test_a_stale_object_of_function_words_or_the_questions_own_words_proves_no_agreement(
+    scripted, obj
+):
+    old = stale("superseded", "When is the Harbor launch? Yes: the launch is on. No.")
+    current = Evidence(id="now", text=old.text, status="current")
+    answer = ask(scripted, [current, old], [fact(obj, (old.id, old.text))])
+    assert answer.abstention == "non_current_evidence"
+
+
+def test_a_stale_object_its_span_holds_only_in_another_order_proves_no_agreement(scripted):
+    old = stale("superseded", "The Harbor launch is on 15 June.")
+    current = Evidence(id="now", text="The Harbor launch is on 15 June.", status="current")
+    answer = ask(scripted, [current, old], [fact("June 15", (old.id, old.text))])
+    assert answer.citation_checks[0].flags == ("superseded_source",)
+    assert answer.abstention == "non_current_evidence"
+
+
 # The fact's own words.
 
 
@@ -318,14 +361,85 @@ def test_an_object_in_another_script_than_its_source_is_not_checked(scripted):
     assert answer.status == "answered"
 
 
+RUSSIAN_NOTE = (
+    "Заметки планёрки. Запуск перенесли, новую дату сообщат позже. Переговорную забронировали "
+    "на всю неделю, а отчёт для совета директоров готовит Анна. "
+)
+
+
+def test_the_script_of_a_source_is_judged_over_all_of_its_letters(scripted):
+    # More than 200 Cyrillic letters open the notes; most of their letters are English.
+    text = RUSSIAN_NOTE * 2 + "The Harbor launch moved to June 15. " * 40 + "Room 16."
+    notes = Evidence(id="notes", text=text)
+    answer = ask(scripted, [notes], [fact("June 16", ("notes", "16"))])
+    assert answer.flags == ("unsupported_facts",)
+    # Mostly Cyrillic: an English object cited from it is a translation.
+    russian = Evidence(id="notes", text=RUSSIAN_NOTE * 20 + "Room 16.")
+    assert ask(scripted, [russian], [fact("June 16", ("notes", "16"))]).flags == ()
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        "June 16 (шестнадцатого июня)",  # two scripts
+        "\u041c\u0430\u0443 16",  # "May 16" in Cyrillic letters drawn like Latin ones
+        ".",  # neither a letter nor a digit: says nothing a span could hold
+        "\u2014",
+    ],
+)
+def test_an_object_of_two_scripts_of_look_alikes_or_of_no_letter_is_checked(scripted, obj):
+    answer = ask(scripted, [STANDUP], [fact(obj, ("standup", "Standup, June 11."))])
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+
+
+@pytest.mark.parametrize("obj", ["ハーバーの打ち上げは6月", "запуск в июне", "في يونيو"])
+def test_an_object_in_one_other_script_is_a_translation(scripted, obj):
+    # Japanese writes one word in kanji and kana: one script.
+    answer = ask(scripted, [STANDUP], [fact(obj, ("standup", LAUNCH))])
+    assert answer.citation_checks[0].flags == ()
+
+
 @pytest.mark.parametrize("verdict", ["No", "yes", "No."])
-def test_an_object_that_is_only_a_yes_or_no_is_not_checked(scripted, verdict):
+@pytest.mark.parametrize(
+    ("subject", "relation"),
+    [
+        ("the budget review", "is on Friday"),
+        ("the review", "is on Friday, May 8"),  # its numbers and months are all there
+        ("Friday", "is the day of the budget meeting"),  # one word of it is enough
+    ],
+)
+def test_a_yes_or_no_is_checked_by_its_subject_and_relation(scripted, verdict, subject, relation):
     question = "Is the budget review on Friday?"
-    answer = ask(scripted, [EMAIL], [fact(verdict, ("email", REVIEW))], question=question)
+    claim = fact(verdict, ("email", REVIEW), subject=subject, relation=relation)
+    answer = ask(scripted, [EMAIL], [claim], question=question)
     assert answer.citation_checks[0].flags == ()
     assert answer.flags == ()
+
+
+@pytest.mark.parametrize(
+    ("subject", "relation"),
+    [
+        ("launch", "is"),  # no word of the claim is in the span
+        ("the budget review", "is on May 9"),  # a number the span lacks
+        ("the budget review", "is in June"),  # a month the span lacks
+        ("it", "is"),  # a claim of function words alone says nothing a span could hold
+    ],
+)
+@pytest.mark.parametrize("verdict", ["No", "yes"])
+def test_a_yes_or_no_whose_claim_its_span_lacks_is_flagged(scripted, verdict, subject, relation):
+    question = "Is the budget review on Friday?"
+    claim = fact(verdict, ("email", REVIEW), subject=subject, relation=relation)
+    answer = ask(scripted, [EMAIL], [claim], question=question)
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+    assert answer.flags == ("unsupported_facts",)
     flagged = ask(scripted, [EMAIL], [fact("No, in June", ("email", REVIEW))], question=question)
     assert flagged.flags == ("unsupported_facts",)
+
+
+def test_a_yes_or_no_whose_claim_is_a_translation_is_not_checked(scripted):
+    claim = fact("yes", ("email", REVIEW), subject="обзор бюджета", relation="в пятницу")
+    answer = ask(scripted, [EMAIL], [claim], question="Is the budget review on Friday?")
+    assert answer.citation_checks[0].flags == ()
 
 
 def test_the_check_is_skipped_when_an_answer_language_is_asked_for(scripted):

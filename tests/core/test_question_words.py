@@ -20,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
-from evidence_first._support import _FUNCTION_WORDS, QUESTION_COVERAGE, question_is_covered
+from evidence_first._support import QUESTION_COVERAGE, question_is_covered
+from evidence_first._words import FUNCTION_WORDS
 
 RENT = Evidence(
     id="newsletter",
@@ -108,11 +109,23 @@ def test_the_check_does_not_apply_to_sources_in_another_script(text):
     assert question_is_covered(HALF, [f"Ravi: {text} 20 GBP"]) is None
 
 
+def test_the_script_of_the_cited_sources_is_judged_over_all_of_their_letters():
+    # A Russian note of 230 letters cited first, beside an English source ten times longer:
+    # the cited sources are mostly English, and the check applies.
+    note = "Половина участка стоит двадцать фунтов в год, взносы собирают в марте. " * 4
+    english = "The full plot by the north hedge is let for 35 pounds a year. " * 40
+    assert sum(map(str.isalpha, note)) > 200
+    assert question_is_covered(HALF, [note, english]) is False
+    assert question_is_covered(HALF, [english, note]) is False
+    # Russian past the first 200 letters of English, and most of what is cited: not applied.
+    assert question_is_covered(HALF, [english[:300], note * 10]) is None
+
+
 def test_sources_in_the_questions_script_are_checked_whatever_their_language():
     assert question_is_covered(HALF, ["Die halbe Parzelle kostet zwanzig Pfund."]) is False
 
 
-RENT_WORDS = sorted(set(re.findall(r"\w{2,}", RENT.text.casefold())) - _FUNCTION_WORDS)
+RENT_WORDS = sorted(set(re.findall(r"\w{2,}", RENT.text.casefold())) - FUNCTION_WORDS)
 
 
 @given(st.lists(st.sampled_from(RENT_WORDS), min_size=1))

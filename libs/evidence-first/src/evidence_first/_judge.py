@@ -27,7 +27,7 @@ from evidence_first._ledger import consistency_issues, parse_response
 from evidence_first._markers import MarkedAnswer, marked_answer
 from evidence_first._model import ModelResponse
 from evidence_first._passages import SentSources
-from evidence_first._support import objects_are_held, question_is_covered
+from evidence_first._support import current_sources_agree, question_is_covered
 from evidence_first._text import has_text, is_unicode_text
 from evidence_first._verify import verify_citations
 from evidence_first._vocabulary import (
@@ -240,9 +240,10 @@ def answer_flags(
     """Why an answer whose citations all verified deserves a second look.
 
     ``non_current_evidence``: every citation is of a superseded or contradicted source, while
-    a source marked current was sent, and the current sources do not hold every fact's object
-    (:func:`~evidence_first._support.objects_are_held`): where they do, they agree with the
-    answer, which only cited an older copy. ``unsupported_facts``: a fact's object is not in
+    a source marked current was sent, and the current sources do not hold what the cited spans
+    say of every fact's object (:func:`~evidence_first._support.current_sources_agree`): where
+    they do, they agree with the answer, which only cited an older copy.
+    ``unsupported_facts``: a fact's object (a yes or a no: its subject and relation) is not in
     its cited text (its citations carry ``object_not_cited``). ``uncovered_question``: the
     sources the answer cites hold too few of the question's words
     (:func:`~evidence_first._support.question_is_covered`).
@@ -271,7 +272,7 @@ def _rests_on_stale_sources(
         current
         and checks
         and all(set(stale) & set(c.flags) for c in checks)
-        and not objects_are_held((fact.object for fact in facts), current)
+        and not current_sources_agree(case.question, facts, case.sent.by_id, current)
     )
 
 

@@ -2,18 +2,23 @@
 
 Both only read the ledger and the cited spans (no model, no second call), and neither changes
 a verdict: they flag (``CitationCheck.flags``), and an option decides whether an answer that
-rests on flagged citations abstains.
+rests on flagged citations abstains. Text is read as :mod:`~evidence_first._words` reads it.
 
 - **Evidence status.** A citation of a source the caller marked ``superseded`` or
-  ``contradicted`` is flagged so. A source with no status is never flagged.
+  ``contradicted`` is flagged so. A source with no status is never flagged. An answer resting
+  only on such sources agrees with the current ones only where they hold what its cited spans
+  say of each fact's object (:func:`current_sources_agree`).
 - **The fact's own words.** A fact's ``object`` must be in one of its cited spans, compared
   after Unicode NFKC normalization, case folding and collapsing whitespace (and with straight
   and curly quotes alike). If it is not, each of its numbers (a run of digits, with ``.``,
-  ``,`` or ``:`` between digits) and month names (English, full or three-letter) must be
-  there, as whole words; an object with neither fails. The check is skipped for a fact whose
-  object is written in another script than both its cited spans and the sources they are cut
-  from (a translated answer cannot match), and when the caller asked for an answer language
-  (``output_language``). A span without letters is in no script: it never skips the check.
+  ``,`` or ``:`` between digits) and month names (English, full or three-letter, in Latin
+  letters or letters drawn like them) must be there, as whole words; an object with neither
+  fails. An object that is only "yes" or "no" is checked by its claim, the fact's subject and
+  relation: one span must hold each of the claim's numbers and month names and at least one
+  of its other words. The check is skipped for a translation, an object (or claim) whose
+  letters are all in one script in which none of its cited spans nor the sources they are cut
+  from is written, and when the caller asked for an answer language (``output_language``). A
+  span without letters is in no script: it never skips the check.
 
 One more check reads the question (:func:`question_is_covered`): an answer whose cited sources
 hold fewer than :data:`QUESTION_COVERAGE` of the question's words answers something near the
@@ -23,25 +28,38 @@ prices only full plots).
 
 from __future__ import annotations
 
-import functools
-import itertools
 import re
-import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from evidence_first._answer import Fact
 from evidence_first._evidence import Evidence
 from evidence_first._vocabulary import CitationFlag
+from evidence_first._words import (
+    FUNCTION_WORDS,
+    LATIN,
+    MIXED,
+    WORD,
+    LetterCounts,
+    as_latin,
+    folded,
+    has_word,
+    holds_word,
+    main_script,
+    mostly_in,
+    normal,
+    run,
+    same_word,
+    term_script,
+)
 
 __all__ = [
     "QUESTION_COVERAGE",
+    "current_sources_agree",
     "object_is_cited",
-    "objects_are_held",
     "question_is_covered",
     "status_flags",
 ]
 
-_SPACE = re.compile(r"\s+")
-_QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 _MONTHS = [
     "january",
     "february",
@@ -60,6 +78,7 @@ _NUMBER_OR_MONTH = re.compile(
     r"\d+(?:[.,:]\d+)*|\b(?:" + "|".join(m[:3] + f"(?:{m[3:]})?" for m in _MONTHS) + r")\b",
     re.IGNORECASE,
 )
+_VERDICTS = frozenset({"yes", "no"})
 
 
 def status_flags(source: Evidence) -> tuple[CitationFlag, ...]:
@@ -71,71 +90,71 @@ def status_flags(source: Evidence) -> tuple[CitationFlag, ...]:
     return ()
 
 
-_VERDICTS = frozenset({"yes", "no"})
-
-
-def object_is_cited(obj: str, spans: Iterable[str], sources: Sequence[str] = ()) -> bool | None:
+def object_is_cited(
+    obj: str,
+    spans: Iterable[str],
+    sources: Sequence[str] = (),
+    *,
+    claim: str = "",
+    counts: LetterCounts | None = None,
+) -> bool | None:
     """Whether a fact's object, or each of its numbers and dates, is in one of its spans.
 
-    ``None`` when the check does not apply: the object is only "yes" or "no", or its letters
-    are in another script than both the spans' and their ``sources``' (the texts the spans
-    are cut from). An object without letters, such as "75%", is always checked, and so is one
-    cited by spans without letters ("16", "."): what a span lacks never skips the check.
+    An object that is only "yes" or "no" is the fact's verdict: its ``claim`` (the fact's
+    subject and relation) is looked for instead, each of its numbers and month names and at
+    least one of its other words in one span. An object with neither a letter nor a digit
+    states nothing a span could hold. ``None`` when the check does not apply: the object (or
+    the claim) is a translation, its letters all in one script in which none of the spans nor
+    their ``sources`` (the texts the spans are cut from) is written, by at least half of its
+    letters. An object without letters, such as "75%", is always checked, and so is one cited
+    by spans without letters ("16", "."): what a span lacks never skips the check. ``counts``
+    keeps the letters counted in each source for the other facts of a ledger.
     """
-    return _Texts(list(spans), sources).hold(obj)
-
-
-def objects_are_held(objects: Iterable[str], texts: Sequence[str]) -> bool:
-    """Whether every object is in one of ``texts``, as :func:`object_is_cited` matches it.
-
-    The texts are normalized once, however many objects are looked for.
-    """
-    held = _Texts(texts)
-    return all(held.hold(obj) for obj in objects)
+    return _Texts(list(spans), sources, counts).hold(obj, claim)
 
 
 class _Texts:
-    """Texts normalized once, and the scripts they and the sources they are cut from use."""
+    """Texts normalized once, and the sources they are cut from."""
 
-    def __init__(self, texts: Sequence[str], sources: Sequence[str] = ()) -> None:
+    def __init__(
+        self, texts: Sequence[str], sources: Sequence[str] = (), counts: LetterCounts | None = None
+    ) -> None:
         self.texts = texts
         self.sources = sources or texts
-        self.normal = [_normal(text) for text in texts]
+        self.normal = [normal(text) for text in texts]
+        self.counts = counts or LetterCounts()
 
-    @functools.cached_property
-    def scripts(self) -> frozenset[str]:
-        """The scripts of the texts and of their sources: none for texts without letters."""
-        found = (
-            _script(itertools.chain.from_iterable(self.texts)),
-            _script(itertools.chain.from_iterable(self.sources)),
-        )
-        return frozenset(script for script in found if script is not None)
-
-    def hold(self, obj: str) -> bool | None:
-        """:func:`object_is_cited` of ``obj`` over these texts."""
-        wanted = _normal(obj).rstrip(".!")
+    def hold(self, obj: str, claim: str = "") -> bool | None:
+        """:func:`object_is_cited` of ``obj`` (and its fact's ``claim``) over these texts."""
+        wanted = normal(obj).rstrip(".!")
         if wanted in _VERDICTS:
-            return None  # a yes or no is the fact's verdict, not words a source would hold
-        if not wanted or any(_contains(text, wanted) for text in self.normal):
+            return self._holds_claim(claim)
+        if any(map(str.isalnum, wanted)) and any(_contains(text, wanted) for text in self.normal):
             return True
-        script = _script(obj)
-        if script is not None and self.scripts and script not in self.scripts:
-            # A translated object cannot match. An object without letters (75%) can, and
-            # spans and sources without letters hold none of an object's words: both checked.
-            return None
-        words = [_normal(word) for word in _NUMBER_OR_MONTH.findall(obj)]
-        return bool(words) and any(
-            all(_has_word(text, word) for word in words) for text in self.normal
-        )
+        words = [normal(word) for word in _NUMBER_OR_MONTH.findall(as_latin(obj))]
+        if words and any(all(has_word(text, word) for word in words) for text in self.normal):
+            return True
+        return None if self._translated(obj) else False
 
+    def _holds_claim(self, claim: str) -> bool | None:
+        """Whether one text holds each number and month of ``claim`` and one of its other words."""
+        numbers = [normal(word) for word in _NUMBER_OR_MONTH.findall(as_latin(claim))]
+        words = [word for word in WORD.findall(normal(claim)) if _tells(word)]
+        if any(
+            all(has_word(text, number) for number in numbers)
+            and any(holds_word(text, word) for word in words)
+            for text in self.normal
+        ):
+            return True
+        return None if self._translated(claim) else False
 
-def _normal(text: str) -> str:
-    return _SPACE.sub(" ", _folded(text).translate(_QUOTES)).strip()
-
-
-def _has_word(text: str, word: str) -> bool:
-    # A number or a month as a whole word: "15" is not in "150", nor "may" in "mayor".
-    return re.search(r"(?<![\w])" + re.escape(word) + r"(?![\w])", text) is not None
+    def _translated(self, term: str) -> bool:
+        """Whether ``term`` is in one script and none of the texts nor their sources is."""
+        script = term_script(term)
+        if script is None or script == MIXED:
+            return False
+        written = self.counts.written_in
+        return not any(written(text, script) for text in (*self.texts, *self.sources))
 
 
 def _contains(text: str, wanted: str) -> bool:
@@ -145,16 +164,101 @@ def _contains(text: str, wanted: str) -> bool:
     return re.search(before + re.escape(wanted) + after, text) is not None
 
 
-def _script(text: Iterable[str]) -> str | None:
-    """The script most of ``text``'s first 200 letters are written in (Latin, CJK...)."""
-    letters = "".join(itertools.islice(filter(str.isalpha, text), 200))
-    if not letters or max(letters) < "\u0250":
-        return "LATIN" if letters else None  # the common case, without a loop in Python
-    counts: dict[str, int] = {}
-    for char in letters:
-        script = "LATIN" if char < "\u0250" else unicodedata.name(char, "?").split(" ")[0]
-        counts[script] = counts.get(script, 0) + 1
-    return max(counts, key=counts.__getitem__)
+def current_sources_agree(
+    question: str, facts: Iterable[Fact], sources: Mapping[str, Evidence], current: Sequence[str]
+) -> bool:
+    """Whether the ``current`` texts hold what each fact's cited spans say of its object.
+
+    What a span says of an object is the object where the span holds it, with the words of
+    its source around it, on each side up to the nearest word that is neither an English
+    function word nor one of the ``question``'s, within the sentence (:func:`_statements`):
+    "15" cited from "The launch moved to June 15." is looked for as "june 15". An object made
+    only of function words, punctuation or the question's own words, a yes or a no, or one its
+    spans do not hold, says nothing a current source could agree with.
+    """
+    asked = WORD.findall(folded(question))
+    said = [set(_statements(fact, sources, asked)) for fact in facts]
+    if not all(said):
+        return False
+    held = [normal(text) for text in current]
+    return all(
+        any(_holds_phrase(text, phrase) for phrase in found for text in held) for found in said
+    )
+
+
+# How far on each side of a cited span, in characters, the words around an object are read,
+# and at how many of its places in one span.
+_AROUND = 256
+_PLACES = 4
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|[\u3002\uff01\uff1f]")
+
+
+def _statements(fact: Fact, sources: Mapping[str, Evidence], asked: Sequence[str]) -> Iterator[str]:
+    """What each span of ``fact`` says of its object: the object and the words around it."""
+    wanted = normal(fact.object).rstrip(".!")
+    if wanted in _VERDICTS or not any(_tells(word, asked) for word in WORD.findall(wanted)):
+        return
+    for citation in fact.citations:
+        text = sources[citation.source_id].text
+        for span in citation.evidence_spans:
+            start, end = span.char_start, span.char_end
+            before = run(text[max(0, start - _AROUND) : start])
+            inside = run(text[start:end])
+            after = run(text[end : end + _AROUND])
+            at = inside.find(wanted)
+            for _ in range(_PLACES):
+                if at == -1:
+                    break
+                left = _words_before((before + inside[:at])[-_AROUND:], asked)
+                right = _words_after((inside[at + len(wanted) :] + after)[:_AROUND], asked)
+                yield normal(left + wanted + right)
+                at = inside.find(wanted, at + 1)
+
+
+def _words_before(text: str, asked: Sequence[str]) -> str:
+    """The end of ``text``, back to the nearest telling word or its sentence's start."""
+    ends = list(_SENTENCE_END.finditer(text))
+    start = ends[-1].end() if ends else 0
+    for word in reversed(list(WORD.finditer(text, start))):
+        if _tells(word.group(), asked):
+            return text[word.start() :]
+    return text[start:]
+
+
+def _words_after(text: str, asked: Sequence[str]) -> str:
+    """The start of ``text``, on to the nearest telling word or its sentence's end."""
+    found = _SENTENCE_END.search(text)
+    end = found.start() if found else len(text)
+    for word in WORD.finditer(text, 0, end):
+        if _tells(word.group(), asked):
+            return text[: word.end()]
+    return text[:end]
+
+
+def _tells(word: str, asked: Sequence[str] = ()) -> bool:
+    """Whether a folded word says something: a number or a longer word, none of those asked.
+
+    A function word says nothing, and neither does a word of ``asked`` (the question's).
+    """
+    return (
+        (len(word) > 1 or word.isdigit())
+        and word not in FUNCTION_WORDS
+        and not any(same_word(word, other) for other in asked)
+    )
+
+
+def _holds_phrase(text: str, phrase: str) -> bool:
+    """``phrase`` in ``text``, neither end inside a longer word."""
+    at = text.find(phrase)
+    while at != -1:
+        end = at + len(phrase)
+        if not (
+            (at and WORD.match(phrase) and WORD.match(text, at - 1))
+            or (WORD.match(phrase[-1]) and WORD.match(text, end))
+        ):
+            return True
+        at = text.find(phrase, at + 1)
+    return False
 
 
 # The share of a question's words its cited sources must hold. Chosen on the tune half of the
@@ -164,35 +268,15 @@ def _script(text: Iterable[str]) -> str | None:
 # precision, then the lowest share.
 QUESTION_COVERAGE = 2 / 3
 
-# English function words, and the heads of question phrases ("how long", "what time", "which
-# day"): what a question asks with, not what it asks about. The check reads English questions
-# only: one with fewer than two of these words is not checked.
-_FUNCTION_WORDS = frozenset(
-    """
-    a about after again already all also am an and any are as at be been before being both but
-    by can could date day days did do does doing done down during each either ever for from get
-    gets got had has have having he her him his how i if in into is it its just long many may
-    me might more most much must my no nor not now of on once one ones only or other others our
-    out over own per same shall she should since so some still such than that the their them
-    then there these they this those through time to too under until up us very was we were
-    what when where whether which while who whom whose why will with would year years yet you
-    your
-    """.split()  # noqa: SIM905 (a word list reads best as words)
-)
-# Function words of English that are also function words of German, Spanish, French or Dutch
-# ("Was war in ...", "Wie viele ... am ..."): a question needs one other English function word
-# to read as English. On XQuAD's questions this kept 236 of 240 English ones and let 5 of 240
-# German ones through (16 before), with NQ-open's English questions 2,631 of 2,655 (2,635).
+# The check reads English questions only: one with fewer than two function words
+# (:data:`~evidence_first._words.FUNCTION_WORDS`) is not checked. These are function words of
+# English that are also function words of German, Spanish, French or Dutch ("Was war in ...",
+# "Wie viele ... am ..."): a question needs one other English function word to read as
+# English. On XQuAD's questions this kept 236 of 240 English ones and let 5 of 240 German ones
+# through (16 before), with NQ-open's English questions 2,631 of 2,655 (2,635).
 _SHARED_FUNCTION_WORDS = frozenset(
     {"was", "in", "an", "am", "so", "also", "will", "no", "me", "on", "or"}
 )
-_WORD = re.compile(r"\w+")
-_WORD_CHAR = re.compile(r"\w")
-# A question's word and a source's word match when equal, when one starts with the other and
-# the shorter has this many characters ("ship" and "ships"), or when the longer is the shorter
-# and an inflection ("fix" and "fixed").
-_SHARED_PREFIX = 4
-_INFLECTIONS = frozenset({"s", "es", "d", "ed", "ing"})
 
 
 def question_is_covered(
@@ -202,46 +286,45 @@ def question_is_covered(
 
     The question's words are its distinct words of two characters or more, after Unicode NFKC
     normalization and case folding, less English function words; each is looked for as a word
-    of the texts normalized alike (:func:`_same_word`). A word the cited texts lack but one of
-    ``others`` (the other sources sent) holds is left out: it names what the sources are about,
-    such as a project a cited note does not repeat. ``None`` when the check does not apply: the
-    question has fewer than two English function words, or only ones German, Spanish, French
-    or Dutch share ("was", "in"...), so it is not English or too short to tell; or it has no
-    other word; or the cited texts are written in another script than the question (a
-    question cannot share words with a translation). The texts are read a piece at
-    a time, and no further than needed: an answer whose cited texts hold the question's words
-    early is decided on their first piece.
+    of the texts normalized alike (:func:`~evidence_first._words.same_word`). A word the cited
+    texts lack but one of ``others`` (the other sources sent) holds is left out: it names what
+    the sources are about, such as a project a cited note does not repeat. ``None`` when the
+    check does not apply: the question has fewer than two English function words, or only ones
+    German, Spanish, French or Dutch share ("was", "in"...), so it is not English or too short
+    to tell; or it has no other word; or more than half of the cited texts' letters, counted
+    over all of them, are in another script than most of the question's (a question cannot
+    share words with a translation; :func:`~evidence_first._words.mostly_in`). The texts are
+    read a piece at a time, and no further than needed: an answer whose cited texts hold the
+    question's words early is decided on their first piece, and their letters are counted only
+    for an answer that would be flagged.
     """
     asked = _asked_words(question)
     if not asked:
         return None
-    written_in = _script(itertools.chain.from_iterable(cited))
-    if written_in is not None and written_in != _script(question):
-        return None
     lacking = set(asked)
     for piece in _pieces(cited):
-        lacking = {word for word in lacking if not _holds_word(piece, word)}
+        lacking = {word for word in lacking if not holds_word(piece, word)}
         if len(asked) - len(lacking) >= QUESTION_COVERAGE * len(asked):
             return True
-    held = len(asked) - len(lacking)
+    found = len(asked) - len(lacking)
     for piece in _pieces(others):
         if not lacking:
             break
-        lacking = {word for word in lacking if not _holds_word(piece, word)}
-    return held >= QUESTION_COVERAGE * (held + len(lacking))
+        lacking = {word for word in lacking if not holds_word(piece, word)}
+    if found >= QUESTION_COVERAGE * (found + len(lacking)):
+        return True
+    # Counting letters by script costs a pass over the cited texts: only for an answer the
+    # check would flag.
+    return None if mostly_in(cited, main_script(question) or LATIN) is False else False
 
 
 def _asked_words(question: str) -> list[str]:
     """The question's words the check looks for, in order; none when it is not read as English."""
-    words = [word for word in _WORD.findall(_folded(question)) if len(word) > 1]
-    function_words = [word for word in words if word in _FUNCTION_WORDS]
+    words = [word for word in WORD.findall(folded(question)) if len(word) > 1]
+    function_words = [word for word in words if word in FUNCTION_WORDS]
     if len(function_words) < 2 or _SHARED_FUNCTION_WORDS.issuperset(function_words):
         return []
-    return list(dict.fromkeys(word for word in words if word not in _FUNCTION_WORDS))
-
-
-def _folded(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).casefold()
+    return list(dict.fromkeys(word for word in words if word not in FUNCTION_WORDS))
 
 
 # Texts are folded and searched in pieces of about this many characters, cut after whitespace.
@@ -249,7 +332,7 @@ _PIECE = 1 << 16
 
 
 def _pieces(texts: Sequence[str]) -> Iterator[str]:
-    """Each text folded (:func:`_folded`) a piece at a time, each piece ending at whitespace."""
+    """Each text folded a piece at a time, each piece ending at whitespace."""
     for text in texts:
         start = 0
         while start < len(text):
@@ -257,35 +340,5 @@ def _pieces(texts: Sequence[str]) -> Iterator[str]:
             if end < len(text):
                 cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
                 end = cut + 1 if cut > start else end
-            yield _folded(text[start:end])
+            yield folded(text[start:end])
             start = end
-
-
-def _holds_word(text: str, word: str) -> bool:
-    """Whether a word of ``text`` is ``word`` as :func:`_same_word` matches it.
-
-    Found by substring search of the word's first three characters, each hit at a word start
-    read whole.
-    """
-    probe = word[:3]
-    at = text.find(probe)
-    while at != -1:
-        if at == 0 or not _WORD_CHAR.match(text, at - 1):
-            end = _WORD.match(text, at)
-            if _same_word(word, text[at : end.end()] if end else probe):
-                return True
-        at = text.find(probe, at + 1)
-    return False
-
-
-def _same_word(word: str, other: str) -> bool:
-    """Whether two words match: equal, or the longer starts with the shorter.
-
-    The shorter must have 4 characters or more ("ship", "ships"), or the rest be an
-    inflection ("fix", "fixed").
-    """
-    shorter, longer = sorted((word, other), key=len)
-    if not longer.startswith(shorter):
-        return False
-    rest = longer[len(shorter) :]
-    return not rest or len(shorter) >= _SHARED_PREFIX or rest in _INFLECTIONS

@@ -19,6 +19,7 @@ from evidence_first._passages import SentSources
 from evidence_first._spans import Rejection
 from evidence_first._support import object_is_cited, status_flags
 from evidence_first._vocabulary import CitationFlag
+from evidence_first._words import LetterCounts
 
 if TYPE_CHECKING:
     from evidence_first._citing.base import CitationStyle
@@ -53,15 +54,17 @@ def verify_citations(
 
     A verified citation is flagged (:mod:`~evidence_first._support`, :mod:`~._injection`) by the
     sentences it lies in, the status of its source and, unless ``check_objects`` is off (an
-    answer language was asked for), whether its fact's object is in the fact's cited text.
+    answer language was asked for), whether its fact's object (for a yes or a no, its subject
+    and relation) is in the fact's cited text.
     """
     facts: list[Fact] = []
     checks: list[CitationCheck] = []
     issues: list[ValidationIssue] = []
     unverified: set[int] = set()
     unsupported: set[int] = set()
-    # Each cited source's way to its sentences, made once per ledger.
+    # Each cited source's way to its sentences, and its letters by script, made once per ledger.
     touching: dict[str, Touching | None] = {}
+    counts = LetterCounts()
 
     def flags(citation: Citation) -> tuple[CitationFlag, ...]:
         source = sent.by_id[citation.source_id]
@@ -91,7 +94,12 @@ def verify_citations(
         cut_from = [sent.by_id[source_id].text for source_id in {c.source_id: 0 for c in citations}]
         if len(citations) < len(fact.citations):
             unverified.add(fact_index)
-        if check_objects and citations and object_is_cited(fact.object, texts, cut_from) is False:
+        claim = f"{fact.subject} {fact.relation}"
+        if (
+            check_objects
+            and citations
+            and object_is_cited(fact.object, texts, cut_from, claim=claim, counts=counts) is False
+        ):
             unsupported.add(fact_index)
             fact_checks = [
                 c.model_copy(update={"flags": (*c.flags, "object_not_cited")})
