@@ -2,8 +2,9 @@
 scripted model and ledger builders of ``_support.py``, and loopback provider endpoints.
 
 Cassette tests replay HTTP exchanges recorded from the local model server (and from a loopback
-stub that answers with provider errors). They replay with ``record_mode="none"`` by default;
-``tests/record_cassettes.py`` re-records them against the local model.
+stub that answers with provider errors). They replay with ``record_mode="none"`` by default,
+matching each request's body, whose system prompt a cassette holds as a marker naming its
+prompt version; ``tests/record_cassettes.py`` re-records them against the local model.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 import threading
 import time
 from collections import Counter
@@ -22,6 +24,10 @@ from typing import Any
 
 import _support
 import pytest
+from vcr import VCR
+from vcr import matchers as vcr_matchers
+from vcr.cassette import Cassette
+from vcr.request import Request
 
 from evidence_first import EvidenceAnswer
 from evidence_first._transport import once
@@ -248,9 +254,62 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=rank)
 
 
-def _skip_server_probes(request: Any) -> Any:
+def _skip_server_probes(request: Request) -> Request | None:
     # The local model's readiness probe is not part of any exchange under test.
     return None if request.path.endswith("/health") else request
+
+
+# In a cassette's request body the system prompt stands as a marker naming its version,
+# ``@system-prompt <version>@`` (one per spelling of SYSTEM_PROMPT_MARKERS): a prompt change
+# re-records as a changed marker, and the matcher names the version a cassette was recorded
+# under. The digest test pins each version's text.
+CASSETTE_PROMPT_MARKER = re.compile(r"@system-prompt(?:-ascii)? ([^@\"\\]+)@")
+
+
+def _cassette_marker(marker: str, version: str) -> str:
+    return f"{marker[:-1]} {version}@"
+
+
+def _system_prompt_as_marker(request: Request) -> Request:
+    """The request (a copy vcrpy made) with each known system prompt in its body replaced by
+    its cassette marker; applied to a request when it is recorded and when it is matched."""
+    if not isinstance(request.body, bytes):
+        return request
+    try:
+        body = request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        return request
+    # The longest text first, should one version's prompt ever hold another's.
+    for version, system in sorted(_system_prompts().items(), key=lambda item: -len(item[1])):
+        for marker, escaped in SYSTEM_PROMPT_MARKERS.items():
+            spelled = json.dumps(system, ensure_ascii=escaped)[1:-1]
+            body = body.replace(spelled, _cassette_marker(marker, version))
+    request.body = body
+    return request
+
+
+def _prompt_versions(request: Request) -> list[str]:
+    body = request.body if isinstance(request.body, bytes) else b""
+    return CASSETTE_PROMPT_MARKER.findall(body.decode("utf-8", errors="replace"))
+
+
+def body_and_prompt_version(sent: Request, recorded: Request) -> None:
+    """The vcrpy matcher of request bodies: the body sent is the recorded one, its system prompt
+    of the same version (both hold it as a marker, :func:`_system_prompt_as_marker`)."""
+    sent_versions, recorded_versions = _prompt_versions(sent), _prompt_versions(recorded)
+    if sent_versions != recorded_versions:
+        sent_named = ", ".join(sent_versions) or "no known prompt version"
+        recorded_named = ", ".join(recorded_versions) or "no known prompt version"
+        msg = (
+            f"the cassette was recorded under {recorded_named}, and {sent_named} is sent now: "
+            "record the cassettes again with `uv run python tests/record_cassettes.py`"
+        )
+        raise AssertionError(msg)
+    vcr_matchers.body(sent, recorded)
+
+
+def pytest_recording_configure(config: pytest.Config, vcr: VCR) -> None:
+    vcr.register_matcher("body_and_prompt_version", body_and_prompt_version)
 
 
 @pytest.fixture(scope="module")
@@ -258,10 +317,19 @@ def vcr_config() -> dict[str, Any]:
     return {
         "filter_headers": SECRET_HEADERS,
         "decode_compressed_response": True,
-        # The server's port differs between recordings; the route is what must match.
-        "match_on": ["method", "scheme", "path", "query"],
-        "before_record_request": _skip_server_probes,
+        # The server's port differs between recordings; the route and the body must match.
+        "match_on": ["method", "scheme", "path", "query", "body_and_prompt_version"],
+        "before_record_request": [_skip_server_probes, _system_prompt_as_marker],
     }
+
+
+@pytest.fixture(autouse=True)
+def _every_recorded_interaction_played(vcr: Cassette | None, recording: bool) -> Iterator[None]:
+    """A cassette test fails when it leaves a recorded interaction unplayed."""
+    yield
+    if vcr is not None and not recording:
+        unplayed = len(vcr) - len(vcr.play_counts)
+        assert unplayed == 0, f"{unplayed} of {len(vcr)} recorded interactions were not played"
 
 
 @pytest.fixture(scope="module")

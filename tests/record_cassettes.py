@@ -1,8 +1,10 @@
 """Re-record every cassette: the local-model exchanges and the crafted provider errors.
 
-Run from the workspace root: ``uv run python tests/record_cassettes.py``. It starts the
-embedded tiny model (and a loopback stub for HTTP errors) and rewrites every test marked
-``@pytest.mark.vcr``. Review the diff of ``tests/cassettes/`` before committing.
+Run from the workspace root: ``uv run python tests/record_cassettes.py``, with no other model
+server running. It starts the embedded tiny model (and a loopback stub for HTTP errors) and
+rewrites the cassette of every test marked ``@pytest.mark.vcr``. Each recorded request body
+holds its system prompt as a marker naming the prompt version, so after a prompt change the
+requests differ by that marker line. Review the diff of ``tests/cassettes/`` before committing.
 """
 
 from __future__ import annotations

@@ -1,19 +1,25 @@
 """Real HTTP exchanges through ChatOpenAI, replayed from cassettes (record_mode="none").
 
 Recorded from the embedded local model server and from a loopback stub that answers with
-provider errors; re-record with ``uv run python tests/record_cassettes.py``.
+provider errors; re-record with ``uv run python tests/record_cassettes.py``. A request replays
+only if its body is the recorded one, the system prompt named by its version.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
+import yaml
 from langchain_core.documents import Document
 from langchain_openai import ChatOpenAI
+from vcr import VCR
+from vcr.errors import CannotOverwriteExistingCassetteException
 
 from evidence_first import ModelCallError
 from langchain_evidence_first import EvidenceAnswerer
@@ -88,6 +94,102 @@ def test_local_model_exchange_carries_the_json_schema_and_is_judged_from_its_tex
         for c in fact.citations:
             assert answer.source(c.source_id).text[c.char_start : c.char_end] == c.quote
     assert recording or vcr.play_count == 1
+
+
+# The exchange the edits below start from, and where its replay is sent: nothing listens there.
+EXCHANGE = "test_local_model_exchange_carries_the_json_schema_and_is_judged_from_its_text.yaml"
+NOWHERE = "http://127.0.0.1:9/v1"
+PROMPT_MARKER = re.compile(r"@system-prompt (\S+?)@")
+
+
+def _another_prompt_version(body: str) -> str:
+    (version,) = PROMPT_MARKER.findall(body)
+    return body.replace(version, f"{version.rsplit('/', 1)[0]}/0")
+
+
+# Each edit of the recorded body, and what the replay's refusal says of it.
+EDITS: dict[str, tuple[Callable[[str], str], Callable[[str], str]]] = {
+    "another temperature": (
+        lambda body: body.replace('"temperature":0.0', '"temperature":0.7'),
+        lambda version: '"temperature": 0.7',
+    ),
+    "another question": (
+        lambda body: body.replace("When is the launch?", "When is the review?"),
+        lambda version: '"content": "Sources (a JSON array',
+    ),
+    "another prompt version": (
+        _another_prompt_version,
+        lambda version: (
+            f"the cassette was recorded under {version.rsplit('/', 1)[0]}/0, and {version} is "
+            "sent now: record the cassettes again with `uv run python tests/record_cassettes.py`"
+        ),
+    ),
+}
+
+
+@pytest.fixture
+def replay_vcr(pytestconfig):
+    """A VCR as the ``vcr`` fixture builds one, with the project's matchers registered."""
+    replay = VCR()
+    pytestconfig.hook.pytest_recording_configure(config=pytestconfig, vcr=replay)
+    return replay
+
+
+def _cassette_with(
+    tmp_path: Path, vcr_cassette_dir: str, edit: Callable[[str], str]
+) -> tuple[Path, str]:
+    """A copy of the recorded exchange with its request body edited, and the prompt version
+    the exchange was recorded under."""
+    cassette = yaml.safe_load((Path(vcr_cassette_dir) / EXCHANGE).read_text(encoding="utf-8"))
+    (interaction,) = cassette["interactions"]
+    (version,) = PROMPT_MARKER.findall(interaction["request"]["body"])
+    interaction["request"]["body"] = edit(interaction["request"]["body"])
+    path = tmp_path / EXCHANGE
+    path.write_text(yaml.safe_dump(cassette), encoding="utf-8")
+    return path, version
+
+
+def _answer_launch(http_client: httpx.Client):
+    answerer = EvidenceAnswerer(llm=_chat_openai(NOWHERE, http_client), max_output_tokens=384)
+    return answerer.invoke({"question": "When is the launch?", "sources": DOCUMENTS})
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_a_cassette_whose_body_is_not_what_is_sent_fails_to_replay_saying_what_differs(
+    edit, replay_vcr, vcr_config, vcr_cassette_dir, tmp_path, http_client
+):
+    change, says = EDITS[edit]
+    cassette, version = _cassette_with(tmp_path, vcr_cassette_dir, change)
+
+    with (
+        replay_vcr.use_cassette(str(cassette), record_mode="none", **vcr_config) as played,
+        pytest.raises(ModelCallError) as info,
+    ):
+        _answer_launch(http_client)
+
+    assert played.play_count == 0
+    refused = info.value
+    while refused.__cause__ is not None:
+        refused = refused.__cause__
+    assert isinstance(refused, CannotOverwriteExistingCassetteException)
+    ((_, matched, failed),) = refused.similar_requests
+    assert matched == ["method", "scheme", "path", "query"]
+    ((matcher, message),) = failed
+    assert matcher == "body_and_prompt_version"
+    assert says(version) in message
+    assert says(version) in str(refused)
+
+
+def test_the_unedited_cassette_replays_through_the_same_setup(
+    replay_vcr, vcr_config, vcr_cassette_dir, tmp_path, http_client
+):
+    cassette, _ = _cassette_with(tmp_path, vcr_cassette_dir, lambda body: body)
+
+    with replay_vcr.use_cassette(str(cassette), record_mode="none", **vcr_config) as played:
+        answer = _answer_launch(http_client)
+
+    assert played.all_played
+    assert answer.model_called
 
 
 @pytest.mark.vcr(allow_playback_repeats=True)

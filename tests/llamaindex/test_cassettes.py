@@ -1,7 +1,7 @@
 """Recorded HTTP exchanges through a real ``OpenAILike``: the local model, and provider errors.
 
-Replayed with ``record_mode="none"``. Re-record with
-``uv run pytest tests/llamaindex -k cassette --record-mode=rewrite`` (starts the local model).
+Replayed with ``record_mode="none"``, each request matched on its body. Re-record with
+``uv run python tests/record_cassettes.py`` (starts the local model).
 """
 
 from __future__ import annotations
@@ -107,9 +107,10 @@ def assert_request_was_strict(vcr) -> None:
     body = json.loads(request.body)
     assert body["max_tokens"] == MAX_OUTPUT_TOKENS
     assert body["temperature"] == 0.0
-    assert body["response_format"]["type"] == "json_schema"
-    assert body["response_format"]["json_schema"]["name"] == "evidence_ledger"
-    assert body["response_format"]["json_schema"]["strict"] is True
+    # The embedded model's name gives it the embedded reader's profile: the llguidance
+    # dialect's answered and abstained shapes as a grammar.
+    assert "response_format" not in body
+    assert body["grammar"].startswith("%llguidance {}\nstart: ledger0 | ")
     assert "tools" not in body
     assert [m["role"] for m in body["messages"]] == ["system", "user"]
     assert "authorization" not in {name.lower() for name in request.headers}
@@ -142,8 +143,12 @@ def test_cassette_local_model_answer_through_openai_like_follows_the_contract(
 async def test_cassette_local_model_async_answer_through_retriever_query_engine(
     vcr, recording, model_base_url, retriever, documents, counter
 ):
+    # With the original documents at hand, each citation also gives its span in its document.
     synthesizer = EvidenceSynthesizer(
-        llm=counter.llm(model_base_url), max_output_tokens=MAX_OUTPUT_TOKENS, timeout=300
+        llm=counter.llm(model_base_url),
+        max_output_tokens=MAX_OUTPUT_TOKENS,
+        timeout=300,
+        documents=documents,
     )
     engine = RetrieverQueryEngine(retriever, response_synthesizer=synthesizer)
 
