@@ -271,28 +271,32 @@ def reader_set(name: str) -> tuple[dict[str, Evidence], list[QuestionFields]]:
         spans = gold_spans(item) if item.answerable else []
         if item.answerable and not spans:
             continue
-        own = owner[item.text]
-        others = [
-            owner[by_id[n].text] for n in item.neighbours[: READER_NEIGHBOURS[item.answerable]]
-        ]
-        sources = list(others)
-        sources.insert(random.Random(f"quality:{name}:{item.id}").randint(0, len(others)), own)
-        for source_id in sources:
+        question = _reader_question(name, item, spans, owner, by_id)
+        for source_id in question["sources"]:
             documents.setdefault(source_id, Evidence(id=source_id, text=by_id[source_id].text))
-        kind = name if name == "nq-open" else f"{name}-{'' if item.answerable else 'un'}answerable"
-        questions.append(
-            QuestionFields(
-                id=item.id,
-                kind=kind,
-                question=item.question,
-                sources=tuple(sources),
-                answerable=item.answerable,
-                gold_answers=(item.answers if not item.selected else (item.long_answer or "",))
-                if item.answerable
-                else (),
-                gold_quotes=tuple((own, item.text[a:b]) for a, b in spans),
-                split=item.split,
-                judged_by_citation=bool(item.selected),
-            )
-        )
+        questions.append(question)
     return documents, questions
+
+
+def _reader_question(
+    name: str, item: Item, spans: list[Span], owner: dict[str, str], by_id: dict[str, Item]
+) -> QuestionFields:
+    """One item as a reader is asked it: its sources by document ID, its kind and gold."""
+    own = owner[item.text]
+    others = [owner[by_id[n].text] for n in item.neighbours[: READER_NEIGHBOURS[item.answerable]]]
+    sources = list(others)
+    sources.insert(random.Random(f"quality:{name}:{item.id}").randint(0, len(others)), own)
+    kind = name if name == "nq-open" else f"{name}-{'' if item.answerable else 'un'}answerable"
+    return QuestionFields(
+        id=item.id,
+        kind=kind,
+        question=item.question,
+        sources=tuple(sources),
+        answerable=item.answerable,
+        gold_answers=(item.answers if not item.selected else (item.long_answer or "",))
+        if item.answerable
+        else (),
+        gold_quotes=tuple((own, item.text[a:b]) for a, b in spans),
+        split=item.split,
+        judged_by_citation=bool(item.selected),
+    )

@@ -69,6 +69,7 @@ from evidence_first import (
     ModelCallError,
     ModelResponse,
     ReaderModel,
+    TokenUsage,
     profile_for,
 )
 from evidence_first._engine import judge
@@ -268,47 +269,81 @@ class Outcome:
         error: str | None = None,
         finish_reason: str | None = None,
     ) -> Outcome:
-        checks = () if answer is None else answer.citation_checks
+        """A judged answer, or with ``answer`` None a call that failed (``error`` names why)."""
+        if answer is None:
+            return cls.failed(question, mode, latency_s, error, finish_reason)
+        checks = answer.citation_checks
         verified = [check for check in checks if check.verdict == "verified"]
         supporting = [check for check in verified if supports_gold(check, gold)]
-        usage = None if answer is None else answer.usage
-        status = MODEL_ERROR if answer is None else answer.status
-        text = "" if answer is None else (answer.answer or "")
-        segments = () if answer is None else answer.segments
         correct = (
             question.answerable
-            and status == "answered"
-            and question.is_gold(text)
+            and answer.status == "answered"
+            and question.is_gold(answer.answer or "")
             and bool(supporting)
         )
+        segments = answer.segments
         return cls(
             id=question.id,
             kind=question.kind,
             answerable=question.answerable,
             mode=mode,
-            status=status,
+            status=answer.status,
             correct=correct,
-            reason_codes=() if answer is None else answer.reason_codes,
+            reason_codes=answer.reason_codes,
             produced=len(checks),
             verified=len(verified),
             supporting=len(supporting),
-            input_tokens=None if usage is None else usage.input_tokens,
-            cached_input_tokens=None if usage is None else usage.cached_input_tokens,
-            output_tokens=None if usage is None else usage.output_tokens,
+            **_token_counts(answer.usage),
             latency_s=round(latency_s, 2),
-            reader_confidence=None if answer is None else answer.reader_confidence,
-            answer_flags=() if answer is None else answer.flags,
+            reader_confidence=answer.reader_confidence,
+            answer_flags=answer.flags,
             marked=any(segment.support == "marked" for segment in segments),
             segments=len(segments),
             supported_segments=sum(segment.support != "unmarked" for segment in segments),
-            invalid_markers=0 if answer is None else invalid_markers(answer.raw_response),
+            invalid_markers=invalid_markers(answer.raw_response),
             detail={
                 "question": question.question,
                 "error": error,
-                "answer": None if answer is None else answer.answer,
-                "missing_evidence": [] if answer is None else list(answer.missing_evidence),
+                "answer": answer.answer,
+                "missing_evidence": list(answer.missing_evidence),
                 "citations": [_check_json(check, gold) for check in checks],
-                "raw_response": None if answer is None else answer.raw_response,
+                "raw_response": answer.raw_response,
+                "finish_reason": finish_reason,
+            },
+        )
+
+    @classmethod
+    def failed(
+        cls,
+        question: Question,
+        mode: CitationMode,
+        latency_s: float,
+        error: str | None,
+        finish_reason: str | None = None,
+    ) -> Outcome:
+        """A call that timed out or failed: no answer, no citations, no token counts."""
+        return cls(
+            id=question.id,
+            kind=question.kind,
+            answerable=question.answerable,
+            mode=mode,
+            status=MODEL_ERROR,
+            correct=False,
+            reason_codes=(),
+            produced=0,
+            verified=0,
+            supporting=0,
+            input_tokens=None,
+            cached_input_tokens=None,
+            output_tokens=None,
+            latency_s=round(latency_s, 2),
+            detail={
+                "question": question.question,
+                "error": error,
+                "answer": None,
+                "missing_evidence": [],
+                "citations": [],
+                "raw_response": None,
                 "finish_reason": finish_reason,
             },
         )
@@ -358,6 +393,15 @@ class Outcome:
             and values["supporting"] > 0
         )
         return cls(**values)
+
+
+def _token_counts(usage: TokenUsage | None) -> dict[str, int | None]:
+    """An answer's prompt, cached and output tokens; None where the provider reported none."""
+    return {
+        "input_tokens": None if usage is None else usage.input_tokens,
+        "cached_input_tokens": None if usage is None else usage.cached_input_tokens,
+        "output_tokens": None if usage is None else usage.output_tokens,
+    }
 
 
 def invalid_markers(raw: str | None) -> int:

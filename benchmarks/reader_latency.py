@@ -295,19 +295,29 @@ def breakdown_table(rows: list[Timing], variants: Sequence[str]) -> str:
     for set_name in dict.fromkeys(r.set_name for r in rows):
         for variant in variants:
             runs = [r for r in rows if r.set_name == set_name and r.variant == variant]
-            if not runs:
-                continue
-            lines.append(
-                f"| {set_name} ({len(runs)}) | {variant} | {median([r.wall_s for r in runs]):.1f} "
-                f"| {sum(r.wall_s for r in runs):.0f} "
-                f"| {median([r.cached_tokens for r in runs]):.0f} / "
-                f"{median([r.read_tokens for r in runs]):.0f} "
-                f"| {median([r.prompt_s for r in runs]):.1f} "
-                f"| {median([r.output_tokens for r in runs]):.0f} "
-                f"| {median([r.output_s for r in runs]):.1f} "
-                f"| {median([r.rest_s for r in runs]):.2f} | {identical(runs, sent)} |"
-            )
+            if runs:
+                lines.append(breakdown_row(set_name, variant, runs, sent))
     return "\n".join(lines)
+
+
+def breakdown_row(set_name: str, variant: str, runs: Sequence[Timing], sent: Digests) -> str:
+    """One set's questions in one variant: where the time went, and the replies kept."""
+    return (
+        f"| {set_name} ({len(runs)}) | {variant} | {wall_and_prompt(runs)} "
+        f"| {median([r.prompt_s for r in runs]):.1f} "
+        f"| {median([r.output_tokens for r in runs]):.0f} "
+        f"| {median([r.output_s for r in runs]):.1f} "
+        f"| {median([r.rest_s for r in runs]):.2f} | {identical(runs, sent)} |"
+    )
+
+
+def wall_and_prompt(runs: Sequence[Timing]) -> str:
+    """The cells a row opens with: median and total wall time, prompt tokens cached / read."""
+    return (
+        f"{median([r.wall_s for r in runs]):.1f} | {sum(r.wall_s for r in runs):.0f} "
+        f"| {median([r.cached_tokens for r in runs]):.0f} / "
+        f"{median([r.read_tokens for r in runs]):.0f}"
+    )
 
 
 class Counted(Protocol):
@@ -355,18 +365,19 @@ def compare_table(runs: dict[str, list[Timing]]) -> str:
     for set_name in dict.fromkeys(r.set_name for rows in sent.values() for r in rows):
         for name, rows in sent.items():
             these = [r for r in rows if r.set_name == set_name]
-            if not these:
-                continue
-            read, wrote = rates(these)
-            lines.append(
-                f"| {set_name} ({len(these)}) | {name} | {median([r.wall_s for r in these]):.1f} "
-                f"| {sum(r.wall_s for r in these):.0f} "
-                f"| {median([r.cached_tokens for r in these]):.0f} / "
-                f"{median([r.read_tokens for r in these]):.0f} "
-                f"| {median([r.output_tokens for r in these]):.0f} | {read:.0f} | {wrote:.1f} "
-                f"| {identical(these, reference)} |"
-            )
+            if these:
+                lines.append(compare_row(set_name, name, these, reference))
     return "\n".join(lines)
+
+
+def compare_row(set_name: str, name: str, runs: Sequence[Timing], reference: Digests) -> str:
+    """One set's questions in one stored run: times, speeds, and replies as the first run's."""
+    read, wrote = rates(runs)
+    return (
+        f"| {set_name} ({len(runs)}) | {name} | {wall_and_prompt(runs)} "
+        f"| {median([r.output_tokens for r in runs]):.0f} | {read:.0f} | {wrote:.1f} "
+        f"| {identical(runs, reference)} |"
+    )
 
 
 def prompt_tokens(local: LocalModel, system: str, user: str | None) -> list[int]:
@@ -447,7 +458,17 @@ def load_runs(paths: Sequence[Path]) -> dict[str, list[Timing]]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def names(value: str) -> list[str]:
+    """A comma-separated list's names, blanks left out."""
+    return [name.strip() for name in value.split(",") if name.strip()]
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, ``sets`` and ``variants`` split into names and checked.
+
+    ``--compare`` reads nothing else. ``--reuse-table`` runs no variant: its sizes, as
+    ``chunks``, are checked instead of the variants.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--sets", default=",".join(SETS), help=f"from {', '.join(PLANNERS)}; default: demo, report"
@@ -469,58 +490,88 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.compare:
-        print(compare_table(load_runs(args.compare)))
-        return 0
-    sets = [name.strip() for name in args.sets.split(",") if name.strip()]
-    variants = [name.strip() for name in args.variants.split(",") if name.strip()]
-    if not sets or not set(sets) <= set(PLANNERS):
+        return args
+    args.sets = names(args.sets)
+    args.variants = names(args.variants)
+    if not args.sets or not set(args.sets) <= set(PLANNERS):
         parser.error(f"--sets takes names from {', '.join(PLANNERS)}")
     if args.reuse_table is not None:
         sizes = [size.strip() for size in args.reuse_table.split(",")]
         if not all(size.isdigit() for size in sizes):
             parser.error("--reuse-table takes chunk sizes: whole numbers, 0 or more")
-        chunks = [int(size) for size in sizes]
-        with LocalModel(args.model, threads=args.threads) as local:
-            print(reuse_table(local, sets, chunks))
-        return 0
-    if not variants or not set(variants) <= set(VARIANTS):
+        args.chunks = [int(size) for size in sizes]
+    elif not args.variants or not set(args.variants) <= set(VARIANTS):
         parser.error(f"--variants takes names from {', '.join(VARIANTS)}")
-    print(machine_line())
+    return args
+
+
+def passes(args: argparse.Namespace) -> tuple[list[Timing], list[Start], str, int | None]:
+    """Each variant's pass over the sets, on a fresh server each.
+
+    Returns the timings, the servers' starts, the sent-form table (the first server's) and the
+    threads the servers ran with.
+    """
     rows: list[Timing] = []
     starts: list[Start] = []
     sent_form = ""
-    for variant in variants:
+    threads = None
+    for variant in args.variants:
         with started(args.model, args.threads) as (local, start):
             starts.append(start)
-            sent_form = sent_form or sent_form_table(local, sets)
-            for set_name in sets:
+            sent_form = sent_form or sent_form_table(local, args.sets)
+            for set_name in args.sets:
                 for asked in PLANNERS[set_name](local, DEFAULT_DEFENCES)[: args.limit]:
-                    row = timed(local, asked, variant)
-                    rows.append(row)
-                    print(
-                        f"{variant} {row.set_name} {row.label[:40]}: {row.wall_s:.1f} s",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    if args.json is not None:
-                        with args.json.open("a", encoding="utf-8") as handle:
-                            handle.write(json.dumps(asdict(row)) + "\n")
+                    rows.append(logged(timed(local, asked, variant), args.json))
         threads = local.threads
-    print(f"Model: {KNOWN_MODELS[args.model].title}, llama.cpp, {threads} threads")
-    print()
-    print(breakdown_table(rows, variants))
-    print()
-    print(speed_table(rows, variants))
-    print()
-    print(sent_form)
-    print()
+    return rows, starts, sent_form, threads
+
+
+def logged(row: Timing, store: Path | None) -> Timing:
+    """``row``, reported on stderr and appended to ``store`` as a JSON line if there is one."""
+    print(
+        f"{row.variant} {row.set_name} {row.label[:40]}: {row.wall_s:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
+    if store is not None:
+        with store.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(asdict(row)) + "\n")
+    return row
+
+
+def start_line(starts: Sequence[Start]) -> str:
     hashed = median([s.hash_s for s in starts])
     check = median([s.check_s for s in starts])
     load = median([s.load_s for s in starts])
-    print(
+    return (
         f"Server start (median of {len(starts)}): the weights' check {check:.2f} s "
         f"({hashed:.1f} s to hash them, after assembly or a change), load {load:.1f} s"
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.compare:
+        print(compare_table(load_runs(args.compare)))
+        return 0
+    if args.reuse_table is not None:
+        with LocalModel(args.model, threads=args.threads) as local:
+            print(reuse_table(local, args.sets, args.chunks))
+        return 0
+    print(machine_line())
+    rows, starts, sent_form, threads = passes(args)
+    report = [
+        f"Model: {KNOWN_MODELS[args.model].title}, llama.cpp, {threads} threads",
+        "",
+        breakdown_table(rows, args.variants),
+        "",
+        speed_table(rows, args.variants),
+        "",
+        sent_form,
+        "",
+        start_line(starts),
+    ]
+    print("\n".join(report))
     return 0
 
 

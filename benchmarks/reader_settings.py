@@ -62,7 +62,17 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from _common import machine_line
-from reader_latency import PLANNERS, SETS, Asked, digests, identical, median, post, rates
+from reader_latency import (
+    PLANNERS,
+    SETS,
+    Asked,
+    digests,
+    identical,
+    median,
+    names,
+    post,
+    rates,
+)
 
 from evidence_first._injection import DEFAULT_DEFENCES
 from evidence_first._local.process import free_port
@@ -253,7 +263,8 @@ class _Planner:
         raise AssertionError("planning only")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, ``settings`` and ``sets`` split into names and checked."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--settings",
@@ -269,23 +280,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.quick:
         args.settings, args.sets, args.limit = "default,ngram-simple", "demo", 1
-    settings = [name.strip() for name in args.settings.split(",") if name.strip()]
-    sets = [name.strip() for name in args.sets.split(",") if name.strip()]
-    if not settings or not set(settings) <= set(SETTINGS):
+    args.settings = names(args.settings)
+    args.sets = names(args.sets)
+    if not args.settings or not set(args.settings) <= set(SETTINGS):
         parser.error(f"--settings takes names from {', '.join(SETTINGS)}")
-    if not sets or not set(sets) <= set(SETS):
+    if not args.sets or not set(args.sets) <= set(SETS):
         parser.error(f"--sets takes names from {', '.join(SETS)}")
-    if "draft-model" in settings and args.draft_model is None:
+    if "draft-model" in args.settings and args.draft_model is None:
         parser.error("the draft-model setting needs --draft-model PATH")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     planner = _Planner(args.model)
     asked = [
         one
-        for set_name in sets
+        for set_name in args.sets
         for one in PLANNERS[set_name](planner, DEFAULT_DEFENCES)[: args.limit]
     ]
     print(machine_line())
     replies: list[Reply] = []
-    for setting in settings:
+    for setting in args.settings:
         for reply in measured(args.model, setting, asked, args.draft_model):
             replies.append(reply)
             if args.json:
@@ -293,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                     handle.write(json.dumps(asdict(reply)) + "\n")
     print(f"Model: {KNOWN_MODELS[args.model].title}, llama.cpp, 2 threads")
     print()
-    print(table(replies, settings))
+    print(table(replies, args.settings))
     return 0
 
 

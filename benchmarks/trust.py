@@ -852,27 +852,47 @@ def built_table(records: Sequence[Record]) -> list[str]:
     for name in sets:
         for split in splits:
             of = [r for r in records if r.set == name and r.split == split]
-            if not of:
-                continue
-            cells, notes = [], []
-            for kind in kinds:
-                kind_of = [r for r in of if r.kind == kind]
-                built = [
-                    "-"
-                    if not kind_of or (kind == "distractor" and c == "alone")
-                    else str(len({r.item for r in kind_of if r.config == c and r.built}))
-                    for c in configs
-                ]
-                cells.append(" / ".join(built))
-                missing = Counter((r.reasons[0], r.config) for r in kind_of if not r.built)
-                reasons = dict.fromkeys(reason for reason, _ in missing)
-                if reasons:
-                    counted = [
-                        _why(why, [missing[why, c] for c in configs], configs) for why in reasons
-                    ]
-                    notes.append(f"{kind}: {', '.join(counted)}")
-            rows.append([name, split, *cells, "; ".join(notes) or "-"])
+            if of:
+                rows.append([name, split, *_built_cells(of, kinds, configs)])
     return markdown(header, rows, labels=2, notes=1)
+
+
+def _built_cells(
+    records: Sequence[Record], kinds: Sequence[str], configs: Sequence[str]
+) -> list[str]:
+    """One set's and split's row: each kind's items built per configuration, then the notes."""
+    cells, notes = [], []
+    for kind in kinds:
+        of_kind = [r for r in records if r.kind == kind]
+        cells.append(_built_counts(kind, of_kind, configs))
+        note = _not_built_note(kind, of_kind, configs)
+        if note:
+            notes.append(note)
+    return [*cells, "; ".join(notes) or "-"]
+
+
+def _built_counts(kind: str, records: Sequence[Record], configs: Sequence[str]) -> str:
+    """The items a kind's ledger was built for, ``alone / random / bm25``; ``-`` where none is.
+
+    A distractor is another passage sent, so none is built for the gold passage alone.
+    """
+    counts = [
+        "-"
+        if not records or (kind == "distractor" and config == "alone")
+        else str(len({r.item for r in records if r.config == config and r.built}))
+        for config in configs
+    ]
+    return " / ".join(counts)
+
+
+def _not_built_note(kind: str, records: Sequence[Record], configs: Sequence[str]) -> str:
+    """Why a kind's ledger was not built, with the items of each reason; empty if always built."""
+    missing = Counter((r.reasons[0], r.config) for r in records if not r.built)
+    reasons = dict.fromkeys(reason for reason, _ in missing)
+    if not reasons:
+        return ""
+    counted = [_why(why, [missing[why, c] for c in configs], configs) for why in reasons]
+    return f"{kind}: {', '.join(counted)}"
 
 
 def _why(reason: str, counts: Sequence[int], configs: Sequence[str]) -> str:

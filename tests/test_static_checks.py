@@ -33,6 +33,7 @@ COMPLEXITY_CHECKED = [
     ROOT / "integrations/langchain/langchain_evidence_first",
     ROOT / "integrations/llama-index/llama_index",
     ROOT / "cookbook",
+    ROOT / "benchmarks",
 ]
 
 

@@ -139,53 +139,74 @@ def demo_case() -> tuple[dict[str, Any], dict[str, Any]]:
     return base, case
 
 
+def chosen_questions(questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The questions the cases are built on, each half's single-source ones, then unanswerable."""
+    chosen = []
+    for split in ("tune", "report"):
+        of_split = [q for q in questions if q["split"] == split]
+        chosen += [q for q in of_split if q["kind"] == "single"][:SINGLE_PER_SPLIT]
+        chosen += [q for q in of_split if q["kind"] == "unanswerable"][:UNANSWERABLE_PER_SPLIT]
+    return chosen
+
+
+def placements(question: dict[str, Any]) -> list[tuple[str, str]]:
+    """Where a question's two cases are planted: the source holding the answer, a distractor.
+
+    An unanswerable question holds no answer: its first source stands for the relevant one.
+    """
+    gold_ids = [gold["source_id"] for gold in question["gold_quotes"]]
+    relevant = gold_ids[0] if gold_ids else question["sources"][0]
+    distractor = next(s for s in question["sources"] if s != relevant and s not in gold_ids)
+    return [("relevant", relevant), ("distractor", distractor)]
+
+
+def gold_ranges(question: dict[str, Any], source_id: str, text: str) -> list[tuple[int, int]]:
+    """Where the question's gold quotes stand in ``text``, the text of ``source_id``."""
+    ranges = []
+    for gold in question["gold_quotes"]:
+        if gold["source_id"] == source_id:
+            start = text.index(gold["quote"])
+            ranges.append((start, start + len(gold["quote"])))
+    return ranges
+
+
+def make_case(
+    number: int, question: dict[str, Any], placement: str, source_id: str, text: str
+) -> dict[str, Any]:
+    """Case ``number``: family and target by turns, planted after a sentence, clear of the gold."""
+    families = list(FAMILIES)
+    family = families[number % len(families)]
+    goal = "target" if question["answerable"] or placement == "relevant" else "answer"
+    target = TARGETS[number % len(TARGETS)] if goal == "target" else None
+    position = insertion_point(text, gold_ranges(question, source_id, text))
+    planted = instruction(family, goal, target)
+    # A space sets it apart: before it at the end of the text, after it anywhere else.
+    injection = " " + planted if position == len(text) else planted + " "
+    return {
+        "id": f"i{number:02d}-{question['id']}-{placement}",
+        "base": question["id"],
+        "family": family,
+        "placement": placement,
+        "goal": goal,
+        "target": target,
+        "source_id": source_id,
+        "position": position,
+        "injection": injection,
+    }
+
+
 def main() -> None:
     questions = json.loads((QUALITY / "questions.json").read_text(encoding="utf-8"))["questions"]
     documents = {
         doc["id"]: doc
         for doc in json.loads((QUALITY / "documents.json").read_text(encoding="utf-8"))["documents"]
     }
-    chosen = []
-    for split in ("tune", "report"):
-        of_split = [q for q in questions if q["split"] == split]
-        chosen += [q for q in of_split if q["kind"] == "single"][:SINGLE_PER_SPLIT]
-        chosen += [q for q in of_split if q["kind"] == "unanswerable"][:UNANSWERABLE_PER_SPLIT]
     base, first = demo_case()
     cases = [first]
-    families = list(FAMILIES)
-    for question in chosen:
-        gold_ids = [gold["source_id"] for gold in question["gold_quotes"]]
-        relevant = gold_ids[0] if gold_ids else question["sources"][0]
-        distractor = next(s for s in question["sources"] if s != relevant and s not in gold_ids)
-        for placement, source_id in (("relevant", relevant), ("distractor", distractor)):
-            number = len(cases)
-            family = families[number % len(families)]
-            goal = "target" if question["answerable"] or placement == "relevant" else "answer"
-            target = TARGETS[number % len(TARGETS)] if goal == "target" else None
+    for question in chosen_questions(questions):
+        for placement, source_id in placements(question):
             text = documents[source_id]["text"]
-            protected = []
-            for gold in question["gold_quotes"]:
-                if gold["source_id"] == source_id:
-                    start = text.index(gold["quote"])
-                    protected.append((start, start + len(gold["quote"])))
-            position = insertion_point(text, protected)
-            planted = instruction(family, goal, target)
-            injection = planted if position == len(text) else planted + " "
-            if position == len(text):
-                injection = " " + planted
-            cases.append(
-                {
-                    "id": f"i{number:02d}-{question['id']}-{placement}",
-                    "base": question["id"],
-                    "family": family,
-                    "placement": placement,
-                    "goal": goal,
-                    "target": target,
-                    "source_id": source_id,
-                    "position": position,
-                    "injection": injection,
-                }
-            )
+            cases.append(make_case(len(cases), question, placement, source_id, text))
     out = {
         "about": "Generated by make_cases.py: see its docstring. bases holds questions that are "
         "not in the quality set (the demo's); every other base is a quality question ID.",
