@@ -373,7 +373,7 @@ def openai_client(base_url: str, client: httpx.AsyncClient) -> AnswerAll:
     from openai import AsyncOpenAI
 
     from evidence_first import Evidence, ModelRequest
-    from evidence_first._plan import plan_answer
+    from evidence_first._engine.plan import plan_answer
     from evidence_first.adapters import AnswerOptions
     from evidence_first.chat_completions import SCHEMA_NAME
 

@@ -35,7 +35,7 @@ from _common import InstantModel, machine_line, p90, prose_sentence, require, ru
 
 from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
 from evidence_first import estimate_tokens as default_estimate_tokens
-from evidence_first._prompt import serialize_source
+from evidence_first._sending.prompt import serialize_source
 
 QUESTION = "What do the field notes say about the survey of the northern valley?"
 

@@ -7,7 +7,7 @@ phrased as "ignore previous instructions", a fake system note, a fake user turn,
 ledger or a fixed-reply request, as chat-template control strings (ChatML, Gemma), or in
 German, Spanish or Chinese.
 
-Each configuration is a citation mode and a set of defences (``evidence_first._prompt.
+Each configuration is a citation mode and a set of defences (``evidence_first._sending.prompt.
 Defences``): ``none``, ``escape`` (control strings JSON-escaped: the default), ``datamark``
 (passage mode only) and ``restate`` (the rules restated after the question). Every case is
 answered in every configuration, configurations alternating case by case, and so is every
@@ -69,7 +69,7 @@ from quality import (
 )
 
 from evidence_first import CitationMode, Evidence, ReaderModel
-from evidence_first._injection import Defences, flags_of_spans
+from evidence_first._sending.injection import Defences, flags_of_spans
 
 CASES = Path(__file__).parent / "data" / "injection" / "cases.json"
 QUICK_CASES = 2

@@ -6,7 +6,8 @@ answers and its BM25 neighbours (``data/public/make_sets.py`` builds them). ``tr
 scripts ledgers over them; :func:`reader_set` turns a set into the documents and questions
 ``quality.py --set`` asks a reader.
 
-A sentence is a passage as passage mode cuts it (``evidence_first._passages``), so a quote of
+A sentence is a passage as passage mode cuts it (``evidence_first._sending.passages``), so a quote
+of
 sentences and a citation of passage labels point at the same text.
 """
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from evidence_first import Evidence
-from evidence_first._passages import split_passages
+from evidence_first._sending.passages import split_passages
 
 DATA = Path(__file__).parent / "data" / "public"
 

@@ -72,12 +72,12 @@ from evidence_first import (
     TokenUsage,
     profile_for,
 )
-from evidence_first._engine import judge
-from evidence_first._injection import DEFAULT_DEFENCES, Defences
-from evidence_first._invoke import call_model
-from evidence_first._markers import marked_answer
-from evidence_first._plan import AnswerPlan, plan_answer
-from evidence_first._vocabulary import AnswerFlag
+from evidence_first._engine.entry_points import judge
+from evidence_first._engine.invoke import call_model
+from evidence_first._engine.plan import AnswerPlan, plan_answer
+from evidence_first._sending.injection import DEFAULT_DEFENCES, Defences
+from evidence_first._shapes.markers import marked_answer
+from evidence_first._shapes.vocabulary import AnswerFlag
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions, output_format
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel

@@ -14,7 +14,7 @@ meets the same cache: ``sent`` (the request as the engine sends it), ``no-logpro
 ``logprobs``/``top_logprobs``, which the reader's confidence is read from), ``no-schema``
 (without ``grammar`` or ``response_format``: no grammar), ``bare`` (neither). As
 ``LocalModel.generate`` does, a new server restores the system prompt's saved state before
-its first question (``_local.prompts``). The questions are the demo's (passage mode,
+its first question (``local._prompts``). The questions are the demo's (passage mode,
 ``--min-score`` and output limit as the demo sends them) and the project set's report half
 (``--sets``). Server start is timed apart: the weights' check as a start makes it (a record
 beside the file vouches for it while it is unchanged), the full SHA-256 a start makes after
@@ -52,12 +52,12 @@ from _common import machine_line
 from quality import MAX_CONTEXT_TOKENS, load_set, plan_one
 
 from evidence_first import Evidence, ModelRequest, ModelResponse
-from evidence_first._injection import DEFAULT_DEFENCES, Defences
-from evidence_first._local.weights import _is_intact, _sha256_of
-from evidence_first._plan import plan_answer
+from evidence_first._engine.plan import plan_answer
+from evidence_first._sending.injection import DEFAULT_DEFENCES, Defences
 from evidence_first.adapters import AnswerOptions
 from evidence_first.cli import DEMO_MIN_SCORE, RECOMMENDED_MODE, load_demo_corpus
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
+from evidence_first.local._weights import _is_intact, _sha256_of
 
 DEMO_OUTPUT_TOKENS = 512  # the demo's and `ask`'s output limit (cli._CLI_DEFAULTS)
 SETS = ("demo", "report")

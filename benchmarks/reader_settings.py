@@ -1,7 +1,7 @@
 """llama.cpp settings the embedded reader could run with, on the requests it is really sent.
 
 Each setting starts its own server (the reader's weights, or ``--model``'s, 2 threads,
-temperature 0, seed 0, the parameters ``evidence_first._local.server`` sets) with a few of
+temperature 0, seed 0, the parameters ``evidence_first.local._server`` sets) with a few of
 llama.cpp's parameters changed (``xllamacpp.CommonParams``), sends it the system prompt once as
 a new server's saved state would, then each question as the engine plans it
 (``reader_latency.PLANNERS``: the demo's and the project set's report half, passage mode), one
@@ -74,11 +74,11 @@ from reader_latency import (
     rates,
 )
 
-from evidence_first._injection import DEFAULT_DEFENCES
-from evidence_first._local.process import free_port
-from evidence_first._transport.profiles import profile_for_name
+from evidence_first._models.profiles import profile_for_name
+from evidence_first._sending.injection import DEFAULT_DEFENCES
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
+from evidence_first.local._process import free_port
 
 # llama.cpp parameters by setting, as attribute paths of xllamacpp.CommonParams.
 SETTINGS: dict[str, dict[str, Any]] = {
@@ -110,11 +110,11 @@ SETTINGS: dict[str, dict[str, Any]] = {
     },
 }
 
-# The child: the reader's own server parameters (evidence_first._local.server), then the
+# The child: the reader's own server parameters (evidence_first.local._server), then the
 # setting's. Speculative types are named by their enum member.
 _CHILD = r"""
 import json, sys, xllamacpp
-from evidence_first._local.server import reader_params
+from evidence_first.local._server import reader_params
 model, port, changes = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 params = reader_params(model, port, 32768, 2, 0, None)
 for path, value in changes.items():

@@ -71,9 +71,9 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first import estimate_tokens as default_estimate_tokens
-from evidence_first._engine import judge
-from evidence_first._plan import plan_answer
-from evidence_first._prompt import serialize_source
+from evidence_first._engine.entry_points import judge
+from evidence_first._engine.plan import plan_answer
+from evidence_first._sending.prompt import serialize_source
 from evidence_first.adapters import AnswerOptions
 
 QUESTION = "What do the field notes say about the survey of the northern valley?"

@@ -23,7 +23,7 @@ import tiktoken
 from _common import machine_line
 
 from evidence_first import Evidence, estimate_tokens
-from evidence_first._prompt import serialize_source
+from evidence_first._sending.prompt import serialize_source
 from evidence_first.local import TINY_MODEL, LocalModel
 
 SAMPLES = Path(__file__).parent / "data" / "token_samples"

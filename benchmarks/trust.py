@@ -81,9 +81,9 @@ from evidence_first import (
     ModelRequest,
     answer_from_evidence,
 )
-from evidence_first._injection import DATAMARK
-from evidence_first._limits import MAX_PASSAGES_PER_CITATION
-from evidence_first._vocabulary import AnswerFlag, CitationFlag, FlagPolicy
+from evidence_first._sending.injection import DATAMARK
+from evidence_first._shapes.limits import MAX_PASSAGES_PER_CITATION
+from evidence_first._shapes.vocabulary import AnswerFlag, CitationFlag, FlagPolicy
 from evidence_first.adapters import AnswerOptionFields
 
 CHECKS: tuple[AnswerFlag, ...] = get_args(AnswerFlag)

@@ -30,7 +30,7 @@ from vcr.cassette import Cassette
 from vcr.request import Request
 
 from evidence_first import EvidenceAnswer
-from evidence_first._transport import once
+from evidence_first._models import once
 from evidence_first.local import DEFAULT_READER, TINY_MODEL, LocalModel
 
 CASSETTES = Path(__file__).parent / "cassettes"
@@ -168,8 +168,8 @@ SYSTEM_PROMPT_MARKERS = {"@system-prompt@": False, "@system-prompt-ascii@": True
 def _system_prompts() -> dict[str, str]:
     """Each default system prompt by its full version: every citation style, with and without
     fact markers."""
-    from evidence_first._citing.modes import STYLES
-    from evidence_first._prompt import system_prompt
+    from evidence_first._sending.citing.modes import STYLES
+    from evidence_first._sending.prompt import system_prompt
 
     found = {}
     for style in STYLES.values():

@@ -1,4 +1,4 @@
-"""The layout stays legible: the core's layers, no import circle, small pipeline modules."""
+"""The layout stays legible: the core's layers, each a package by concept, and no import circle."""
 
 from __future__ import annotations
 
@@ -17,12 +17,15 @@ PACKAGES = {
     "llama_index.response_synthesizers.evidence_first": ROOT
     / "integrations/llama-index/llama_index/response_synthesizers/evidence_first",
 }
-MAX_CORE_MODULE_LINES = 350
-
 # The core's layers, from the top down, and which each may import besides itself: CONTRIBUTING's
-# table ("Where things live"), read here. A module belongs to the layer with the longest prefix
-# of its name; type-only imports (under TYPE_CHECKING) are free.
+# table ("Where things live"), read here, one row per layer naming its packages and modules. A
+# module belongs to the layer with the longest prefix of its name; type-only imports (under
+# TYPE_CHECKING) are free.
 CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+# The top folder shows the pipeline at a glance: so many plain modules, so many entries in all.
+MAX_TOP_MODULES = 8
+MAX_TOP_ENTRIES = 14
+NOT_ENTRIES = {"py.typed", "data", "__pycache__"}
 
 
 def _tables(heading: str) -> list[list[list[str]]]:
@@ -46,7 +49,7 @@ def _named(cell: str) -> list[str]:
 
 
 def _module_name(path: str) -> str:
-    """``_citing/`` or ``_transport/dialects.py`` as a dotted name inside ``evidence_first``."""
+    """``_shapes/`` or ``adapters.py`` as a dotted name inside ``evidence_first``."""
     parts = [part for part in path.removesuffix(".py").split("/") if part]
     return ".".join(["evidence_first", *parts]).removesuffix(".__init__")
 
@@ -54,8 +57,8 @@ def _module_name(path: str) -> str:
 def _layer_table() -> tuple[dict[str, tuple[str, ...]], dict[str, set[str]]]:
     layers: dict[str, tuple[str, ...]] = {}
     may_import: dict[str, set[str]] = {}
-    for layer, modules, lower in _tables("Where things live")[0]:
-        layers[layer] = tuple(_module_name(path) for path in _named(modules))
+    for layer, entries, _job, lower in _tables("Where things live")[0]:
+        layers[layer] = tuple(_module_name(path) for path in _named(entries))
         may_import[layer] = set() if lower == "(itself)" else set(lower.split(", "))
     return layers, may_import
 
@@ -99,24 +102,38 @@ def _runtime_imports(path: Path, name: str, is_package: bool) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("package", sorted(PACKAGES))
-def test_no_import_circle(package):
-    modules = _modules(package, PACKAGES[package])
-    # The package's own __init__ is its facade: it imports the modules, not the reverse.
-    graph = {
-        name: {
+def _import_graph(package: str, folder: Path) -> dict[str, set[str]]:
+    """Each module's runtime imports of the package's own modules.
+
+    Importing a submodule first imports every package above it, so a module that imports
+    ``a.b`` depends on ``a`` too, unless ``a`` holds the importer itself (then ``a`` is being
+    imported already, and only its module object is needed).
+    """
+    modules = _modules(package, folder)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        targets = {
             target
             for target in _runtime_imports(path, name, path.name == "__init__.py")
-            if target in modules and target != package and target != name
+            if target in modules and target != name
         }
-        for name, path in modules.items()
-        if name != package
-    }
-    for name in graph:
-        # Importing a submodule first imports every package above it.
-        parent = name.rpartition(".")[0]
-        if parent in graph:
-            graph[name].add(parent)
+        for target in list(targets):
+            parts = target.split(".")
+            for end in range(package.count(".") + 2, len(parts)):
+                parent = ".".join(parts[:end])
+                if parent != name and not name.startswith(parent + "."):
+                    targets.add(parent)
+        graph[name] = targets
+    return graph
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_no_import_circle(package):
+    graph = _import_graph(package, PACKAGES[package])
+    # The package's own __init__ is its facade: it imports the modules, not the reverse.
+    graph.pop(package, None)
+    for targets in graph.values():
+        targets.discard(package)
     visiting: list[str] = []
     done: set[str] = set()
 
@@ -132,6 +149,27 @@ def test_no_import_circle(package):
 
     for name in sorted(graph):
         visit(name)
+
+
+def test_no_package_of_the_core_imports_another_in_a_circle():
+    # The packages of the top folder, each taken whole: none reaches itself through another.
+    graph = _import_graph("evidence_first", CORE / "evidence_first")
+    top: dict[str, set[str]] = {}
+    for name, targets in graph.items():
+        entry = ".".join(name.split(".")[:2])
+        top.setdefault(entry, set()).update(
+            ".".join(target.split(".")[:2]) for target in targets if target != "evidence_first"
+        )
+    for entry, targets in top.items():
+        targets.discard(entry)
+
+    def reaches(start: str, goal: str, seen: frozenset[str] = frozenset()) -> bool:
+        return any(
+            target == goal or (target not in seen and reaches(target, goal, seen | {target}))
+            for target in top.get(start, ())
+        )
+
+    assert [entry for entry in sorted(top) if reaches(entry, entry)] == []
 
 
 def _layer_of(module: str) -> str:
@@ -162,27 +200,24 @@ def upward_imports(folder: Path) -> list[str]:
     return found
 
 
-def test_the_layer_table_names_existing_modules_and_layers():
-    modules = _modules("evidence_first", CORE / "evidence_first")
-    named = [prefix for prefixes in LAYERS.values() for prefix in prefixes]
-    assert [prefix for prefix in named if prefix not in modules] == []
-    assert len(named) == len(set(named)), "a module is in two layers"
+def test_the_layer_table_names_every_entry_of_the_top_folder_once():
+    folder = CORE / "evidence_first"
+    entries = {
+        path.name + ("/" if path.is_dir() else "")
+        for path in folder.iterdir()
+        if path.name not in NOT_ENTRIES
+    }
+    named = [path for paths in _tables("Where things live")[0] for path in _named(paths[1])]
+    assert sorted(named) == sorted(entries)
     assert {layer for lower in MAY_IMPORT.values() for layer in lower} <= set(LAYERS)
 
 
-def test_every_core_module_has_its_job_in_contributing():
-    # The second table of "Where things live": one row per job, naming modules and folders.
-    # A subpackage's __init__ is its folder's; the package's own is the public front.
-    named = {path for row in _tables("Where things live")[1] for path in _named(row[0])}
+def test_the_top_folder_lists_few_entries_and_fewer_plain_modules():
     folder = CORE / "evidence_first"
-    files = {
-        path.relative_to(folder).as_posix()
-        for path in folder.rglob("*.py")
-        if path.name != "__init__.py" or path.parent == folder
-    }
-    assert {path for path in named if not path.endswith("/")} <= files  # no stale row
-    folders = tuple(path for path in named if path.endswith("/"))
-    assert sorted(path for path in files - named if not path.startswith(folders)) == []
+    entries = [path for path in folder.iterdir() if path.name not in NOT_ENTRIES]
+    modules = [path for path in entries if path.suffix == ".py"]
+    assert len(modules) <= MAX_TOP_MODULES, sorted(path.name for path in modules)
+    assert len(entries) <= MAX_TOP_ENTRIES, sorted(path.name for path in entries)
 
 
 def test_every_core_module_imports_only_its_layer_and_those_below():
@@ -192,10 +227,12 @@ def test_every_core_module_imports_only_its_layer_and_those_below():
 def test_the_layer_rule_catches_a_planted_upward_import(tmp_path):
     copy = tmp_path / "evidence_first"
     shutil.copytree(CORE / "evidence_first", copy)
-    text = copy / "_text.py"
-    text.write_text(text.read_text(encoding="utf-8") + "\nimport evidence_first._engine\n")
+    unicode = copy / "_shapes" / "unicode.py"
+    planted = "\nimport evidence_first._engine.entry_points\n"
+    unicode.write_text(unicode.read_text(encoding="utf-8") + planted)
     assert upward_imports(copy) == [
-        "evidence_first._text (ground) imports evidence_first._engine (engine)"
+        "evidence_first._shapes.unicode (shapes) imports evidence_first._engine.entry_points "
+        "(engine)"
     ]
 
 
@@ -210,22 +247,6 @@ def test_the_layers_only_ever_point_down():
 
     for layer in LAYERS:
         assert layer not in below(layer)
-
-
-# The side parts (the local reader's machinery, the CLI's helpers) live in packages of their
-# own, and their modules may be as small or large as their jobs.
-SIDE_PACKAGES = ("_local", "_cli")
-
-
-def test_no_pipeline_module_is_over_350_lines():
-    folder = CORE / "evidence_first"
-    long = {
-        str(path.relative_to(CORE)): lines
-        for path in folder.rglob("*.py")
-        if path.relative_to(folder).parts[0] not in SIDE_PACKAGES
-        and (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_CORE_MODULE_LINES
-    }
-    assert long == {}
 
 
 # Integration modules allowed to touch a framework's private attributes: one per provider,

@@ -122,9 +122,9 @@ def test_the_front_exports_what_its_objects_name():
     ("name", "home", "replacement"),
     [
         ("ModelProfile", "evidence_first", "evidence_first.ModelProfile"),
-        ("TOP_LOGPROBS", "evidence_first._transport.strict", "ChatCompletionsModel"),
-        ("model_key", "evidence_first._transport.profiles", "profile_for_name"),
-        ("tool_keys_in", "evidence_first._transport.strict", "refuse_tools"),
+        ("TOP_LOGPROBS", "evidence_first._models.strict", "ChatCompletionsModel"),
+        ("model_key", "evidence_first._models.profiles", "profile_for_name"),
+        ("tool_keys_in", "evidence_first._models.strict", "refuse_tools"),
     ],
 )
 def test_a_name_removed_from_adapters_still_works_for_a_release_with_a_warning(

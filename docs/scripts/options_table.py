@@ -14,7 +14,7 @@ from typing import Literal, get_args, get_origin
 
 import annotated_types
 
-from evidence_first._options import AnswerOptionFields, option_bounds
+from evidence_first._sending.options import AnswerOptionFields, option_bounds
 
 HEADER = ("| option | default | accepts | meaning |", "|---|---|---|---|")
 

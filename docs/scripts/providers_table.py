@@ -12,7 +12,7 @@ import html
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from evidence_first._transport.rules import CAUTIOUS, PROFILE_RULES, ProfileRule
+from evidence_first._models.rules import CAUTIOUS, PROFILE_RULES, ProfileRule
 
 HEADER = ("| rule | vendor | models | sets | documentation |", "|---|---|---|---|---|")
 

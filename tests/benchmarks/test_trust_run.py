@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evidence_first._vocabulary import CitationFlag
+from evidence_first._shapes.vocabulary import CitationFlag
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from evidence_first import Evidence, InvalidRequestError, ModelRequest
-from evidence_first._transport.strict import tool_keys_in
+from evidence_first._models.strict import tool_keys_in
 from evidence_first.adapters import (
     SCHEMA_NAME,
     STRICT_KEYS,

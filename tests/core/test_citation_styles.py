@@ -9,15 +9,15 @@ from typing import Any, ClassVar
 from pydantic import Field
 
 from evidence_first import CitationMode, Evidence, ModelResponse
-from evidence_first._citing import modes
-from evidence_first._citing.base import CitationStyle
-from evidence_first._injection import Defences
-from evidence_first._ledger import LedgerCitationBase, parse_response
-from evidence_first._passages import split_passages
-from evidence_first._plan import plan_answer
-from evidence_first._schema import enum_or_string, flat_schema, narrowed, worst_case_chars
-from evidence_first._spans import Rejection, citation_of
-from evidence_first._verify import verify_citations
+from evidence_first._engine.plan import plan_answer
+from evidence_first._reading.verify import verify_citations
+from evidence_first._sending.citing import modes
+from evidence_first._sending.citing.base import CitationStyle
+from evidence_first._sending.injection import Defences
+from evidence_first._sending.passages import split_passages
+from evidence_first._sending.schema import enum_or_string, flat_schema, narrowed, worst_case_chars
+from evidence_first._shapes.ledger import LedgerCitationBase, parse_response
+from evidence_first._shapes.spans import Rejection, citation_of
 from evidence_first.adapters import AnswerOptions
 
 
@@ -116,10 +116,10 @@ def test_a_new_style_is_served_end_to_end(monkeypatch):
 
 
 def test_each_system_prompt_names_every_ledger_key_and_limit():
-    from evidence_first._injection import DEFAULT_DEFENCES
-    from evidence_first._ledger import Ledger, LedgerFact
-    from evidence_first._limits import MAX_CITATIONS_PER_FACT, MAX_FACTS
-    from evidence_first._prompt import system_prompt
+    from evidence_first._sending.injection import DEFAULT_DEFENCES
+    from evidence_first._sending.prompt import system_prompt
+    from evidence_first._shapes.ledger import Ledger, LedgerFact
+    from evidence_first._shapes.limits import MAX_CITATIONS_PER_FACT, MAX_FACTS
 
     for style in modes.STYLES.values():
         system, _ = system_prompt(style(), DEFAULT_DEFENCES)

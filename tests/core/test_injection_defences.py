@@ -21,13 +21,19 @@ from evidence_first import (
     ModelRequest,
     answer_from_evidence,
 )
-from evidence_first._citing.modes import style_for
-from evidence_first._engine import run_plan
-from evidence_first._injection import DATAMARK, Defences, datamark, escape_controls, flags_of
-from evidence_first._passages import passages_of
-from evidence_first._plan import plan_answer
-from evidence_first._prompt import system_prompt
-from evidence_first._text import has_text
+from evidence_first._engine.entry_points import run_plan
+from evidence_first._engine.plan import plan_answer
+from evidence_first._sending.citing.modes import style_for
+from evidence_first._sending.injection import (
+    DATAMARK,
+    Defences,
+    datamark,
+    escape_controls,
+    flags_of,
+)
+from evidence_first._sending.passages import passages_of
+from evidence_first._sending.prompt import system_prompt
+from evidence_first._shapes.unicode import has_text
 from evidence_first.adapters import AnswerOptions
 from evidence_first.cli import render_report
 from evidence_first.render import render_html, render_markdown

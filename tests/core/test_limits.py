@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
-from evidence_first._limits import MAX_QUESTION_TOKENS
+from evidence_first._shapes.limits import MAX_QUESTION_TOKENS
 
 GOOD = [Evidence(id="a", text="The launch moved to June 15.")]
 

@@ -18,9 +18,9 @@ import llguidance
 import pytest
 
 from evidence_first import Evidence
-from evidence_first._plan import plan_answer
-from evidence_first._transport.strict import llguidance_grammar
-from evidence_first._transport.writing import schema_in
+from evidence_first._engine.plan import plan_answer
+from evidence_first._models.strict import llguidance_grammar
+from evidence_first._models.writing import schema_in
 from evidence_first.adapters import AnswerOptions, output_format
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local import LocalModel

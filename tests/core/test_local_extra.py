@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from evidence_first import local
-from evidence_first._local import process, weights
 from evidence_first.local import (
     DEFAULT_READER,
     KNOWN_MODELS,
@@ -26,6 +25,8 @@ from evidence_first.local import (
     LocalModelError,
     assemble,
 )
+from evidence_first.local import _process as process
+from evidence_first.local import _weights as weights
 
 
 def test_the_default_reader_and_the_tiny_model_are_known_and_pinned():
@@ -262,7 +263,7 @@ def launched(tmp_path, monkeypatch) -> list[list[str]]:
     popen = subprocess.Popen
 
     def stand_in(command: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-        assert command[:3] == [sys.executable, "-m", "evidence_first._local.server"]
+        assert command[:3] == [sys.executable, "-m", "evidence_first.local._server"]
         commands.append(command[3:])
         return popen([sys.executable, str(script), *command[3:]], **kwargs)
 
@@ -276,7 +277,7 @@ def test_the_server_listens_on_loopback_until_stopped(launched, tmp_path):
     with LocalModel(path, threads=2, seed=5) as model:
         assert model.running
         assert model.base_url == f"http://127.0.0.1:{model.port}/v1"
-        slots = str(model.cache_dir / "prompts")  # the saved system-prompt states (_local.prompts)
+        slots = str(model.cache_dir / "prompts")  # the saved system-prompt states (local._prompts)
         assert launched == [[str(path), str(model.port), "32768", "2", "5", slots]]
         assert model.start() is model  # already running: no second child
     assert not model.running

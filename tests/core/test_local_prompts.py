@@ -1,4 +1,4 @@
-"""The embedded server's saved system-prompt state (``_local.prompts``), against a loopback
+"""The embedded server's saved system-prompt state (``local._prompts``), against a loopback
 stand-in for llama.cpp's slot actions (tools/server/README.md: ``POST /slots/{id}?action=save``
 answers ``n_saved``, the tokens the slot held; ``?action=restore`` loads a file).
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evidence_first._local.prompts import PromptStore
+from evidence_first.local._prompts import PromptStore
 
 SYSTEM = "You answer one question using only the sources in the user message."
 PROMPT_TOKENS = 21

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
-from evidence_first._markers import MarkedAnswer, marked_answer
-from evidence_first._text import has_text
+from evidence_first._shapes.markers import MarkedAnswer, marked_answer
+from evidence_first._shapes.unicode import has_text
 
 SOURCE = Evidence(
     id="a",

@@ -13,8 +13,9 @@ import pytest
 from pydantic import Field
 
 import evidence_first
-from evidence_first import Evidence, InvalidRequestError, _plan, answer_from_evidence
-from evidence_first._options import OPTION_NAMES, _option_parameters
+from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
+from evidence_first._engine import plan as _plan
+from evidence_first._sending.options import OPTION_NAMES, _option_parameters
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions, OptionArgs
 
 DOCS = Path(__file__).parents[2] / "docs"

@@ -16,12 +16,12 @@ from evidence_first import (
     aanswer_from_evidence,
     answer_from_evidence,
 )
-from evidence_first import _passages as passages_module
-from evidence_first._citing.passage import PassageStyle
-from evidence_first._injection import Defences
-from evidence_first._passages import MAX_PASSAGE_CHARS, passages_around, split_passages
-from evidence_first._prompt import serialize_source
-from evidence_first._tokens import estimate_tokens, passage_form_floor
+from evidence_first._sending import passages as passages_module
+from evidence_first._sending.citing.passage import PassageStyle
+from evidence_first._sending.injection import Defences
+from evidence_first._sending.passages import MAX_PASSAGE_CHARS, passages_around, split_passages
+from evidence_first._sending.prompt import serialize_source
+from evidence_first._sending.tokens import estimate_tokens, passage_form_floor
 
 NOTES = Evidence(
     id="notes",

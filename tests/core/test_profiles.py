@@ -36,9 +36,9 @@ from evidence_first import (
     cli,
     profile_for,
 )
+from evidence_first._models.profiles import model_key
+from evidence_first._models.rules import CAUTIOUS, PROFILE_RULES
 from evidence_first._transport import reading
-from evidence_first._transport.profiles import model_key
-from evidence_first._transport.rules import CAUTIOUS, PROFILE_RULES
 from evidence_first.adapters import (
     DIALECTS,
     ModelProfileWarning,

@@ -15,12 +15,12 @@ from evidence_first import (
     Evidence,
     answer_from_evidence,
 )
-from evidence_first._citing.quote import QuoteStyle
-from evidence_first._markers import UNMARKED_SUFFIX
-from evidence_first._passages import SentSources
-from evidence_first._prompt_text import MARKER_RULE
-from evidence_first._schema import ledger_schema
-from evidence_first._transport.writing import branch_on_answer, schema_in
+from evidence_first._models.writing import branch_on_answer, schema_in
+from evidence_first._sending.citing.quote import QuoteStyle
+from evidence_first._sending.passages import SentSources
+from evidence_first._sending.prompt_text import MARKER_RULE
+from evidence_first._sending.schema import ledger_schema
+from evidence_first._shapes.markers import UNMARKED_SUFFIX
 from evidence_first.chat_completions import ChatCompletionsModel
 
 SECRET = "sk-live-51H8yTOPSECRET"

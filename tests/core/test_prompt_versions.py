@@ -1,6 +1,6 @@
 """Each prompt version names one prompt: what the model reads under it is pinned by a digest.
 
-A citation mode's ``prompt_version`` (``evidence_first/_prompt_text.py``) names its system
+A citation mode's ``prompt_version`` (``evidence_first/_sending/prompt_text.py``) names its system
 prompt, the user message's frame and its request schema. ``tests/golden/prompt_versions.json``
 records, for every version, a SHA-256 over the requests it plans: both citation modes' system
 prompt, user message and schema, with and without fact markers and patterns, with the defaults
@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from evidence_first import Evidence
-from evidence_first import _prompt_text as text
-from evidence_first._citing.modes import STYLES
-from evidence_first._injection import Defences
-from evidence_first._options import AnswerOptions
-from evidence_first._plan import plan_answer
-from evidence_first._schema import ledger_schema
+from evidence_first._engine.plan import plan_answer
+from evidence_first._sending import prompt_text as text
+from evidence_first._sending.citing.modes import STYLES
+from evidence_first._sending.injection import Defences
+from evidence_first._sending.options import AnswerOptions
+from evidence_first._sending.schema import ledger_schema
 from evidence_first.chat_completions import ChatCompletionsModel
 
 PROMPT_VERSIONS = Path(__file__).parents[1] / "golden" / "prompt_versions.json"
@@ -98,7 +98,7 @@ def test_a_prompt_version_names_one_prompt(mode, pytestconfig):
     assert recorded[version] == digest, (
         f"what the model reads in {mode} mode (the prompt's text, its framing or the request "
         f"schema) changed, and its prompt version is still {version}: bump it in "
-        "evidence_first/_prompt_text.py and record the new version's digest with "
+        "evidence_first/_sending/prompt_text.py and record the new version's digest with "
         "`uv run pytest tests/core/test_prompt_versions.py --record-golden` "
         "(CONTRIBUTING, A prompt change)"
     )

@@ -26,7 +26,7 @@ from evidence_first import (
     TokenUsage,
     answer_from_evidence,
 )
-from evidence_first._text import has_text
+from evidence_first._shapes.unicode import has_text
 
 REASON_CODES = frozenset(get_args(ReasonCode))
 STATUSES = frozenset(get_args(AnswerStatus))

@@ -17,10 +17,10 @@ import jsonschema
 import pytest
 
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
-from evidence_first._plan import plan_answer
-from evidence_first._transport.dialects import DIALECTS
-from evidence_first._transport.profiles import profile_for_name
-from evidence_first._transport.writing import schema_in
+from evidence_first._engine.plan import plan_answer
+from evidence_first._models.dialects import DIALECTS
+from evidence_first._models.profiles import profile_for_name
+from evidence_first._models.writing import schema_in
 from evidence_first.adapters import AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
 

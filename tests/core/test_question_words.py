@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
-from evidence_first._support import QUESTION_COVERAGE, question_is_covered
-from evidence_first._words import FUNCTION_WORDS
+from evidence_first._reading.fact_support import QUESTION_COVERAGE, question_is_covered
+from evidence_first._reading.words import FUNCTION_WORDS
 
 RENT = Evidence(
     id="newsletter",

@@ -23,7 +23,7 @@ from evidence_first import (
     TokenLogprob,
     answer_from_evidence,
 )
-from evidence_first._confidence import decision_confidence
+from evidence_first._reading.confidence import decision_confidence
 
 SOURCE = Evidence(id="notes", text="Standup notes. The launch moved to June 15.")
 CITATION = {"source_id": "notes", "quote": "The launch moved to June 15."}

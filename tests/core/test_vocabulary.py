@@ -7,7 +7,7 @@ import typing
 import pytest
 
 from evidence_first import CitationCheck, EvidenceAnswer
-from evidence_first._vocabulary import (
+from evidence_first._shapes.vocabulary import (
     ABSTENTION_DESCRIPTIONS,
     ANSWER_FLAG_DESCRIPTIONS,
     FLAG_DESCRIPTIONS,

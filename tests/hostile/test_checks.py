@@ -26,7 +26,7 @@ from evidence_first import (
     TokenLogprob,
     answer_from_evidence,
 )
-from evidence_first._transport.profiles import profile_for_name
+from evidence_first._models.profiles import profile_for_name
 
 SOURCE = Evidence(
     id="notes", text="Standup, May 2. The launch moved to June 15. Room 16 is booked."

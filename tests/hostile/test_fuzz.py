@@ -18,9 +18,9 @@ import pytest
 from pydantic import ValidationError
 
 from evidence_first import Citation, Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
-from evidence_first import _result as result_module
-from evidence_first._citing import quote as quote_module
-from evidence_first._text import has_text
+from evidence_first._engine import result as result_module
+from evidence_first._sending.citing import quote as quote_module
+from evidence_first._shapes.unicode import has_text
 
 FRAGMENTS = (
     "The launch moved to June 15. ",

@@ -19,7 +19,7 @@ import _support
 import pytest
 from _support import ScriptedModel
 
-import evidence_first._engine as engine
+import evidence_first._engine.entry_points as engine
 from evidence_first import Evidence, aanswer_from_evidence, answer_from_evidence
 
 SHORT, LONG = 8_000, 16_000

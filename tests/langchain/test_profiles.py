@@ -21,7 +21,7 @@ from langchain_anthropic import ChatAnthropic
 from langchain_openai import AzureChatOpenAI, ChatOpenAI
 
 from evidence_first import Evidence, InvalidRequestError, ModelCallError
-from evidence_first._plan import plan_answer
+from evidence_first._engine.plan import plan_answer
 from evidence_first.adapters import DIALECTS, ModelProfileWarning, profile_for_name
 from evidence_first.local import LocalModel
 from langchain_evidence_first import EvidenceAnswerer, profile_for

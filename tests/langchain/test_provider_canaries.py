@@ -25,9 +25,9 @@ from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 from evidence_first import Evidence, ModelRequest
-from evidence_first._citing.quote import QuoteStyle
-from evidence_first._passages import SentSources
-from evidence_first._schema import ledger_schema
+from evidence_first._sending.citing.quote import QuoteStyle
+from evidence_first._sending.passages import SentSources
+from evidence_first._sending.schema import ledger_schema
 from evidence_first.adapters import schema_in
 from langchain_evidence_first._anthropic import CACHED_CLIENTS
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model

@@ -16,9 +16,9 @@ from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 from evidence_first import Evidence, InvalidRequestError, ModelRequest
-from evidence_first._citing.quote import QuoteStyle
-from evidence_first._passages import SentSources
-from evidence_first._schema import ledger_schema
+from evidence_first._sending.citing.quote import QuoteStyle
+from evidence_first._sending.passages import SentSources
+from evidence_first._sending.schema import ledger_schema
 from evidence_first.adapters import schema_in
 from evidence_first.chat_completions import SCHEMA_NAME
 from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning

@@ -24,7 +24,7 @@ from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
 from evidence_first import Evidence, InvalidRequestError, ModelProfile, ModelRequest
-from evidence_first._plan import plan_answer
+from evidence_first._engine.plan import plan_answer
 from evidence_first.adapters import DIALECTS, AnswerOptions, ModelProfileWarning, profile_for_name
 from evidence_first.local import LocalModel
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer, profile_for

@@ -18,8 +18,8 @@ from llama_index.llms.ollama import Ollama
 from ollama import ResponseError
 
 from evidence_first import InvalidRequestError, ModelRequest
-from evidence_first._citing.quote import QuoteStyle
-from evidence_first._schema import ledger_schema
+from evidence_first._sending.citing.quote import QuoteStyle
+from evidence_first._sending.schema import ledger_schema
 from evidence_first.adapters import schema_in
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,

@@ -24,8 +24,8 @@ from evidence_first import (
     InvalidRequestError,
     ModelCallError,
 )
-from evidence_first._citing.quote import QuoteStyle
-from evidence_first._schema import ledger_schema
+from evidence_first._sending.citing.quote import QuoteStyle
+from evidence_first._sending.schema import ledger_schema
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,
     UnenforcedSettingsWarning,

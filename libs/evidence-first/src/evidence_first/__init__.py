@@ -13,7 +13,33 @@ from typing import Any
 
 # Imported for its effect too: the renderers give an answer its str() and its notebook view.
 from evidence_first import render as render
-from evidence_first._answer import (
+from evidence_first._engine.entry_points import aanswer_from_evidence, answer_from_evidence
+from evidence_first._engine.request_checks import profile_for
+from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._models.profiles import ModelProfile
+from evidence_first._sending.citing.modes import LEDGER_JSON_SCHEMA, PASSAGE_LEDGER_JSON_SCHEMA
+from evidence_first._sending.citing.passage import PASSAGE_PROMPT_VERSION
+from evidence_first._sending.citing.quote import PROMPT_VERSION
+from evidence_first._sending.tokens import estimate_tokens
+from evidence_first._shapes.errors import (
+    AnswerCancelledError,
+    AnswerTimeoutError,
+    EvidenceFirstError,
+    InvalidRequestError,
+    ModelCallError,
+    StoredAnswerError,
+)
+from evidence_first._shapes.evidence import Evidence, EvidenceStatus
+from evidence_first._shapes.model import (
+    AsyncEvidenceReaderModel,
+    EvidenceReaderModel,
+    ModelRequest,
+    ModelResponse,
+    ReaderModel,
+    TokenChoice,
+    TokenLogprob,
+)
+from evidence_first._shapes.parts import (
     AnswerSegment,
     Citation,
     CitationCheck,
@@ -26,33 +52,7 @@ from evidence_first._answer import (
     TokenUsage,
     ValidationIssue,
 )
-from evidence_first._citing.modes import LEDGER_JSON_SCHEMA, PASSAGE_LEDGER_JSON_SCHEMA
-from evidence_first._citing.passage import PASSAGE_PROMPT_VERSION
-from evidence_first._citing.quote import PROMPT_VERSION
-from evidence_first._engine import aanswer_from_evidence, answer_from_evidence
-from evidence_first._errors import (
-    AnswerCancelledError,
-    AnswerTimeoutError,
-    EvidenceFirstError,
-    InvalidRequestError,
-    ModelCallError,
-    StoredAnswerError,
-)
-from evidence_first._evidence import Evidence, EvidenceStatus
-from evidence_first._model import (
-    AsyncEvidenceReaderModel,
-    EvidenceReaderModel,
-    ModelRequest,
-    ModelResponse,
-    ReaderModel,
-    TokenChoice,
-    TokenLogprob,
-)
-from evidence_first._request import profile_for
-from evidence_first._result import EvidenceAnswer
-from evidence_first._tokens import estimate_tokens
-from evidence_first._transport.profiles import ModelProfile
-from evidence_first._vocabulary import (
+from evidence_first._shapes.vocabulary import (
     AbstentionReason,
     AnswerStatus,
     CitationMode,

@@ -39,27 +39,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from evidence_first import _publish
-from evidence_first._engine import arun_plan, run_plan
-from evidence_first._errors import ModelProfileWarning, UnenforcedSettingsWarning
-from evidence_first._evidence import Evidence, evidence_error, positional_id, source_evidence
-from evidence_first._limits import MAX_SOURCES
-from evidence_first._metadata import answer_metadata, json_safe_metadata, metadata_fields
-from evidence_first._model import ReaderModel
-from evidence_first._options import AnswerOptionFields, AnswerOptions, OptionArgs, option_error
-from evidence_first._plan import aplan_answer, plan_answer
-from evidence_first._rendering import unbracketed
-from evidence_first._request import checked_int
-from evidence_first._result import EvidenceAnswer
-from evidence_first._transport.dialects import DIALECTS, Dialect, DialectName
-from evidence_first._transport.once import warn_once
-from evidence_first._transport.profiles import (
+from evidence_first._engine.entry_points import arun_plan, run_plan
+from evidence_first._engine.plan import aplan_answer, plan_answer
+from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._models.dialects import DIALECTS, Dialect, DialectName
+from evidence_first._models.once import warn_once
+from evidence_first._models.profiles import (
     ProviderFamily,
     family_for_url,
     profile_for_name,
     profile_of,
 )
-from evidence_first._transport.providers import Provider, is_instance_of
-from evidence_first._transport.strict import (
+from evidence_first._models.providers import Provider, is_instance_of
+from evidence_first._models.strict import (
     NESTED_SETTINGS,
     SCHEMA_NAME,
     STRICT_KEYS,
@@ -74,9 +66,22 @@ from evidence_first._transport.strict import (
     warn_unenforced_once,
     without_strict_keys,
 )
-from evidence_first._transport.writing import schema_in
-from evidence_first._vocabulary import OmissionReason
+from evidence_first._models.writing import schema_in
+from evidence_first._sending.options import (
+    AnswerOptionFields,
+    AnswerOptions,
+    OptionArgs,
+    checked_int,
+    option_error,
+)
+from evidence_first._shapes.errors import ModelProfileWarning, UnenforcedSettingsWarning
+from evidence_first._shapes.evidence import Evidence, evidence_error, positional_id, source_evidence
+from evidence_first._shapes.limits import MAX_SOURCES
+from evidence_first._shapes.model import ReaderModel
+from evidence_first._shapes.vocabulary import OmissionReason
 from evidence_first.chat_completions import token_logprobs
+from evidence_first.render._escaping import unbracketed
+from evidence_first.render._metadata import answer_metadata, json_safe_metadata, metadata_fields
 
 __all__ = [
     "DIALECTS",
@@ -131,14 +136,14 @@ __all__ = [
 _MOVED = {
     "ModelProfile": ("evidence_first", "evidence_first.ModelProfile"),
     "TOP_LOGPROBS": (
-        "evidence_first._transport.strict",
+        "evidence_first._models.strict",
         "nothing: it is ChatCompletionsModel's own setting",
     ),
     "model_key": (
-        "evidence_first._transport.profiles",
+        "evidence_first._models.profiles",
         "evidence_first.adapters.profile_for_name, which reads the name the same way",
     ),
-    "tool_keys_in": ("evidence_first._transport.strict", "evidence_first.adapters.refuse_tools"),
+    "tool_keys_in": ("evidence_first._models.strict", "evidence_first.adapters.refuse_tools"),
 }
 
 

@@ -16,26 +16,26 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-from evidence_first._answer import TokenUsage
-from evidence_first._errors import InvalidRequestError, ModelCallError
-from evidence_first._limits import MAX_OUTPUT_TOKENS
-from evidence_first._model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
-from evidence_first._transport.dialects import DIALECTS, DialectName
-from evidence_first._transport.profiles import (
+from evidence_first._models.dialects import DIALECTS, DialectName
+from evidence_first._models.profiles import (
     DEFAULT_PROFILE,
     ModelProfile,
     family_for_url,
     profile_for_name,
     profile_of,
 )
-from evidence_first._transport.reading import ReplyLimits, read_reply, reply_limits
-from evidence_first._transport.stated import decoded, reply_count
-from evidence_first._transport.strict import (
+from evidence_first._models.strict import (
     SCHEMA_NAME,
     TOP_LOGPROBS,
     chat_completions_settings,
     output_format,
 )
+from evidence_first._shapes.errors import InvalidRequestError, ModelCallError
+from evidence_first._shapes.limits import MAX_OUTPUT_TOKENS
+from evidence_first._shapes.model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
+from evidence_first._shapes.parts import TokenUsage
+from evidence_first._transport.reading import ReplyLimits, read_reply, reply_limits
+from evidence_first._transport.stated import decoded, reply_count
 
 __all__ = [
     "SCHEMA_NAME",
@@ -59,7 +59,7 @@ def chat_completions_body(
     What the model accepts follows ``profile``: the output-limit field (and its allowance for
     reasoning), a temperature only where one is accepted, log-probabilities only when the
     request asks. The schema is written in the profile's dialect
-    (:mod:`evidence_first._transport.dialects`; none: the schema as built), and left out when
+    (:mod:`evidence_first._models.dialects`; none: the schema as built), and left out when
     the profile asks for JSON in the prompt only; the ``llguidance`` dialect sends it as a
     llama.cpp ``grammar`` for compact JSON instead of a ``response_format``.
     """

@@ -22,10 +22,10 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from evidence_first._errors import AnswerCancelledError, ModelCallError
-from evidence_first._model import ModelRequest
+from evidence_first._models.strict import TOP_LOGPROBS, connection_failure
+from evidence_first._shapes.errors import AnswerCancelledError, ModelCallError
+from evidence_first._shapes.model import ModelRequest
 from evidence_first._transport.stated import reply_count, status_failure
-from evidence_first._transport.strict import TOP_LOGPROBS, connection_failure
 
 __all__ = [
     "REPLY_BYTES_PER_CHAR",

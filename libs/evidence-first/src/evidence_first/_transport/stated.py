@@ -13,7 +13,7 @@ import re
 import urllib.parse
 from typing import Any
 
-from evidence_first._errors import ModelCallError
+from evidence_first._shapes.errors import ModelCallError
 
 __all__ = ["LARGEST_COUNT", "decoded", "reply_count", "status_failure"]
 

@@ -1,0 +1,279 @@
+"""Calls the reader model exactly once, bounded by a timeout and the caller's cancellation.
+
+A sync callback runs on a daemon worker thread so the engine can stop waiting even when the
+callback ignores ``request.cancel``; an async-only model used from the sync entry point runs on
+its own event loop in that thread. The caller's context variables (tracing) travel with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from evidence_first._models.strict import connection_failure
+from evidence_first._shapes.errors import (
+    AnswerCancelledError,
+    AnswerTimeoutError,
+    EvidenceFirstError,
+    ModelCallError,
+)
+from evidence_first._shapes.model import ModelRequest, ModelResponse
+
+__all__ = ["call_model", "call_model_async", "has_async", "has_sync"]
+
+# How often a sync wait checks the caller's cancel event.
+_CANCEL_POLL_SECONDS = 0.02
+# The errors a callback may raise as they are: our transports word them without payloads.
+_SAFELY_WORDED = (ModelCallError, AnswerTimeoutError, AnswerCancelledError)
+
+
+def has_sync(model: object) -> bool:
+    """Whether ``model`` has a callable ``generate``."""
+    return callable(getattr(model, "generate", None))
+
+
+def has_async(model: object) -> bool:
+    """Whether ``model`` has a callable ``agenerate``."""
+    return callable(getattr(model, "agenerate", None))
+
+
+def call_model(
+    model: object, request: ModelRequest, *, cancel: threading.Event | None
+) -> ModelResponse:
+    """Call ``model`` once from synchronous code and return its normalized response.
+
+    Raises:
+        AnswerTimeoutError: No answer within ``request.timeout``, or the client timed out.
+        AnswerCancelledError: ``cancel`` was set before the model answered.
+        ModelCallError: The callback raised or returned something other than a response.
+    """
+    if cancel is not None and cancel.is_set():
+        msg = "the answer was cancelled before the model was called"
+        raise AnswerCancelledError(msg)
+    worker = _Worker(model, request)
+    worker.start()
+    deadline = time.monotonic() + request.timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            worker.abandon()
+            raise _timeout_error(request.timeout)
+        wait = remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS)
+        done = worker.done.wait(wait)
+        # The deadline is checked after every wait: a reply that came after it is never used.
+        if time.monotonic() > deadline:
+            worker.abandon()
+            raise _timeout_error(request.timeout)
+        if done:
+            break
+        if cancel is not None and cancel.is_set():
+            worker.abandon()
+            msg = "the answer was cancelled while waiting for the model"
+            raise AnswerCancelledError(msg)
+    if worker.error is not None:
+        raise _call_error(worker.error, request.timeout) from worker.error
+    return _normalize(worker.result)
+
+
+async def call_model_async(model: object, request: ModelRequest) -> ModelResponse:
+    """Call ``model`` once from async code and return its normalized response.
+
+    The call runs as its own task, and the engine stops waiting at the deadline even if the
+    model swallows its cancellation: the task is cancelled and left behind, and whatever it
+    returns late is never judged, even when a model that held the event loop past the deadline
+    hands it back at once. Cancelling the awaiting task does the same, sets ``request.cancel``
+    and propagates :class:`asyncio.CancelledError`; a model that raises
+    :class:`asyncio.CancelledError` by itself, with the caller's task cancelled by no one, has
+    failed, as it has on the sync path.
+
+    Raises:
+        AnswerTimeoutError: No answer within ``request.timeout``, or the client timed out.
+        ModelCallError: The callback raised or returned something other than a response.
+    """
+    deadline = time.monotonic() + request.timeout
+    if has_async(model):
+        call = asyncio.ensure_future(_await_agenerate(model, request))
+    else:
+        call = asyncio.ensure_future(_await_worker(_Worker(model, request), request.timeout))
+    try:
+        done, _ = await asyncio.wait({call}, timeout=request.timeout)
+    except asyncio.CancelledError:
+        _leave_behind(call, request)
+        raise
+    if not done or time.monotonic() > deadline:
+        _leave_behind(call, request)
+        raise _timeout_error(request.timeout)
+    if call.cancelled():
+        # Nothing cancelled the caller (its wait returned): the model cancelled itself.
+        msg = "the model call was cancelled by the model itself"
+        raise ModelCallError(msg, cause_type="asyncio.CancelledError")
+    try:
+        result = call.result()
+    except _SAFELY_WORDED:
+        raise
+    except Exception as exc:
+        raise _call_error(exc, request.timeout) from exc
+    return _normalize(result)
+
+
+def _leave_behind(call: asyncio.Future[object], request: ModelRequest) -> None:
+    """Stop waiting for a call: signal and cancel it, and drop whatever it ends with."""
+    request.cancel.set()
+    call.cancel()
+    call.add_done_callback(_drop_outcome)
+
+
+def _drop_outcome(call: asyncio.Future[object]) -> None:
+    # Retrieving the exception keeps asyncio from reporting it as never retrieved.
+    if not call.cancelled():
+        call.exception()
+
+
+async def _await_agenerate(model: object, request: ModelRequest) -> object:
+    agenerate: Callable[[ModelRequest], Any] = model.agenerate  # type: ignore[attr-defined]
+    return await agenerate(request)
+
+
+async def _await_worker(worker: _Worker, timeout: float) -> object:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    def notify() -> None:
+        # The loop may have closed while an abandoned callback was still running.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(wake)
+
+    worker.on_done = notify
+    worker.start()
+    try:
+        await future
+    except asyncio.CancelledError:
+        worker.abandon()
+        raise
+    if worker.error is not None:
+        raise _call_error(worker.error, timeout) from worker.error
+    return worker.result
+
+
+class _Worker:
+    """Runs one model call on a daemon thread and records its outcome."""
+
+    def __init__(self, model: object, request: ModelRequest) -> None:
+        self._model = model
+        self._request = request
+        self._context = contextvars.copy_context()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[object] | None = None
+        self.done = threading.Event()
+        self.on_done: Callable[[], None] | None = None
+        self.result: object = None
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        thread = threading.Thread(target=self._run, name="evidence-first-model-call", daemon=True)
+        thread.start()
+
+    def abandon(self) -> None:
+        """Stop waiting: signal the callback, and cancel it if it runs on our event loop."""
+        self._request.cancel.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(task.cancel)
+
+    def _run(self) -> None:
+        try:
+            self.result = self._context.run(self._call)
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+            if self.on_done is not None:
+                self.on_done()
+
+    def _call(self) -> object:
+        if has_sync(self._model):
+            return self._model.generate(self._request)  # type: ignore[attr-defined]
+        return asyncio.run(self._call_async())
+
+    async def _call_async(self) -> object:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        if self._request.cancel.is_set():
+            raise asyncio.CancelledError
+        return await _await_agenerate(self._model, self._request)
+
+
+def _normalize(result: object) -> ModelResponse:
+    if isinstance(result, ModelResponse):
+        return result
+    if isinstance(result, str):
+        return ModelResponse(text=result)
+    msg = f"the model returned {type(result).__name__}; expected ModelResponse or str"
+    raise ModelCallError(msg, cause_type=None)
+
+
+def _timeout_error(timeout: float) -> AnswerTimeoutError:
+    return AnswerTimeoutError(f"the model did not answer within {timeout:g} s", timeout=timeout)
+
+
+def _call_error(exc: BaseException, timeout: float) -> EvidenceFirstError:
+    """Map a callback's exception to ours, without repeating its message (it may hold payloads).
+
+    Only the errors our own transports raise, worded without payloads, pass through; any
+    other, an ``InvalidRequestError`` a callback raised included, becomes ``ModelCallError``.
+    """
+    if isinstance(exc, _SAFELY_WORDED):
+        return exc
+    if _is_timeout(exc):
+        return _timeout_error(timeout)
+    cause_type = f"{type(exc).__module__}.{type(exc).__qualname__}"
+    if isinstance(exc, ValidationError):
+        msg = "the model returned an invalid ModelResponse"
+    else:
+        msg = f"the model call failed with {type(exc).__qualname__}"
+        unreachable = next((err for err in _chain(exc) if isinstance(err, _UNREACHABLE)), None)
+        if unreachable is not None:
+            msg += f": {connection_failure(unreachable)}"
+    return ModelCallError(msg, cause_type=cause_type)
+
+
+# What a client's connection error was raised from when the endpoint could not be reached,
+# worded as the CLI words it (a bare ConnectionError says no more than its name).
+_UNREACHABLE = (ConnectionRefusedError, socket.gaierror, ssl.SSLError)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, each once."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """Whether the exception, or one it was raised from, is a client timeout.
+
+    Provider clients do not share a base class: httpx raises ``ReadTimeout``, openai raises
+    ``APITimeoutError``, requests raises ``Timeout``. So a class named like a timeout counts.
+    """
+    return any(
+        isinstance(current, TimeoutError)
+        or any("Timeout" in cls.__name__ for cls in type(current).__mro__)
+        for current in _chain(exc)
+    )

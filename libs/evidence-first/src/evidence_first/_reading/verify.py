@@ -1,0 +1,148 @@
+"""Citation verification: validation stage 4, every citation against the sources sent.
+
+A quote verifies only as an exact substring of the cited text (plain ``str.find``: no regex, no
+normalization, no fuzzy matching), resolved to its first occurrence. A passage label verifies
+only if it was sent, for the source the citation names; labels resolve to the passages' spans.
+Each citation style (:mod:`evidence_first._sending.citing`) resolves its own kind of citation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from evidence_first._reading.fact_support import object_is_cited, status_flags
+from evidence_first._reading.words import LetterCounts
+from evidence_first._sending.injection import Touching, flags_of_spans
+from evidence_first._sending.passages import SentSources
+from evidence_first._shapes.ledger import Ledger
+from evidence_first._shapes.parts import Citation, CitationCheck, Fact, ValidationIssue
+from evidence_first._shapes.spans import Rejection
+from evidence_first._shapes.vocabulary import CitationFlag
+
+if TYPE_CHECKING:
+    from evidence_first._sending.citing.base import CitationStyle
+
+__all__ = ["Verdict", "verify_citations"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Stage 4 over a parsed ledger.
+
+    Attributes:
+        facts: The facts with resolved citations (only meaningful when ``issues`` is empty).
+        checks: One verdict per citation the model produced, in order.
+        issues: Every failed citation; empty when every citation verified.
+        unverified: The indices of the facts with a failed citation.
+        unsupported: The indices of the facts whose object is not in their cited text
+            (their verified citations carry ``object_not_cited``).
+    """
+
+    facts: tuple[Fact, ...]
+    checks: tuple[CitationCheck, ...]
+    issues: tuple[ValidationIssue, ...]
+    unverified: frozenset[int] = frozenset()
+    unsupported: frozenset[int] = frozenset()
+
+
+def verify_citations(
+    ledger: Ledger[Any], sent: SentSources, style: CitationStyle, *, check_objects: bool = True
+) -> Verdict:
+    """Verify every citation of ``ledger`` against what was ``sent``, by the ``style`` of it.
+
+    A verified citation is flagged (:mod:`~evidence_first._reading.fact_support`,
+    :mod:`~evidence_first._sending.injection`) by the
+    sentences it lies in, the status of its source and, unless ``check_objects`` is off (an
+    answer language was asked for), whether its fact's object (for a yes or a no, its subject
+    and relation) is in the fact's cited text.
+    """
+    facts: list[Fact] = []
+    checks: list[CitationCheck] = []
+    issues: list[ValidationIssue] = []
+    unverified: set[int] = set()
+    unsupported: set[int] = set()
+    # Each cited source's way to its sentences, and its letters by script, made once per ledger.
+    touching: dict[str, Touching | None] = {}
+    counts = LetterCounts()
+
+    def flags(citation: Citation) -> tuple[CitationFlag, ...]:
+        source = sent.by_id[citation.source_id]
+        if source.id not in touching:
+            touching[source.id] = style.touching(source, sent)
+        spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
+        return flags_of_spans(source.text, spans, touching[source.id]) + status_flags(source)
+
+    for fact_index, fact in enumerate(ledger.facts):
+        citations: list[Citation] = []
+        fact_checks: list[CitationCheck] = []
+        for citation_index, cited in enumerate(fact.citations):
+            path = f"$.facts[{fact_index}].citations[{citation_index}]"
+            check, outcome = _checked(cited, path, sent, style, flags)
+            if isinstance(outcome, Rejection):
+                issues.append(
+                    ValidationIssue(
+                        code=outcome.code, path=path + outcome.subpath, detail=outcome.detail
+                    )
+                )
+            else:
+                citations.append(outcome)
+            fact_checks.append(check)
+        # A citation's passages read together, as they stand in the source: an object may run
+        # across two of them ("Y. p. orientalis" is cut after each initial).
+        texts = [" ".join(span.text for span in c.evidence_spans) for c in citations]
+        cut_from = [sent.by_id[source_id].text for source_id in {c.source_id: 0 for c in citations}]
+        if len(citations) < len(fact.citations):
+            unverified.add(fact_index)
+        claim = f"{fact.subject} {fact.relation}"
+        if (
+            check_objects
+            and citations
+            and object_is_cited(fact.object, texts, cut_from, claim=claim, counts=counts) is False
+        ):
+            unsupported.add(fact_index)
+            fact_checks = [
+                c.model_copy(update={"flags": (*c.flags, "object_not_cited")})
+                if c.verdict == "verified"
+                else c
+                for c in fact_checks
+            ]
+        checks.extend(fact_checks)
+        facts.append(
+            Fact(
+                subject=fact.subject,
+                relation=fact.relation,
+                object=fact.object,
+                citations=tuple(citations),
+            )
+        )
+    return Verdict(
+        tuple(facts), tuple(checks), tuple(issues), frozenset(unverified), frozenset(unsupported)
+    )
+
+
+def _checked(
+    cited: Any,
+    path: str,
+    sent: SentSources,
+    style: CitationStyle,
+    flags: Callable[[Citation], tuple[CitationFlag, ...]],
+) -> tuple[CitationCheck, Citation | Rejection]:
+    """One citation's check at ``path``, and what it resolved to: a citation or a rejection."""
+    source = sent.by_id.get(cited.source_id)
+    outcome = (
+        Rejection("unknown_source", "the cited source was not sent to the model")
+        if source is None
+        else style.resolve(cited, source, sent)
+    )
+    check = CitationCheck(
+        path=path,
+        source_id=cited.source_id,
+        quote=getattr(cited, "quote", None) or "",
+        verdict="rejected",
+    )
+    if isinstance(outcome, Rejection):
+        return check.model_copy(update={"code": outcome.code}), outcome
+    update = {"verdict": "verified", "citation": outcome, "flags": flags(outcome)}
+    return check.model_copy(update=update), outcome
