@@ -11,7 +11,9 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
 
 The rest is the glue both integrations share, so they follow one policy: the transport's
 strict-call settings, schema dialects and provider-table shape (defined in
-``evidence_first._transport``, below the engine, and re-exported here), the renderers' rule
+``evidence_first._transport``, below the engine, and re-exported here), the failure of a
+redirect the transport never follows (:func:`status_failure`: its status and the origin it
+names, never its path or query), the renderers' rule
 for a bracketed number the model wrote (:func:`unbracketed`: ``[2]`` shown as ``(2)``, so an
 integration's own ``[n]`` reads as nothing else), and, for metadata:
 
@@ -59,6 +61,7 @@ from evidence_first._transport.profiles import (
     profile_of,
 )
 from evidence_first._transport.providers import Provider, is_instance_of
+from evidence_first._transport.stated import status_failure
 from evidence_first._transport.strict import (
     NESTED_SETTINGS,
     SCHEMA_NAME,
@@ -118,6 +121,7 @@ __all__ = [
     "schema_in",
     "select_sources",
     "source_evidence",
+    "status_failure",
     "token_logprobs",
     "unbracketed",
     "warn_once",
