@@ -12,11 +12,12 @@ built with ``follow_redirects=True``) unless a request's options say otherwise, 
 public way to say it. Each client of a strict copy, its own object that shares only its httpx
 client with the caller's, has its ``_prepare_options`` hook (which the SDKs document as the
 place to change a request's options) wrapped to set ``follow_redirects=False`` on every request
-(:func:`without_redirects`); the shared httpx client is left as it is. What the model accepts is
-its profile, found from the
-host the client calls (its public ``base_url``) and the model's name: the schema's dialect
-(OpenAI's strict subset for OpenAI, Azure's for Azure OpenAI, standard JSON Schema for any
-other server), the output-limit field, whether a temperature and log-probabilities are sent.
+(:func:`without_redirects`); the shared httpx client is left as it is.
+
+What the model accepts is its profile, found from the host the client calls (its public
+``base_url``) and the model's name: the schema's dialect (OpenAI's strict subset for OpenAI,
+Azure's for Azure OpenAI, standard JSON Schema for any other server), the output-limit field,
+whether a temperature and log-probabilities are sent.
 
 A model that ChatOpenAI sends through the Responses API (its public ``use_responses_api``,
 which the class sets itself for ``reasoning=``, ``output_version="responses/v1"`` and models
