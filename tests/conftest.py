@@ -385,6 +385,7 @@ class Loopback:
         reply: The JSON answered whatever the status, or ``reply(path, body)`` giving each 200
             answer; on an error status without a JSON reply, :data:`CRAFTED_ERROR` is sent.
         delay: Seconds each answer is held back, for timeouts; a client that gave up is no error.
+        headers: Headers sent with every answer besides its type and length (a ``Location``).
     """
 
     def __init__(
@@ -393,6 +394,7 @@ class Loopback:
         self.status = status
         self.reply = reply
         self.delay = delay
+        self.headers: dict[str, str] = {}
         self.requests: list[Received] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(keep_alive))
@@ -467,6 +469,8 @@ class Loopback:
                     self.send_response(server.status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(payload)))
+                    for name, value in server.headers.items():
+                        self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):

@@ -256,6 +256,7 @@ PROVIDER_MODULES = {
     "langchain_evidence_first._openai",
     "langchain_evidence_first._ollama",
     "llama_index.response_synthesizers.evidence_first._anthropic",
+    "llama_index.response_synthesizers.evidence_first._ollama",
     "llama_index.response_synthesizers.evidence_first._openai",
 }
 # Protected hooks the frameworks document for subclasses to call or override.

@@ -76,6 +76,7 @@ def test_the_adapters_names_are_pinned():
             "schema_in",
             "select_sources",
             "source_evidence",
+            "status_failure",
             "token_logprobs",
             "unbracketed",
             "warn_once",

@@ -239,8 +239,10 @@ def test_an_ollama_copy_builds_its_client_from_request_timeout_or_shares_the_llm
     assert llm._client is None  # the caller's LLM built nothing
     held = llm.client
     shared, _ = strict_ollama_call(LEDGER_REQUEST, llm, False, OLLAMA.profile(llm))
-    assert shared.client is held  # a client the LLM holds keeps its own timeout
-    assert held._client.timeout == httpx.Timeout(120.0)
+    # A client the LLM holds is used (through a view that refuses redirects), its own timeout
+    # kept.
+    assert shared.client is not held
+    assert shared.client._client.timeout == held._client.timeout == httpx.Timeout(120.0)
 
 
 def test_ollama_sends_additional_kwargs_as_options_over_its_temperature():

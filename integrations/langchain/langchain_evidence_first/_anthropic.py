@@ -6,7 +6,11 @@ if they change): ChatAnthropic builds its anthropic clients lazily, from its fie
 which cache into the instance ``__dict__``. ``model_copy`` copies that ``__dict__``, so a copy
 with ``max_retries=0`` would still call through a client the caller's model already built with
 its retries. The strict copy drops those three cached values, and its clients are built from
-its own fields. langchain-anthropic offers no public way to rebuild them.
+its own fields. langchain-anthropic offers no public way to rebuild them. The copy builds them
+at once, so that each sends its requests without following a redirect (``_openai``'s
+``without_redirects``, which wraps the anthropic client's ``_prepare_options`` hook as the
+openai one's): the httpx client under them is cached per base URL, shared with every other
+model, and is not changed.
 
 The schema travels in Anthropic's structured outputs (the Messages API's generally available
 ``output_config.format``, which ChatAnthropic passes through from a call's ``output_config``),
@@ -25,6 +29,7 @@ from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelProfile, ModelRequest
 from evidence_first.adapters import schema_in, warn_once
+from langchain_evidence_first._openai import without_redirects
 from langchain_evidence_first._provider import Provider, RequestKwargs, no_kwargs
 
 __all__ = ["CACHED_CLIENTS", "PROVIDER", "THINKING_ALLOWANCE"]
@@ -68,7 +73,9 @@ def _prepare(
     name = str(getattr(model, "model", ""))
     strict = model.model_copy(update=update)
     for cached in CACHED_CLIENTS:
-        strict.__dict__.pop(cached, None)  # rebuilt on first use from the fields above
+        strict.__dict__.pop(cached, None)  # rebuilt below from the fields above
+    without_redirects(strict._client)  # type: ignore[attr-defined]
+    without_redirects(strict._async_client)  # type: ignore[attr-defined]
     if not profile.structured_output:
         _warn_prompt_only_once(name)
         return strict, no_kwargs

@@ -41,7 +41,12 @@ from evidence_first.adapters import (
     without_strict_keys,
 )
 from langchain_evidence_first import _anthropic, _google, _mistral, _ollama, _openai
-from langchain_evidence_first._provider import AsyncSession, no_kwargs
+from langchain_evidence_first._provider import (
+    AsyncSession,
+    acall_refusing_redirects,
+    call_refusing_redirects,
+    no_kwargs,
+)
 
 __all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "profile_for", "strict_chat_model"]
 
@@ -135,15 +140,19 @@ class _Reader:
         self.profile = strict.profile
 
     def generate(self, request: ModelRequest) -> ModelResponse:
-        message = self._strict.model.invoke(
-            _messages(request), config=self._config, **self._strict.call_kwargs(request)
+        message = call_refusing_redirects(
+            lambda: self._strict.model.invoke(
+                _messages(request), config=self._config, **self._strict.call_kwargs(request)
+            )
         )
         return _response(message)
 
     async def agenerate(self, request: ModelRequest) -> ModelResponse:
         async with self._strict.async_model() as model:
-            message = await model.ainvoke(
-                _messages(request), config=self._config, **self._strict.call_kwargs(request)
+            message = await acall_refusing_redirects(
+                lambda: model.ainvoke(
+                    _messages(request), config=self._config, **self._strict.call_kwargs(request)
+                )
             )
         return _response(message)
 

@@ -5,11 +5,15 @@ It touches no private attribute of langchain-mistralai. What it relies on, check
 tenacity decorator, whose ``max_retries`` counts attempts (``0`` and ``1`` both mean the
 request alone); it builds its ``client``/``async_client`` httpx clients at construction with
 its ``timeout``, and posts through their public ``post(url=..., json=...)``; and a call's
-keyword arguments join the JSON body, ``response_format`` among them.
+keyword arguments join the JSON body, ``response_format`` among them. ChatMistralAI reads a
+3xx's body as a reply (it raises for 4xx and 5xx only), so the strict copy's clients refuse one
+themselves (``tests/hostile/test_integration_redirects.py``).
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Awaitable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -26,24 +30,37 @@ from langchain_evidence_first._provider import Provider, RequestKwargs
 __all__ = ["PROVIDER"]
 
 
-class _Timed:
-    """The caller's httpx client with the strict call's timeout on every request.
+class _Strict:
+    """The caller's httpx client with the strict call's timeout and no redirect, per request.
 
-    The client keeps its pool, transport and proxy; httpx takes a per-request ``timeout``.
+    The client keeps its pool, transport and proxy; httpx takes a per-request ``timeout`` and
+    ``follow_redirects``. A 3xx is raised as httpx's ``HTTPStatusError``, which the reader
+    reports as the core's failure, instead of being read as a reply.
     """
 
     def __init__(self, client: Any, timeout: float) -> None:
         self._wrapped = client
-        self._timeout = timeout
+        self._settings = {"timeout": timeout, "follow_redirects": False}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._wrapped, name)
 
     def post(self, *args: Any, **kwargs: Any) -> Any:
-        return self._wrapped.post(*args, **{**kwargs, "timeout": self._timeout})
+        sent = self._wrapped.post(*args, **{**kwargs, **self._settings})
+        return _refused_later(sent) if inspect.isawaitable(sent) else _unredirected(sent)
 
     def stream(self, *args: Any, **kwargs: Any) -> Any:
-        return self._wrapped.stream(*args, **{**kwargs, "timeout": self._timeout})
+        return self._wrapped.stream(*args, **{**kwargs, **self._settings})
+
+
+def _unredirected(response: Any) -> Any:
+    if 300 <= response.status_code < 400:
+        response.raise_for_status()  # httpx raises for every status outside 2xx
+    return response
+
+
+async def _refused_later(sent: Awaitable[Any]) -> Any:
+    return _unredirected(await sent)
 
 
 def _prepare(
@@ -61,7 +78,7 @@ def _prepare(
     for name in ("client", "async_client"):
         client = getattr(model, name, None)
         if client is not None:
-            update[name] = _Timed(client, timeout)
+            update[name] = _Strict(client, timeout)
     strict = model.model_copy(update=update)
     # Mistral's strict json_schema response format takes OpenAI's strict subset.
     dialect = profile.dialect or "openai"

@@ -1,11 +1,17 @@
 """The allow-list entry of Ollama chat models (``ChatOllama`` and subclasses).
 
-It touches no private attribute of langchain-ollama or ollama. What it relies on, checked by
-``tests/langchain/test_provider_canaries.py``: the ollama client does not retry (ChatOllama has
-no retry setting), and ChatOllama sends its public ``num_predict`` and ``temperature`` fields
-as request options and a per-call ``format`` as the output schema. Ollama turns that schema
-into a llama.cpp grammar, which takes the ``"full"`` dialect: the ledger as a root ``anyOf``
-of its answered and abstained branches.
+What it relies on, checked by ``tests/langchain/test_provider_canaries.py``: the ollama client
+does not retry (ChatOllama has no retry setting), and ChatOllama sends its public
+``num_predict`` and ``temperature`` fields as request options and a per-call ``format`` as the
+output schema. Ollama turns that schema into a llama.cpp grammar, which takes the ``"full"``
+dialect: the ledger as a root ``anyOf`` of its answered and abstained branches.
+
+The one internal it touches, and why (``tests/hostile/test_integration_redirects.py`` fails if
+it changes): the ollama client follows redirects unless built with ``follow_redirects=False``,
+and ChatOllama builds its clients in a validator, ``_set_clients``, from its client keyword
+fields; ``model_copy`` shares the caller's clients. The strict copy is given those fields with
+``follow_redirects=False`` and rebuilds its own clients through ``_set_clients`` (without
+asking the server for the model again); the caller's are not changed.
 """
 
 from __future__ import annotations
@@ -28,9 +34,22 @@ def _prepare(
     # The options travel as fields: a per-call `options` would replace every option the
     # caller set, num_ctx among them.
     temperature = 0.0 if profile.temperature else None
+    # Each side's own keyword arguments win over client_kwargs: no redirect is set in both.
+    unredirected = {
+        name: {**(getattr(model, name, None) or {}), "follow_redirects": False}
+        for name in ("sync_client_kwargs", "async_client_kwargs")
+    }
     strict = model.model_copy(
-        update={"num_predict": profile.output_tokens(max_tokens), "temperature": temperature}
+        update={
+            "num_predict": profile.output_tokens(max_tokens),
+            "temperature": temperature,
+            # Its own dict: building the clients merges the URL's credentials into it.
+            "client_kwargs": dict(getattr(model, "client_kwargs", None) or {}),
+            "validate_model_on_init": False,
+            **unredirected,
+        }
     )
+    strict._set_clients()  # type: ignore[attr-defined]
     # Ollama turns `format` into a llama.cpp grammar: the full dialect.
     dialect = profile.dialect or "full"
 

@@ -1,14 +1,23 @@
 """The allow-list entry of OpenAI-compatible chat models (``BaseChatOpenAI`` and subclasses).
 
-It touches no private attribute of langchain-openai or openai. What it relies on, checked by
-``tests/langchain/test_provider_canaries.py``: ChatOpenAI builds its openai clients at
-construction (the public fields ``root_client``, ``client``, ``root_async_client``,
-``async_client``) with the retry count, and calls through ``client``/``async_client``; so a
-copy with ``max_retries=0`` alone still retries, and the copy gets retry-free clients derived
-with the SDK's public ``with_options``. What the model accepts is its profile, found from the
-host the client calls (its public ``base_url``) and the model's name: the schema's dialect
-(OpenAI's strict subset for OpenAI, Azure's for Azure OpenAI, standard JSON Schema for any
-other server), the output-limit field, whether a temperature and log-probabilities are sent.
+What it relies on, checked by ``tests/langchain/test_provider_canaries.py``: ChatOpenAI builds
+its openai clients at construction (the public fields ``root_client``, ``client``,
+``root_async_client``, ``async_client``) with the retry count, and calls through
+``client``/``async_client``; so a copy with ``max_retries=0`` alone still retries, and the copy
+gets retry-free clients derived with the SDK's public ``with_options``.
+
+The one internal it touches, and why (``tests/hostile/test_integration_redirects.py`` fails if
+it changes): the openai and anthropic SDKs follow redirects (their default httpx clients are
+built with ``follow_redirects=True``) unless a request's options say otherwise, and offer no
+public way to say it. Each client of a strict copy, its own object that shares only its httpx
+client with the caller's, has its ``_prepare_options`` hook (which the SDKs document as the
+place to change a request's options) wrapped to set ``follow_redirects=False`` on every request
+(:func:`without_redirects`); the shared httpx client is left as it is.
+
+What the model accepts is its profile, found from the host the client calls (its public
+``base_url``) and the model's name: the schema's dialect (OpenAI's strict subset for OpenAI,
+Azure's for Azure OpenAI, standard JSON Schema for any other server), the output-limit field,
+whether a temperature and log-probabilities are sent.
 
 A model that ChatOpenAI sends through the Responses API (its public ``use_responses_api``,
 which the class sets itself for ``reasoning=``, ``output_version="responses/v1"`` and models
@@ -20,9 +29,10 @@ The call's ``text`` and ``max_tokens`` are turned into the Responses API's ``tex
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 
@@ -39,7 +49,36 @@ from evidence_first.adapters import (
 )
 from langchain_evidence_first._provider import AsyncSession, Provider, RequestKwargs
 
-__all__ = ["PROVIDER"]
+__all__ = ["PROVIDER", "without_redirects"]
+
+ClientT = TypeVar("ClientT")
+
+
+def without_redirects(client: ClientT) -> ClientT:
+    """``client`` (an openai or anthropic client of the strict copy's own), never redirected.
+
+    Every request it sends carries ``follow_redirects=False``, which the SDK passes to httpx for
+    that request alone, so a 3xx is the SDK's status error and no second request is sent. The
+    caller's clients, and the httpx client they share with this one, are not changed.
+    """
+    prepare = client._prepare_options  # type: ignore[attr-defined]
+    if inspect.iscoroutinefunction(prepare):
+
+        async def prepare_async(options: Any) -> Any:
+            options = await prepare(options)
+            options.follow_redirects = False
+            return options
+
+        client._prepare_options = prepare_async  # type: ignore[attr-defined]
+    else:
+
+        def prepare_sync(options: Any) -> Any:
+            options = prepare(options)
+            options.follow_redirects = False
+            return options
+
+        client._prepare_options = prepare_sync  # type: ignore[attr-defined]
+    return client
 
 
 def _family(model: BaseChatModel) -> ProviderFamily:
@@ -83,12 +122,14 @@ def _prepare(
     update: dict[str, Any] = {"max_retries": 0, "request_timeout": timeout}
     root = getattr(model, "root_client", None)
     if root is not None:
-        update["root_client"] = strict_root = root.with_options(max_retries=0, timeout=timeout)
+        update["root_client"] = strict_root = without_redirects(
+            root.with_options(max_retries=0, timeout=timeout)
+        )
         update["client"] = strict_root.chat.completions
     root_async = getattr(model, "root_async_client", None)
     if root_async is not None:
-        update["root_async_client"] = strict_async = root_async.with_options(
-            max_retries=0, timeout=timeout
+        update["root_async_client"] = strict_async = without_redirects(
+            root_async.with_options(max_retries=0, timeout=timeout)
         )
         update["async_client"] = strict_async.chat.completions
     # The caller's own settings keep everything but what the strict call sets: those travel
@@ -152,8 +193,10 @@ def _async_session(model: BaseChatModel, timeout: float) -> AsyncSession | None:
 
         http_client = openai.DefaultAsyncHttpxClient()
         try:
-            root = chat.root_async_client.with_options(  # type: ignore[attr-defined]
-                max_retries=0, timeout=timeout, http_client=http_client
+            root = without_redirects(
+                chat.root_async_client.with_options(  # type: ignore[attr-defined]
+                    max_retries=0, timeout=timeout, http_client=http_client
+                )
             )
             yield chat.model_copy(
                 update={"root_async_client": root, "async_client": root.chat.completions}

@@ -11,7 +11,9 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
 
 The rest is the glue both integrations share, so they follow one policy: the transport's
 strict-call settings, schema dialects and provider-table shape (defined in
-``evidence_first._transport``, below the engine, and re-exported here), the renderers' rule
+``evidence_first._transport``, below the engine, and re-exported here), the failure of a
+redirect the transport never follows (:func:`status_failure`: its status and the origin it
+names, never its path or query), the renderers' rule
 for a bracketed number the model wrote (:func:`unbracketed`: ``[2]`` shown as ``(2)``, so an
 integration's own ``[n]`` reads as nothing else), and, for metadata:
 
@@ -79,6 +81,7 @@ from evidence_first._shapes.evidence import Evidence, evidence_error, positional
 from evidence_first._shapes.limits import MAX_SOURCES
 from evidence_first._shapes.model import ReaderModel
 from evidence_first._shapes.vocabulary import OmissionReason
+from evidence_first._transport.stated import status_failure
 from evidence_first.chat_completions import token_logprobs
 from evidence_first.render._escaping import unbracketed
 from evidence_first.render._metadata import answer_metadata, json_safe_metadata, metadata_fields
@@ -123,6 +126,7 @@ __all__ = [
     "schema_in",
     "select_sources",
     "source_evidence",
+    "status_failure",
     "token_logprobs",
     "unbracketed",
     "warn_once",

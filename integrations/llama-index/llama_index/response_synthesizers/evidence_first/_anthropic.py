@@ -7,8 +7,9 @@ they change):
   anthropic clients in its constructor, with its ``max_retries`` (default 10) and timeout, and
   ``model_copy`` shares them, so a copy with ``max_retries=0`` would still retry. The strict
   copy is given retry-free views of them (``with_options``, public), which keep their base URL,
-  headers and connection pool (Bedrock and Vertex clients too). There is no public way to give
-  a copy other clients.
+  headers and connection pool (Bedrock and Vertex clients too), and which never follow a
+  redirect (``_openai``'s ``without_redirects``, wrapping each view's ``_prepare_options`` hook
+  as for openai). There is no public way to give a copy other clients.
 
 Public behaviour it relies on: ``Anthropic.chat`` passes ``additional_kwargs`` to
 ``messages.create`` over its own arguments, which is how ``output_config`` travels. The schema
@@ -28,6 +29,7 @@ from typing import Any
 
 from evidence_first import ModelProfile, ModelRequest
 from evidence_first.adapters import schema_in, warn_once, without_strict_keys
+from llama_index.response_synthesizers.evidence_first._openai import without_redirects
 from llama_index.response_synthesizers.evidence_first._provider import (
     Provider,
     refuse_tool_fields,
@@ -112,8 +114,9 @@ def strict_anthropic_call(
 
         additional_kwargs["temperature"] = NOT_GIVEN
     strict = llm.model_copy(update=update)
-    strict._client = llm._client.with_options(max_retries=0, timeout=request.timeout)
-    strict._aclient = llm._aclient.with_options(max_retries=0, timeout=request.timeout)
+    timeout = request.timeout
+    strict._client = without_redirects(llm._client.with_options(max_retries=0, timeout=timeout))
+    strict._aclient = without_redirects(llm._aclient.with_options(max_retries=0, timeout=timeout))
     return strict, {}
 
 

@@ -9,6 +9,14 @@ they change):
   retry-free view of the caller's client (``with_options``, public), so a client the caller
   passed, its base URL, headers and connection pool are kept. There is no public way to read
   the client an LLM built, or to give a copy one (``openai_client=`` is a constructor argument).
+  Without ``reuse_client``, the view is of the client the LLM builds for one call, and the
+  copy, which reuses it, neither builds another nor closes it.
+- The openai client's ``_prepare_options`` hook, which the SDK documents as the place to change
+  a request's options: the openai and anthropic SDKs follow redirects unless a request's
+  options say otherwise, and offer no public way to say it. The hook of the copy's own view is
+  wrapped to set ``follow_redirects=False`` on every request (:func:`without_redirects`); the
+  httpx client it shares with the caller's is not changed
+  (``tests/hostile/test_integration_redirects.py``).
 What the LLM accepts is its profile, found from the host its client calls and the model's name
 by the rule table: the schema's dialect (``"openai"`` for OpenAI's own API, ``"azure-openai"``
 for Azure OpenAI, ``"json-schema"`` for any other server: vLLM, llama.cpp, a gateway; ``"full"``
@@ -24,7 +32,8 @@ if they did, and this package must not depend on it.
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, TypeVar
 
 from evidence_first import InvalidRequestError, ModelProfile, ModelRequest
 from evidence_first.adapters import (
@@ -38,7 +47,36 @@ from evidence_first.adapters import (
 )
 from llama_index.response_synthesizers.evidence_first._provider import Provider
 
-__all__ = ["PROVIDER", "family_for", "is_openai", "strict_openai_call"]
+__all__ = ["PROVIDER", "family_for", "is_openai", "strict_openai_call", "without_redirects"]
+
+ClientT = TypeVar("ClientT")
+
+
+def without_redirects(client: ClientT) -> ClientT:
+    """``client`` (an openai or anthropic client of the strict copy's own), never redirected.
+
+    Every request it sends carries ``follow_redirects=False``, which the SDK passes to httpx for
+    that request alone, so a 3xx is the SDK's status error and no second request is sent. The
+    caller's clients, and the httpx client they share with this one, are not changed.
+    """
+    prepare = client._prepare_options  # type: ignore[attr-defined]
+    if inspect.iscoroutinefunction(prepare):
+
+        async def prepare_async(options: Any) -> Any:
+            options = await prepare(options)
+            options.follow_redirects = False
+            return options
+
+        client._prepare_options = prepare_async  # type: ignore[attr-defined]
+    else:
+
+        def prepare_sync(options: Any) -> Any:
+            options = prepare(options)
+            options.follow_redirects = False
+            return options
+
+        client._prepare_options = prepare_sync  # type: ignore[attr-defined]
+    return client
 
 
 def is_openai(llm: object) -> bool:
@@ -70,7 +108,7 @@ def _adjusted(llm: Any, profile: ModelProfile) -> ModelProfile:
 def strict_openai_call(
     request: ModelRequest, llm: Any, is_async: bool, profile: ModelProfile
 ) -> tuple[Any, dict[str, Any]]:
-    """A per-call copy of ``llm`` with retries off, the request's settings and a retry-free client.
+    """A per-call copy of ``llm``: retries off, the request's settings, a client never redirected.
 
     Args:
         request: The request: output limit, timeout, temperature and schema.
@@ -88,9 +126,8 @@ def strict_openai_call(
     additional_kwargs = {
         key: value for key, value in llm.additional_kwargs.items() if key not in STRICT_KEYS
     }
-    client = None
-    if llm.reuse_client:
-        client = llm._get_aclient() if is_async else llm._get_client()
+    # The LLM's cached client, or (without reuse_client) the one it builds for a call.
+    client = llm._get_aclient() if is_async else llm._get_client()
     caller_body = additional_kwargs.get("extra_body") or {}
     additional_kwargs["extra_body"] = {
         **{key: value for key, value in caller_body.items() if key not in STRICT_KEYS},
@@ -104,6 +141,7 @@ def strict_openai_call(
         "logprobs": settings.pop("logprobs", None),
         "top_logprobs": settings.pop("top_logprobs", 0),
         "additional_kwargs": additional_kwargs,
+        "reuse_client": True,  # the view below: no client is built per call
     }
     if "temperature" in settings:
         update["temperature"] = settings.pop("temperature")
@@ -115,16 +153,14 @@ def strict_openai_call(
         additional_kwargs["temperature"] = NOT_GIVEN
     additional_kwargs.update(settings)  # max_completion_tokens
     strict = llm.model_copy(update=update)
-    # Without reuse_client, the copy builds and closes its own client per call from its
-    # fields, where max_retries is now 0; with it, the call goes through a retry-free view of
-    # the client the caller's LLM caches, so no pool is opened per call.
+    # The call goes through a retry-free, redirect-free view of the client: with reuse_client,
+    # the one the caller's LLM caches, so no pool is opened per call.
     strict._client = strict._aclient = None
-    if client is not None:
-        retry_free = client.with_options(max_retries=0, timeout=request.timeout)
-        if is_async:
-            strict._aclient = retry_free
-        else:
-            strict._client = retry_free
+    view = without_redirects(client.with_options(max_retries=0, timeout=request.timeout))
+    if is_async:
+        strict._aclient = view
+    else:
+        strict._client = view
     return strict, {}
 
 

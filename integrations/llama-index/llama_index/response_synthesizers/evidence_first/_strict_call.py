@@ -38,7 +38,12 @@ from llama_index.response_synthesizers.evidence_first._anthropic import PROVIDER
 from llama_index.response_synthesizers.evidence_first._google import PROVIDER as GOOGLE
 from llama_index.response_synthesizers.evidence_first._ollama import PROVIDER as OLLAMA
 from llama_index.response_synthesizers.evidence_first._openai import PROVIDER as OPENAI
-from llama_index.response_synthesizers.evidence_first._provider import Prepare, Provider
+from llama_index.response_synthesizers.evidence_first._provider import (
+    Prepare,
+    Provider,
+    acall_refusing_redirects,
+    call_refusing_redirects,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -85,7 +90,8 @@ class LLMReader:
     def generate(self, request: ModelRequest) -> ModelResponse:
         """Call ``chat`` once with the system and user messages and return its text."""
         llm, kwargs = self._prepare(request, self.llm, False, self.profile)
-        return to_model_response(llm.chat(_messages(request), **kwargs))
+        response = call_refusing_redirects(lambda: llm.chat(_messages(request), **kwargs))
+        return to_model_response(response)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({type(self.llm).__name__})"
@@ -97,7 +103,8 @@ class AsyncLLMReader(LLMReader):
     async def agenerate(self, request: ModelRequest) -> ModelResponse:
         """Await ``achat`` once with the system and user messages and return its text."""
         llm, kwargs = self._prepare(request, self.llm, True, self.profile)
-        return to_model_response(await llm.achat(_messages(request), **kwargs))
+        response = await acall_refusing_redirects(lambda: llm.achat(_messages(request), **kwargs))
+        return to_model_response(response)
 
 
 def reader_for(llm: LLM, profile: ModelProfile | str | None = None) -> LLMReader:
