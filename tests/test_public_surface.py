@@ -54,8 +54,10 @@ def test_the_adapters_names_are_pinned():
             "SourceSelection",
             "UnenforcedSettingsWarning",
             "aanswer_selection",
+            "acall_refusing_redirects",
             "answer_metadata",
             "answer_selection",
+            "call_refusing_redirects",
             "chat_completions_settings",
             "checked_int",
             "evidence_error",
@@ -73,6 +75,7 @@ def test_the_adapters_names_are_pinned():
             "profile_of",
             "refuse_retries",
             "refuse_tools",
+            "refused_redirect",
             "schema_in",
             "select_sources",
             "source_evidence",
@@ -81,6 +84,7 @@ def test_the_adapters_names_are_pinned():
             "unbracketed",
             "warn_once",
             "warn_unenforced_once",
+            "without_redirects",
             "without_strict_keys",
         ]
     )

@@ -28,8 +28,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from evidence_first import ModelProfile, ModelRequest
-from evidence_first.adapters import schema_in, warn_once
-from langchain_evidence_first._openai import without_redirects
+from evidence_first.adapters import schema_in, warn_once, without_redirects
 from langchain_evidence_first._provider import Provider, RequestKwargs, no_kwargs
 
 __all__ = ["CACHED_CLIENTS", "PROVIDER", "THINKING_ALLOWANCE"]

@@ -32,6 +32,8 @@ from evidence_first.adapters import (
     NESTED_SETTINGS,
     TOOL_KEYS,
     UnenforcedSettingsWarning,
+    acall_refusing_redirects,
+    call_refusing_redirects,
     normalized_finish_reason,
     profile_of,
     refuse_retries,
@@ -41,12 +43,7 @@ from evidence_first.adapters import (
     without_strict_keys,
 )
 from langchain_evidence_first import _anthropic, _google, _mistral, _ollama, _openai
-from langchain_evidence_first._provider import (
-    AsyncSession,
-    acall_refusing_redirects,
-    call_refusing_redirects,
-    no_kwargs,
-)
+from langchain_evidence_first._provider import AsyncSession, no_kwargs
 
 __all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "profile_for", "strict_chat_model"]
 

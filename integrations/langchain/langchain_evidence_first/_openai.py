@@ -12,7 +12,7 @@ built with ``follow_redirects=True``) unless a request's options say otherwise, 
 public way to say it. Each client of a strict copy, its own object that shares only its httpx
 client with the caller's, has its ``_prepare_options`` hook (which the SDKs document as the
 place to change a request's options) wrapped to set ``follow_redirects=False`` on every request
-(:func:`without_redirects`); the shared httpx client is left as it is.
+(:func:`~evidence_first.adapters.without_redirects`); the shared httpx client is left as it is.
 
 What the model accepts is its profile, found from the host the client calls (its public
 ``base_url``) and the model's name: the schema's dialect (OpenAI's strict subset for OpenAI,
@@ -29,7 +29,6 @@ The call's ``text`` and ``max_tokens`` are turned into the Responses API's ``tex
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -45,40 +44,14 @@ from evidence_first.adapters import (
     limits_in,
     output_format,
     schema_in,
+    without_redirects,
     without_strict_keys,
 )
 from langchain_evidence_first._provider import AsyncSession, Provider, RequestKwargs
 
-__all__ = ["PROVIDER", "without_redirects"]
+__all__ = ["PROVIDER"]
 
 ClientT = TypeVar("ClientT")
-
-
-def without_redirects(client: ClientT) -> ClientT:
-    """``client`` (an openai or anthropic client of the strict copy's own), never redirected.
-
-    Every request it sends carries ``follow_redirects=False``, which the SDK passes to httpx for
-    that request alone, so a 3xx is the SDK's status error and no second request is sent. The
-    caller's clients, and the httpx client they share with this one, are not changed.
-    """
-    prepare = client._prepare_options  # type: ignore[attr-defined]
-    if inspect.iscoroutinefunction(prepare):
-
-        async def prepare_async(options: Any) -> Any:
-            options = await prepare(options)
-            options.follow_redirects = False
-            return options
-
-        client._prepare_options = prepare_async  # type: ignore[attr-defined]
-    else:
-
-        def prepare_sync(options: Any) -> Any:
-            options = prepare(options)
-            options.follow_redirects = False
-            return options
-
-        client._prepare_options = prepare_sync  # type: ignore[attr-defined]
-    return client
 
 
 def _family(model: BaseChatModel) -> ProviderFamily:

@@ -66,6 +66,7 @@ from evidence_first._models.strict import (
     refuse_retries,
     refuse_tools,
     warn_unenforced_once,
+    without_redirects,
     without_strict_keys,
 )
 from evidence_first._models.writing import schema_in
@@ -81,7 +82,12 @@ from evidence_first._shapes.evidence import Evidence, evidence_error, positional
 from evidence_first._shapes.limits import MAX_SOURCES
 from evidence_first._shapes.model import ReaderModel
 from evidence_first._shapes.vocabulary import OmissionReason
-from evidence_first._transport.stated import status_failure
+from evidence_first._transport.stated import (
+    acall_refusing_redirects,
+    call_refusing_redirects,
+    refused_redirect,
+    status_failure,
+)
 from evidence_first.chat_completions import token_logprobs
 from evidence_first.render._escaping import unbracketed
 from evidence_first.render._metadata import answer_metadata, json_safe_metadata, metadata_fields
@@ -104,8 +110,10 @@ __all__ = [
     "SourceSelection",
     "UnenforcedSettingsWarning",
     "aanswer_selection",
+    "acall_refusing_redirects",
     "answer_metadata",
     "answer_selection",
+    "call_refusing_redirects",
     "chat_completions_settings",
     "checked_int",
     "evidence_error",
@@ -123,6 +131,7 @@ __all__ = [
     "profile_of",
     "refuse_retries",
     "refuse_tools",
+    "refused_redirect",
     "schema_in",
     "select_sources",
     "source_evidence",
@@ -131,6 +140,7 @@ __all__ = [
     "unbracketed",
     "warn_once",
     "warn_unenforced_once",
+    "without_redirects",
     "without_strict_keys",
 ]
 

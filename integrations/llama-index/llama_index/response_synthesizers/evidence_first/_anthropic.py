@@ -28,8 +28,7 @@ import inspect
 from typing import Any
 
 from evidence_first import ModelProfile, ModelRequest
-from evidence_first.adapters import schema_in, warn_once, without_strict_keys
-from llama_index.response_synthesizers.evidence_first._openai import without_redirects
+from evidence_first.adapters import schema_in, warn_once, without_redirects, without_strict_keys
 from llama_index.response_synthesizers.evidence_first._provider import (
     Provider,
     refuse_tool_fields,

@@ -14,8 +14,9 @@ they change):
 - The openai client's ``_prepare_options`` hook, which the SDK documents as the place to change
   a request's options: the openai and anthropic SDKs follow redirects unless a request's
   options say otherwise, and offer no public way to say it. The hook of the copy's own view is
-  wrapped to set ``follow_redirects=False`` on every request (:func:`without_redirects`); the
-  httpx client it shares with the caller's is not changed
+  wrapped to set ``follow_redirects=False`` on every request
+  (:func:`~evidence_first.adapters.without_redirects`); the httpx client it shares with the
+  caller's is not changed
   (``tests/hostile/test_integration_redirects.py``).
 What the LLM accepts is its profile, found from the host its client calls and the model's name
 by the rule table: the schema's dialect (``"openai"`` for OpenAI's own API, ``"azure-openai"``
@@ -32,7 +33,6 @@ if they did, and this package must not depend on it.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, TypeVar
 
 from evidence_first import InvalidRequestError, ModelProfile, ModelRequest
@@ -44,39 +44,13 @@ from evidence_first.adapters import (
     is_instance_of,
     limits_in,
     output_format,
+    without_redirects,
 )
 from llama_index.response_synthesizers.evidence_first._provider import Provider
 
-__all__ = ["PROVIDER", "family_for", "is_openai", "strict_openai_call", "without_redirects"]
+__all__ = ["PROVIDER", "family_for", "is_openai", "strict_openai_call"]
 
 ClientT = TypeVar("ClientT")
-
-
-def without_redirects(client: ClientT) -> ClientT:
-    """``client`` (an openai or anthropic client of the strict copy's own), never redirected.
-
-    Every request it sends carries ``follow_redirects=False``, which the SDK passes to httpx for
-    that request alone, so a 3xx is the SDK's status error and no second request is sent. The
-    caller's clients, and the httpx client they share with this one, are not changed.
-    """
-    prepare = client._prepare_options  # type: ignore[attr-defined]
-    if inspect.iscoroutinefunction(prepare):
-
-        async def prepare_async(options: Any) -> Any:
-            options = await prepare(options)
-            options.follow_redirects = False
-            return options
-
-        client._prepare_options = prepare_async  # type: ignore[attr-defined]
-    else:
-
-        def prepare_sync(options: Any) -> Any:
-            options = prepare(options)
-            options.follow_redirects = False
-            return options
-
-        client._prepare_options = prepare_sync  # type: ignore[attr-defined]
-    return client
 
 
 def is_openai(llm: object) -> bool:

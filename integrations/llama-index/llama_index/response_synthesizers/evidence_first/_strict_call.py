@@ -27,6 +27,8 @@ from evidence_first import (
 )
 from evidence_first.adapters import (
     UnenforcedSettingsWarning,
+    acall_refusing_redirects,
+    call_refusing_redirects,
     normalized_finish_reason,
     profile_of,
     refuse_retries,
@@ -38,12 +40,7 @@ from llama_index.response_synthesizers.evidence_first._anthropic import PROVIDER
 from llama_index.response_synthesizers.evidence_first._google import PROVIDER as GOOGLE
 from llama_index.response_synthesizers.evidence_first._ollama import PROVIDER as OLLAMA
 from llama_index.response_synthesizers.evidence_first._openai import PROVIDER as OPENAI
-from llama_index.response_synthesizers.evidence_first._provider import (
-    Prepare,
-    Provider,
-    acall_refusing_redirects,
-    call_refusing_redirects,
-)
+from llama_index.response_synthesizers.evidence_first._provider import Prepare, Provider
 
 __all__ = [
     "PROVIDERS",

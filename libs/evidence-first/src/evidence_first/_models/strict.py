@@ -8,11 +8,12 @@ finish reason that means the output ran out of tokens.
 
 from __future__ import annotations
 
+import inspect
 import json
 import socket
 import ssl
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from evidence_first._models.dialects import DIALECTS
 from evidence_first._models.once import warn_once
@@ -20,6 +21,8 @@ from evidence_first._models.profiles import ModelProfile
 from evidence_first._models.writing import schema_in
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.model import ModelRequest
+
+ClientT = TypeVar("ClientT")
 
 __all__ = [
     "COMPACT_JSON",
@@ -40,6 +43,7 @@ __all__ = [
     "tool_keys_in",
     "warn_once",
     "warn_unenforced_once",
+    "without_redirects",
     "without_strict_keys",
 ]
 
@@ -273,3 +277,32 @@ def connection_failure(reason: object) -> str:
     if isinstance(reason, OSError):
         return f"the connection failed ({type(reason).__name__})"
     return "the endpoint could not be reached"
+
+
+def without_redirects(client: ClientT) -> ClientT:
+    """``client`` (an openai or anthropic client of a strict copy's own), never redirected.
+
+    Every request it sends carries ``follow_redirects=False``, which the SDK passes to httpx for
+    that request alone, so a 3xx is the SDK's status error and no second request is sent. The
+    caller's clients, and the httpx client they share with this one, are not changed. The
+    client's ``_prepare_options`` is the hook both SDKs give subclasses to change a request's
+    options; it is wrapped on this client object alone.
+    """
+    prepare = client._prepare_options  # type: ignore[attr-defined]
+    if inspect.iscoroutinefunction(prepare):
+
+        async def prepare_async(options: Any) -> Any:
+            options = await prepare(options)
+            options.follow_redirects = False
+            return options
+
+        client._prepare_options = prepare_async  # type: ignore[attr-defined]
+    else:
+
+        def prepare_sync(options: Any) -> Any:
+            options = prepare(options)
+            options.follow_redirects = False
+            return options
+
+        client._prepare_options = prepare_sync  # type: ignore[attr-defined]
+    return client

@@ -11,11 +11,22 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, TypeVar
 
 from evidence_first._shapes.errors import ModelCallError
 
-__all__ = ["LARGEST_COUNT", "decoded", "reply_count", "status_failure"]
+__all__ = [
+    "LARGEST_COUNT",
+    "acall_refusing_redirects",
+    "call_refusing_redirects",
+    "decoded",
+    "refused_redirect",
+    "reply_count",
+    "status_failure",
+]
+
+T = TypeVar("T")
 
 LARGEST_COUNT = (1 << 53) - 1
 """The largest count a reply may state: the largest integer every JSON reader holds exactly
@@ -84,3 +95,61 @@ def _origin(location: str, url: str) -> str | None:
         return None
     named = f"[{host}]" if ":" in host else host
     return f"{parts.scheme}://{named}" + (f":{number}" if port else "")
+
+
+def refused_redirect(error: BaseException) -> ModelCallError | None:
+    """The core's failure for the redirect ``error`` reports, or ``None`` if it reports none.
+
+    Each integration's strict copy refuses to follow a 3xx, and its SDK raises its own status error
+    holding the response: openai's and anthropic's ``APIStatusError``, httpx's
+    ``HTTPStatusError`` (ollama raises its ``ResponseError`` while handling it), google-genai's
+    ``APIError``, or an error a framework raised from one of them. The response is read for
+    its status, ``Location`` and URL alone, and worded by :func:`status_failure` (the status and
+    the origin it names, never a path or query); the SDK's error, whose message holds the
+    body, is not kept.
+    """
+    for current in _chain(error):
+        response = getattr(current, "response", None)
+        code = getattr(response, "status_code", getattr(response, "status", None))  # aiohttp
+        if isinstance(code, int) and not isinstance(code, bool) and 300 <= code < 400:
+            location = response.headers.get("location")  # type: ignore[union-attr]
+            failure = status_failure(code, location, str(response.url))  # type: ignore[union-attr]
+            cause = f"{type(current).__module__}.{type(current).__qualname__}"
+            return ModelCallError(str(failure), cause_type=cause)
+    return None
+
+
+def call_refusing_redirects(call: Callable[[], T]) -> T:
+    """``call()``, with a refused redirect raised as the core's failure (nothing chained).
+
+    Raises:
+        ModelCallError: The model's endpoint answered a redirect, which was not followed.
+    """
+    try:
+        return call()
+    except Exception as error:
+        refused = refused_redirect(error)
+        if refused is None:
+            raise
+    raise refused  # outside the handler: the SDK's error is not its context
+
+
+async def acall_refusing_redirects(call: Callable[[], Awaitable[T]]) -> T:
+    """Async :func:`call_refusing_redirects`."""
+    try:
+        return await call()
+    except Exception as error:
+        refused = refused_redirect(error)
+        if refused is None:
+            raise
+    raise refused
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and the exceptions it was raised from or while handling, each once."""
+    seen: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not known for known in seen):
+        seen.append(current)
+        yield current
+        current = current.__cause__ or current.__context__
