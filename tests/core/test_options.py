@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import operator
 import re
 import typing
 from pathlib import Path
@@ -14,8 +13,7 @@ from pydantic import Field
 
 import evidence_first
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
-from evidence_first._engine import plan as _plan
-from evidence_first._sending.options import OPTION_NAMES, _option_parameters
+from evidence_first._sending.options import OPTION_NAMES
 from evidence_first.adapters import AnswerOptionFields, AnswerOptions, OptionArgs
 
 DOCS = Path(__file__).parents[2] / "docs"
@@ -98,10 +96,9 @@ def test_a_new_bool_or_float_option_is_checked_by_its_declaration(name, value, m
 
 
 def test_every_option_reaches_the_code_that_uses_it():
-    # An option is read by name (`options.<name>`, `plan.options.<name>`), or handed to a
-    # stage whose keyword-only parameter bears its name (`options.arguments_for(stage)`).
+    # An option is read by name (`options.<name>`, `plan.options.<name>`, `self.<name>`), by
+    # the stage it is handed to: a search for the name finds every reader.
     read: set[str] = set()
-    stages = []
     for path in Path(evidence_first.__file__).parent.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
@@ -110,25 +107,13 @@ def test_every_option_reaches_the_code_that_uses_it():
                     isinstance(owner, ast.Attribute) and owner.attr == "options"
                 ):
                     read.add(node.attr)
-            elif isinstance(node, ast.Call) and ast.unparse(node.func).endswith(".arguments_for"):
-                stages.append(operator.attrgetter(ast.unparse(node.args[0]))(_plan))
-    handed = {name for stage in stages for name in _option_parameters(stage)}
-    assert {"pack_sources", "ledger_schema"} <= {stage.__name__ for stage in stages}
-    assert sorted(OPTION_NAMES - read - handed) == []
+    assert sorted(OPTION_NAMES - read) == []
 
 
-def test_a_stage_takes_its_options_by_name_and_the_plan_values_win():
-    options = AnswerOptions(min_score=0.5, scope={"team"}, question_time=0)
-
-    def stage(sources, *, min_score, scope, question_time, serialize=None):
-        return min_score, scope, question_time
-
-    given = options.arguments_for(stage, question_time="1970-01-01T00:00:00Z")
-    assert given == {
-        "min_score": 0.5,
-        "scope": frozenset({"team"}),
-        "question_time": "1970-01-01T00:00:00Z",
-    }
+def test_no_stage_is_handed_options_by_reading_its_signature():
+    # Each stage is given the options explicitly, as one typed value (`AnswerOptions`).
+    for path in Path(evidence_first.__file__).parent.rglob("*.py"):
+        assert "inspect.signature" not in path.read_text(encoding="utf-8"), path.name
 
 
 def test_the_range_is_inclusive_at_both_ends():

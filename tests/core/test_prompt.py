@@ -21,6 +21,7 @@ from evidence_first._sending.passages import SentSources
 from evidence_first._sending.prompt_text import MARKER_RULE
 from evidence_first._sending.schema import ledger_schema
 from evidence_first._shapes.markers import UNMARKED_SUFFIX
+from evidence_first.adapters import AnswerOptions
 from evidence_first.chat_completions import ChatCompletionsModel
 
 SECRET = "sk-live-51H8yTOPSECRET"
@@ -278,8 +279,7 @@ def _branched() -> dict:
     return branch_on_answer(
         ledger_schema(
             QuoteStyle().shape(SentSources((Evidence(id="a", text=FACT_QUOTE),))),
-            knowledge="evidence-only",
-            max_output_tokens=512,
+            AnswerOptions(knowledge="evidence-only", max_output_tokens=512),
         )
     )
 
@@ -334,8 +334,7 @@ def test_the_branched_schema_rules_out_inconsistent_ledgers(ledger):
 def test_the_branched_schema_keeps_every_bound_and_cites_before_it_answers():
     plain = ledger_schema(
         QuoteStyle().shape(SentSources((Evidence(id="a", text=FACT_QUOTE),))),
-        knowledge="evidence-only",
-        max_output_tokens=512,
+        AnswerOptions(knowledge="evidence-only", max_output_tokens=512),
     )
     counts = []
     for branch in _branched()["anyOf"]:
@@ -357,7 +356,7 @@ def test_each_answered_shape_bounds_its_answer_and_names_only_its_facts(facts):
     schema = branch_on_answer(
         ledger_schema(
             QuoteStyle().shape(SentSources((Evidence(id="a", text="t"),))),
-            max_output_tokens=facts * 128,
+            AnswerOptions(max_output_tokens=facts * 128),
         )
     )
     for branch in schema["anyOf"][:-1]:

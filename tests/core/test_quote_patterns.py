@@ -18,6 +18,7 @@ from evidence_first._sending.passages import SentSources
 from evidence_first._sending.schema import ledger_schema
 from evidence_first._shapes.ledger import parse_response
 from evidence_first._shapes.limits import ANCHORED_QUOTE_CHARS
+from evidence_first.adapters import AnswerOptions
 
 _UNSAFE = re.compile(r'["\\\x00-\x1f]')
 _WORDS = st.text(
@@ -102,7 +103,9 @@ def test_a_quote_stays_within_its_line_and_the_anchored_bound():
 
 
 def _citation_items(sources: list[Evidence], **options: object) -> dict:
-    schema = ledger_schema(QuoteStyle().shape(SentSources(tuple(sources))), **options)
+    schema = ledger_schema(
+        QuoteStyle().shape(SentSources(tuple(sources))), AnswerOptions(**options)
+    )
     return schema["properties"]["facts"]["items"]["properties"]["citations"]["items"]
 
 
@@ -124,7 +127,9 @@ def test_each_source_sent_is_a_choice_of_its_id_and_its_quotes():
 
 @pytest.mark.parametrize("dialect", sorted(DIALECTS))
 def test_a_dialect_without_patterns_gets_one_citation_object_with_every_id(dialect):
-    schema = ledger_schema(QuoteStyle().shape(SentSources(tuple(SOURCES))), max_output_tokens=512)
+    schema = ledger_schema(
+        QuoteStyle().shape(SentSources(tuple(SOURCES))), AnswerOptions(max_output_tokens=512)
+    )
     written = schema_in(schema, dialect)
     citations = written.get("anyOf", [written])[0]["properties"]["facts"]["items"]
     items = citations["properties"]["citations"]["items"]

@@ -28,7 +28,7 @@ from evidence_first import Evidence, ModelRequest
 from evidence_first._sending.citing.quote import QuoteStyle
 from evidence_first._sending.passages import SentSources
 from evidence_first._sending.schema import ledger_schema
-from evidence_first.adapters import schema_in
+from evidence_first.adapters import AnswerOptions, schema_in
 from langchain_evidence_first._anthropic import CACHED_CLIENTS
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
 
@@ -39,8 +39,7 @@ REQUEST = ModelRequest(
     max_tokens=16,
     json_schema=ledger_schema(
         QuoteStyle().shape(SentSources((Evidence(id="a", text="A."),))),
-        knowledge="evidence-only",
-        max_output_tokens=16,
+        AnswerOptions(knowledge="evidence-only", max_output_tokens=16),
     ),
     timeout=5.0,
     prompt_version="test",

@@ -28,7 +28,7 @@ from evidence_first import Evidence, InvalidRequestError, ModelCallError
 from evidence_first._sending.citing.quote import QuoteStyle
 from evidence_first._sending.passages import SentSources
 from evidence_first._sending.schema import ledger_schema
-from evidence_first.adapters import DIALECTS, schema_in
+from evidence_first.adapters import DIALECTS, AnswerOptions, schema_in
 from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
 
 SOURCE = Evidence(id="a", text="The launch moved to June 15.")
@@ -56,8 +56,7 @@ def _built(dialect: str) -> dict[str, Any]:
     patterns = DIALECTS[dialect].reads_patterns  # type: ignore[index]
     return ledger_schema(
         QuoteStyle().shape(SentSources((SOURCE,)), patterns=patterns),
-        knowledge="evidence-only",
-        max_output_tokens=LIMIT,
+        AnswerOptions(knowledge="evidence-only", max_output_tokens=LIMIT),
     )
 
 

@@ -19,7 +19,7 @@ from evidence_first import Evidence, InvalidRequestError, ModelRequest
 from evidence_first._sending.citing.quote import QuoteStyle
 from evidence_first._sending.passages import SentSources
 from evidence_first._sending.schema import ledger_schema
-from evidence_first.adapters import schema_in
+from evidence_first.adapters import AnswerOptions, schema_in
 from evidence_first.chat_completions import SCHEMA_NAME
 from langchain_evidence_first import EvidenceAnswerer, UnenforcedSettingsWarning
 from langchain_evidence_first._chat_model import strict_chat_model
@@ -53,7 +53,8 @@ def _openai(**kwargs) -> ChatOpenAI:
 
 
 LEDGER = ledger_schema(
-    QuoteStyle().shape(SentSources((SOURCE,))), knowledge="evidence-only", max_output_tokens=321
+    QuoteStyle().shape(SentSources((SOURCE,))),
+    AnswerOptions(knowledge="evidence-only", max_output_tokens=321),
 )
 
 
@@ -352,7 +353,8 @@ def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it():
     assert _sent_limit(body) == 200
     schema = body["response_format"]["json_schema"]["schema"]
     expected = ledger_schema(
-        QuoteStyle().shape(SentSources((SOURCE,))), knowledge="evidence-only", max_output_tokens=200
+        QuoteStyle().shape(SentSources((SOURCE,))),
+        AnswerOptions(knowledge="evidence-only", max_output_tokens=200),
     )
     assert schema["properties"]["facts"]["maxItems"] == expected["properties"]["facts"]["maxItems"]
 

@@ -26,6 +26,7 @@ from evidence_first import (
 )
 from evidence_first._sending.citing.quote import QuoteStyle
 from evidence_first._sending.schema import ledger_schema
+from evidence_first.adapters import AnswerOptions
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,
     UnenforcedSettingsWarning,
@@ -527,7 +528,7 @@ def test_the_smaller_output_limit_is_sent_and_the_schema_follows_it(
     assert body["max_tokens"] == 200
     assert response.metadata["evidence_answer"].budget.max_output_tokens == 200
     schema = body["response_format"]["json_schema"]["schema"]
-    expected = ledger_schema(QuoteStyle().shape(None), max_output_tokens=200)["properties"][
-        "facts"
-    ]["maxItems"]
+    expected = ledger_schema(QuoteStyle().shape(None), AnswerOptions(max_output_tokens=200))[
+        "properties"
+    ]["facts"]["maxItems"]
     assert schema["properties"]["facts"]["maxItems"] == expected

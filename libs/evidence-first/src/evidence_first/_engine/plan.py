@@ -108,7 +108,7 @@ def plan_answer(
 ) -> AnswerPlan:
     """Check the question, sources and model, pack the sources and build the request.
 
-    Each stage is handed the options it takes, by name (:meth:`AnswerOptions.arguments_for`).
+    Each stage is handed the options as one typed value, and reads the ones it needs.
 
     Args:
         options: The checked options.
@@ -139,26 +139,15 @@ def plan_answer(
 
     packed = pack_sources(
         offered,
-        **options.arguments_for(
-            pack_sources,
-            count_tokens=count,
-            serialize=serialize,
-            # A floor is a bound of the default estimate only.
-            floor=style.packing_floor() if count is estimate_tokens else None,
-        ),
+        options,
+        count_tokens=count,
+        serialize=serialize,
+        # A floor is a bound of the default estimate only.
+        floor=style.packing_floor() if count is estimate_tokens else None,
     )
     sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
-    system, prompt_version = system_prompt(
-        style,
-        defences,
-        **options.arguments_for(system_prompt, enforced_markers=profile.reads_patterns),
-    )
-    message = UserMessage.of(
-        question,
-        **options.arguments_for(
-            UserMessage.of, question_time=options.question_time_text, defences=defences
-        ),
-    )
+    system, prompt_version = system_prompt(style, defences, enforced_markers=profile.reads_patterns)
+    message = UserMessage.of(question, options)
     system_tokens = count(system)
     question_tokens = count(message.frame)
     budget = PromptBudget(
@@ -175,10 +164,7 @@ def plan_answer(
             system=system,
             user=message.with_sources(prompt_order(packed.sent, packed.serialized)),
             max_tokens=options.max_output_tokens,
-            json_schema=ledger_schema(
-                style.shape(sent, patterns=profile.reads_patterns),
-                **options.arguments_for(ledger_schema),
-            ),
+            json_schema=ledger_schema(style.shape(sent, patterns=profile.reads_patterns), options),
             timeout=options.timeout,
             temperature=0.0 if profile.temperature else None,
             prompt_version=prompt_version,

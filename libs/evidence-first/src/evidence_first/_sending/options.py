@@ -7,17 +7,17 @@ with other rules have a check of their own there, by name. Each failure is an
 :class:`InvalidRequestError` naming its option. Everything else derives from the declaration:
 the checked value :class:`AnswerOptions`, the entry points' keywords (:class:`OptionArgs`,
 pinned to the fields by a test), the integrations' fields and arguments, the CLI flags, the
-options the plan hands each stage (:meth:`AnswerOptions.arguments_for`) and the options table
-in ``docs/concepts.md`` (``docs/scripts/options_table.py``).
+the options table in ``docs/concepts.md`` (``docs/scripts/options_table.py``). The plan
+hands each stage the checked :class:`AnswerOptions`, and the stage reads the options it needs
+by name (``options.min_score``), so a search for an option's name finds every reader of it.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Any, Literal, get_args, get_origin
 
 import annotated_types
@@ -384,22 +384,3 @@ class AnswerOptions(AnswerOptionFields):
     def question_time_text(self) -> str | None:
         """``question_time`` in ISO 8601 UTC, as the prompt states it."""
         return None if self.question_time is None else format_timestamp(self.question_time)
-
-    def arguments_for(self, stage: Callable[..., object], **given: Any) -> dict[str, Any]:
-        """The keywords to call a stage with: each option it takes, then ``given``.
-
-        A stage takes an option by a keyword-only parameter of the option's name, so a new
-        option reaches its stage with no line in the plan. ``given`` holds the plan's own
-        values, and wins over an option of the same name (``question_time`` as text).
-        """
-        return {**{name: getattr(self, name) for name in _option_parameters(stage)}, **given}
-
-
-@cache
-def _option_parameters(stage: Callable[..., object]) -> tuple[str, ...]:
-    """The keyword-only parameters of ``stage`` named after an option."""
-    return tuple(
-        parameter.name
-        for parameter in inspect.signature(stage).parameters.values()
-        if parameter.kind is parameter.KEYWORD_ONLY and parameter.name in OPTION_NAMES
-    )

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from evidence_first._sending.prompt import serialize_source
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.unicode import has_text
 from evidence_first._shapes.vocabulary import OmissionReason
+
+if TYPE_CHECKING:
+    from evidence_first._sending.options import AnswerOptions
 
 __all__ = ["PackedSources", "pack_sources"]
 
@@ -35,17 +39,15 @@ class PackedSources:
 
 def pack_sources(
     sources: Sequence[Evidence],
+    options: AnswerOptions,
     *,
-    max_context_tokens: int,
     count_tokens: Callable[[str], int],
     serialize: Callable[[Evidence], str] = serialize_source,
     floor: Callable[[Evidence], int] | None = None,
-    min_score: float | None = None,
-    scope: frozenset[str] | None = None,
-    scope_key: str = "scope",
 ) -> PackedSources:
     """Take sources in order; send each whole if it fits, else omit it and go on.
 
+    The options read are ``scope``, ``scope_key``, ``min_score`` and ``max_context_tokens``.
     A source is omitted as ``out_of_scope`` when ``scope`` is set and its
     ``metadata[scope_key]`` is not one of its strings; as ``below_min_score`` when
     ``min_score`` is set and its score is lower or missing; as ``empty`` when its text is
@@ -55,12 +57,13 @@ def pack_sources(
     when given, is a cheap lower bound of that count: a source whose floor does not fit is
     omitted as ``over_budget`` without being serialized.
     """
+    max_context_tokens = options.max_context_tokens
     sent: list[Evidence] = []
     serialized: list[str] = []
     omissions: dict[str, OmissionReason] = {}
     used = 0
     for source in sources:
-        reason = _filter_reason(source, min_score=min_score, scope=scope, scope_key=scope_key)
+        reason = _filter_reason(source, options)
         if reason is not None:
             omissions[source.id] = reason
             continue
@@ -78,17 +81,12 @@ def pack_sources(
     return PackedSources(tuple(sent), tuple(serialized), used, omissions)
 
 
-def _filter_reason(
-    source: Evidence,
-    *,
-    min_score: float | None,
-    scope: frozenset[str] | None,
-    scope_key: str,
-) -> OmissionReason | None:
-    if scope is not None:
-        tag = source.metadata.get(scope_key)
-        if not isinstance(tag, str) or tag not in scope:
+def _filter_reason(source: Evidence, options: AnswerOptions) -> OmissionReason | None:
+    if options.scope is not None:
+        tag = source.metadata.get(options.scope_key)
+        if not isinstance(tag, str) or tag not in options.scope:
             return "out_of_scope"
+    min_score = options.min_score
     if min_score is not None and (source.score is None or source.score < min_score):
         return "below_min_score"
     if not has_text(source.text):

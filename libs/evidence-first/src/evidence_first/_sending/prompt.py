@@ -13,10 +13,10 @@ from evidence_first._sending.injection import DEFAULT_DEFENCES, Defences, escape
 from evidence_first._shapes.evidence import Evidence, format_timestamp
 from evidence_first._shapes.limits import MAX_FACTS
 from evidence_first._shapes.markers import UNMARKED_SUFFIX
-from evidence_first._shapes.vocabulary import KnowledgePolicy
 
 if TYPE_CHECKING:
     from evidence_first._sending.citing.base import CitationStyle
+    from evidence_first._sending.options import AnswerOptions
 
 __all__ = ["UserMessage", "prompt_order", "serialize_source", "system_prompt"]
 
@@ -117,16 +117,14 @@ class UserMessage:
     tail: str
 
     @classmethod
-    def of(
-        cls,
-        question: str,
-        *,
-        knowledge: KnowledgePolicy,
-        output_language: str | None,
-        question_time: str | None,
-        defences: Defences = DEFAULT_DEFENCES,
-    ) -> UserMessage:
-        """Render the framing for a question and its policies once."""
+    def of(cls, question: str, options: AnswerOptions) -> UserMessage:
+        """Render the framing for a question and its policies once.
+
+        The options read are ``output_language``, ``question_time``, ``knowledge`` and the
+        injection defences.
+        """
+        defences, output_language = options.defences, options.output_language
+        question_time = options.question_time_text
         language = (
             text.QUESTION_LANGUAGE
             if output_language is None
@@ -137,7 +135,7 @@ class UserMessage:
             lines.append(_line(text.QUESTION_TIME_LINE, question_time=question_time))
         lines.extend(
             [
-                _line(text.KNOWLEDGE_POLICY_LINE, policy=text.POLICY_TEXT[knowledge]),
+                _line(text.KNOWLEDGE_POLICY_LINE, policy=text.POLICY_TEXT[options.knowledge]),
                 _line(text.ANSWER_LANGUAGE_LINE, language=language),
                 _line(text.QUESTION_LINE, question=_sent_json(question, defences)),
             ]

@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from json.encoder import encode_basestring
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel
 
@@ -28,7 +28,10 @@ from evidence_first._shapes.limits import (
     MAX_FACTS,
     OUTPUT_TOKENS_PER_FACT,
 )
-from evidence_first._shapes.vocabulary import DECISION_KEY, KnowledgePolicy, ReaderDecision
+from evidence_first._shapes.vocabulary import DECISION_KEY, ReaderDecision
+
+if TYPE_CHECKING:
+    from evidence_first._sending.options import AnswerOptions
 
 __all__ = [
     "NULL",
@@ -141,23 +144,21 @@ class CitationShape:
     fitted: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
-def ledger_schema(
-    citation: CitationShape,
-    *,
-    knowledge: KnowledgePolicy = "allow-general-inference",
-    max_output_tokens: int | None = None,
-    max_response_chars: int | None = None,
-) -> dict[str, Any]:
-    """The ledger schema for a request (no limits: the general form).
+def ledger_schema(citation: CitationShape, options: AnswerOptions | None = None) -> dict[str, Any]:
+    """The ledger schema for a request; without ``options``, the general form (no limits).
 
     Args:
         citation: The citation's part, from the citation style (``style.shape(sent)``).
-        knowledge: Under ``"evidence-only"`` the ``inference`` must be ``null``.
-        max_output_tokens: Bounds how many facts, and citations per fact, the schema allows
-            (verification still accepts up to 32 and 8).
-        max_response_chars: String lengths (and, if need be, list sizes) shrink until the
-            longest ledger the schema allows, written without escapes, fits.
+        options: The request's options, three of which the schema reads. Under
+            ``knowledge="evidence-only"`` the ``inference`` must be ``null``.
+            ``max_output_tokens`` bounds how many facts, and citations per fact, the schema
+            allows (verification still accepts up to 32 and 8). Under ``max_response_chars``
+            string lengths (and, if need be, list sizes) shrink until the longest ledger the
+            schema allows, written without escapes, fits.
     """
+    knowledge = "allow-general-inference" if options is None else options.knowledge
+    max_output_tokens = None if options is None else options.max_output_tokens
+    max_response_chars = None if options is None else options.max_response_chars
     general = flat_schema(Ledger[citation.model])  # type: ignore[name-defined]
     props = general["properties"]
     facts, citations = MAX_FACTS, MAX_CITATIONS_PER_FACT
