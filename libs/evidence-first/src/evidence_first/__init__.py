@@ -11,7 +11,6 @@ import typing
 from types import FunctionType
 from typing import Any
 
-# Imported for its effect too: the renderers give an answer its str() and its notebook view.
 from evidence_first import render as render
 from evidence_first._engine.entry_points import aanswer_from_evidence, answer_from_evidence
 from evidence_first._engine.request_checks import profile_for

@@ -45,12 +45,12 @@ from evidence_first._shapes.vocabulary import (
     ReasonCode,
     UnmarkedSegments,
 )
-from evidence_first.render._presented import Presented
+from evidence_first.render import render_html, render_text
 
 __all__ = ["EvidenceAnswer"]
 
 
-class EvidenceAnswer(Presented, _Frozen):
+class EvidenceAnswer(_Frozen):
     """The outcome of one answer: answered, an honest abstention, or a fail-closed rejection.
 
     ``str(answer)`` is the plain-text report and notebooks show the HTML view
@@ -220,6 +220,15 @@ class EvidenceAnswer(Presented, _Frozen):
         problem = source_mismatch(self, sources)
         if problem is not None:
             raise StoredAnswerError(problem)
+
+    def __str__(self) -> str:
+        # The plain-text report: status, answer, each cited span in its source, the verdict on
+        # every citation, omissions and reason codes; never the raw response.
+        return render_text(self)
+
+    def _repr_html_(self) -> str:
+        # Notebooks show the rendered view: numbered citations, spans highlighted in context.
+        return render_html(self)
 
     @property
     def reason_codes(self) -> tuple[ReasonCode, ...]:

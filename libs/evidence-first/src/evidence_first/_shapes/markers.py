@@ -38,6 +38,7 @@ from functools import partial
 
 from pydantic import BaseModel, ConfigDict
 
+from evidence_first._shapes.offsets import UnitSpan
 from evidence_first._shapes.unicode import UnitOffsets, has_text, is_visible
 from evidence_first._shapes.vocabulary import AnswerFlag, SegmentSupport
 
@@ -98,7 +99,7 @@ class FactMarker(BaseModel):
     utf8_offset: int
 
 
-class AnswerSegment(BaseModel):
+class AnswerSegment(UnitSpan):
     """One part of the answer and the verified facts it rests on: ``answer[char_start:char_end]``.
 
     Offsets are half-open into ``EvidenceAnswer.answer`` (the text without markers), like a
@@ -120,12 +121,6 @@ class AnswerSegment(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     text: str
-    char_start: int
-    char_end: int
-    utf16_start: int
-    utf16_end: int
-    utf8_start: int
-    utf8_end: int
     fact_indices: tuple[int, ...]
     support: SegmentSupport
     markers: tuple[FactMarker, ...] = ()

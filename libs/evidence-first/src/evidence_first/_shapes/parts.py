@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evidence_first._shapes.markers import AnswerSegment, FactMarker
+from evidence_first._shapes.offsets import UnitSpan
 from evidence_first._shapes.vocabulary import (
     CitationFlag,
     FlagPolicy,
@@ -54,7 +55,7 @@ class DocumentSpan(_Frozen):
     char_end: int
 
 
-class EvidenceSpan(_Frozen):
+class EvidenceSpan(UnitSpan, _Frozen):
     """One verified span of a source: ``source.text[char_start:char_end] == text``.
 
     Offsets are half-open. ``char_*`` are Python ``str`` (code point) indices, the canonical
@@ -62,16 +63,10 @@ class EvidenceSpan(_Frozen):
     """
 
     text: str
-    char_start: int
-    char_end: int
-    utf16_start: int
-    utf16_end: int
-    utf8_start: int
-    utf8_end: int
     document: DocumentSpan | None = None
 
 
-class Citation(_Frozen):
+class Citation(UnitSpan, _Frozen):
     """A verified citation: ``source.text[char_start:char_end] == quote``.
 
     ``quote`` and the offsets describe the origin span. In quote mode that is the model's
@@ -84,12 +79,6 @@ class Citation(_Frozen):
 
     source_id: str
     quote: str
-    char_start: int
-    char_end: int
-    utf16_start: int
-    utf16_end: int
-    utf8_start: int
-    utf8_end: int
     document: DocumentSpan | None = None
     passages: tuple[str, ...] = ()
     evidence_spans: tuple[EvidenceSpan, ...] = ()

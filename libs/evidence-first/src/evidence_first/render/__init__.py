@@ -29,7 +29,6 @@ from evidence_first.render._escaping import in_html as _h
 from evidence_first.render._escaping import in_markdown as _md
 from evidence_first.render._escaping import inert, printable
 from evidence_first.render._escaping import markdown_code as _code
-from evidence_first.render._presented import set_presenters
 from evidence_first.render._view import (
     SEGMENT_NOTES,
     AnswerPart,
@@ -348,4 +347,3 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
 
 # str(answer) is the text report and notebooks show the HTML view: the result's model holds no
 # presentation, so the renderers give it theirs here (the package imports this module).
-set_presenters(text=render_text, html=render_html)
