@@ -123,27 +123,8 @@ def test_the_front_exports_what_its_objects_name():
     assert adapters.UnenforcedSettingsWarning.__module__ == "evidence_first.adapters"
 
 
-@pytest.mark.parametrize(
-    ("name", "home", "replacement"),
-    [
-        ("ModelProfile", "evidence_first", "evidence_first.ModelProfile"),
-        ("TOP_LOGPROBS", "evidence_first._models.strict", "ChatCompletionsModel"),
-        ("model_key", "evidence_first._models.profiles", "profile_for_name"),
-        ("tool_keys_in", "evidence_first._models.strict", "refuse_tools"),
-    ],
-)
-def test_a_name_removed_from_adapters_still_works_for_a_release_with_a_warning(
-    name, home, replacement
-):
-    assert name not in adapters.__all__
-    with pytest.warns(DeprecationWarning, match=replacement) as record:
-        value = getattr(adapters, name)
-    assert len(record) == 1
-    assert f"evidence_first.adapters.{name} is deprecated" in str(record[0].message)
-    assert value is getattr(importlib.import_module(home), name)
-
-
 def test_an_unknown_adapters_name_is_an_attribute_error_without_a_warning():
+    # Nothing is published yet: a name adapters no longer exports is simply gone.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(AttributeError, match="no_such_name"):

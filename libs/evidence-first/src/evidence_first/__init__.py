@@ -13,9 +13,8 @@ from typing import Any
 
 from evidence_first import render as render
 from evidence_first._engine.entry_points import aanswer_from_evidence, answer_from_evidence
-from evidence_first._engine.request_checks import profile_for
 from evidence_first._engine.result import EvidenceAnswer
-from evidence_first._models.profiles import ModelProfile
+from evidence_first._models.profiles import ModelProfile, profile_for
 from evidence_first._sending.citing.modes import LEDGER_JSON_SCHEMA, PASSAGE_LEDGER_JSON_SCHEMA
 from evidence_first._sending.citing.passage import PASSAGE_PROMPT_VERSION
 from evidence_first._sending.citing.quote import PROMPT_VERSION

@@ -33,12 +33,9 @@ integration's own ``[n]`` reads as nothing else), and, for metadata:
 
 from __future__ import annotations
 
-import importlib
 import threading
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from evidence_first import _publish
 from evidence_first._engine.entry_points import arun_plan, run_plan
@@ -143,37 +140,6 @@ __all__ = [
     "without_redirects",
     "without_strict_keys",
 ]
-
-
-# Names this module no longer exports, kept for one release: where each now lives, and what to
-# use instead.
-_MOVED = {
-    "ModelProfile": ("evidence_first", "evidence_first.ModelProfile"),
-    "TOP_LOGPROBS": (
-        "evidence_first._models.strict",
-        "nothing: it is ChatCompletionsModel's own setting",
-    ),
-    "model_key": (
-        "evidence_first._models.profiles",
-        "evidence_first.adapters.profile_for_name, which reads the name the same way",
-    ),
-    "tool_keys_in": ("evidence_first._models.strict", "evidence_first.adapters.refuse_tools"),
-}
-
-
-def __getattr__(name: str) -> Any:
-    """A name removed from this module, with a ``DeprecationWarning`` naming its replacement."""
-    if name not in _MOVED:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    home, replacement = _MOVED[name]
-    warnings.warn(
-        f"evidence_first.adapters.{name} is deprecated and will be removed in the next release; "
-        f"use {replacement}",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module(home), name)
 
 
 @dataclass(frozen=True)

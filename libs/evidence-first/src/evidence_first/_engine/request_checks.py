@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from evidence_first._engine.invoke import has_async, has_sync
-from evidence_first._models.dialects import DIALECTS
-from evidence_first._models.profiles import DEFAULT_PROFILE, ModelProfile, profile_of
+from evidence_first._models.profiles import ModelProfile, profile_for
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence, check_edges, evidence_error, source_evidence
 from evidence_first._shapes.limits import (
@@ -25,7 +24,6 @@ __all__ = [
     "checked_sources",
     "evidence_error",
     "first_sources",
-    "profile_for",
     "text_chars",
 ]
 
@@ -55,50 +53,6 @@ def checked_model(model: object) -> ModelProfile:
         msg = "model must have a generate(request) method or an async agenerate(request)"
         raise InvalidRequestError(msg, field="model")
     return profile_for(model)
-
-
-def profile_for(model: object) -> ModelProfile:
-    """The profile the engine plans ``model``'s requests by: what it declares.
-
-    A model declares its profile with a ``profile`` attribute: a
-    :class:`~evidence_first.ModelProfile`, or the name of a model the rules know (read as a
-    caller's own model, which the rules give no dialect). Three shorthand attributes, read
-    over it, declare one field each: ``dialect`` (one of
-    :data:`~evidence_first.adapters.DIALECTS`; any other value declares none),
-    ``returns_logprobs`` (``True`` or ``False``) and ``confidence_floors`` (a mapping of
-    citation modes to floors). A model that declares nothing gets the default profile:
-    temperature 0, no log-probabilities, the schema as built.
-
-    The transports and integrations declare the profile of the model they call
-    (``ChatCompletionsModel``, ``LocalModel``, an ``EvidenceAnswerer``'s or
-    ``EvidenceSynthesizer``'s chat model): ``profile_for(ChatCompletionsModel(...))`` shows
-    what a request to it will carry.
-
-    Raises:
-        InvalidRequestError: A declaration is of the wrong type (``field="model"``).
-    """
-    try:
-        profile = profile_of(getattr(model, "profile", None)) or DEFAULT_PROFILE
-    except InvalidRequestError:
-        msg = "model.profile must be a ModelProfile or a model name the rules know"
-        raise InvalidRequestError(msg, field="model") from None
-    changes: dict[str, Any] = {}
-    name = getattr(model, "dialect", None)
-    if isinstance(name, str) and name in DIALECTS:
-        changes["dialect"] = name
-    logprobs = getattr(model, "returns_logprobs", None)
-    if isinstance(logprobs, bool):
-        changes["logprobs"] = logprobs
-    floors = getattr(model, "confidence_floors", None)
-    if floors:
-        changes["confidence_floors"] = floors
-    if not changes:
-        return profile
-    try:
-        return profile.replace(**changes)
-    except InvalidRequestError:
-        msg = "model.confidence_floors must map citation modes to None or a float from 0 to 1"
-        raise InvalidRequestError(msg, field="model") from None
 
 
 def first_sources(sources: object) -> list[object]:

@@ -38,7 +38,9 @@ __all__ = [
     "ProviderFamily",
     "family_for_url",
     "model_key",
+    "profile_for",
     "profile_for_name",
+    "profile_of",
 ]
 
 ProviderFamily = Literal[
@@ -329,3 +331,47 @@ def profile_of(value: object, family: ProviderFamily | None = None) -> ModelProf
         return profile_for_name(value, family)
     msg = "profile must be a ModelProfile or a model name the rules know, such as 'gpt-5'"
     raise InvalidRequestError(msg, field="profile")
+
+
+def profile_for(model: object) -> ModelProfile:
+    """The profile the engine plans ``model``'s requests by: what it declares.
+
+    A model declares its profile with a ``profile`` attribute: a
+    :class:`~evidence_first.ModelProfile`, or the name of a model the rules know (read as a
+    caller's own model, which the rules give no dialect). Three shorthand attributes, read
+    over it, declare one field each: ``dialect`` (one of
+    :data:`~evidence_first.adapters.DIALECTS`; any other value declares none),
+    ``returns_logprobs`` (``True`` or ``False``) and ``confidence_floors`` (a mapping of
+    citation modes to floors). A model that declares nothing gets the default profile:
+    temperature 0, no log-probabilities, the schema as built.
+
+    The transports and integrations declare the profile of the model they call
+    (``ChatCompletionsModel``, ``LocalModel``, an ``EvidenceAnswerer``'s or
+    ``EvidenceSynthesizer``'s chat model): ``profile_for(ChatCompletionsModel(...))`` shows
+    what a request to it will carry.
+
+    Raises:
+        InvalidRequestError: A declaration is of the wrong type (``field="model"``).
+    """
+    try:
+        profile = profile_of(getattr(model, "profile", None)) or DEFAULT_PROFILE
+    except InvalidRequestError:
+        msg = "model.profile must be a ModelProfile or a model name the rules know"
+        raise InvalidRequestError(msg, field="model") from None
+    changes: dict[str, Any] = {}
+    name = getattr(model, "dialect", None)
+    if isinstance(name, str) and name in DIALECTS:
+        changes["dialect"] = name
+    logprobs = getattr(model, "returns_logprobs", None)
+    if isinstance(logprobs, bool):
+        changes["logprobs"] = logprobs
+    floors = getattr(model, "confidence_floors", None)
+    if floors:
+        changes["confidence_floors"] = floors
+    if not changes:
+        return profile
+    try:
+        return profile.replace(**changes)
+    except InvalidRequestError:
+        msg = "model.confidence_floors must map citation modes to None or a float from 0 to 1"
+        raise InvalidRequestError(msg, field="model") from None
