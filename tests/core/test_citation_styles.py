@@ -10,13 +10,14 @@ from pydantic import Field
 
 from evidence_first import CitationMode, Evidence, ModelResponse
 from evidence_first._engine.plan import plan_answer
+from evidence_first._reading.parsing import parse_response
 from evidence_first._reading.verify import verify_citations
 from evidence_first._sending.citing import modes
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.injection import Defences
 from evidence_first._sending.passages import split_passages
 from evidence_first._sending.schema import enum_or_string, flat_schema, narrowed, worst_case_chars
-from evidence_first._shapes.ledger import LedgerCitationBase, parse_response
+from evidence_first._shapes.ledger import LedgerCitationBase
 from evidence_first._shapes.spans import Rejection, citation_of
 from evidence_first.adapters import AnswerOptions
 

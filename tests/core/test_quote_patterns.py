@@ -11,12 +11,12 @@ from hypothesis import strategies as st
 from evidence_first import Evidence, ModelResponse, answer_from_evidence
 from evidence_first._models.dialects import DIALECTS
 from evidence_first._models.writing import schema_in
+from evidence_first._reading.parsing import parse_response
 from evidence_first._reading.verify import verify_citations
 from evidence_first._sending.citing import quote as quote_module
 from evidence_first._sending.citing.quote import QuoteStyle, quote_pattern
 from evidence_first._sending.passages import SentSources
 from evidence_first._sending.schema import ledger_schema
-from evidence_first._shapes.ledger import parse_response
 from evidence_first._shapes.limits import ANCHORED_QUOTE_CHARS
 from evidence_first.adapters import AnswerOptions
 

@@ -19,9 +19,9 @@ from evidence_first import LEDGER_JSON_SCHEMA, Evidence, ModelResponse
 from evidence_first._engine.plan import plan_answer
 from evidence_first._models.dialects import DIALECTS, Dialect
 from evidence_first._models.writing import branch_on_answer, schema_in
+from evidence_first._reading.parsing import parse_response
 from evidence_first._sending.citing.modes import STYLES
 from evidence_first._sending.schema import worst_case_chars
-from evidence_first._shapes.ledger import parse_response
 from evidence_first.adapters import AnswerOptions
 
 SENTENCE = "The survey of the northern valley ended on the third day."

@@ -10,7 +10,7 @@ from typing import Any
 from typing_extensions import Unpack
 
 from evidence_first._engine.invoke import call_model, call_model_async
-from evidence_first._engine.judge import Case, Judgment, judge_reply, raw_text
+from evidence_first._engine.judge import Case, JudgedFields, Judgment, judge_reply, raw_text
 from evidence_first._engine.plan import AnswerPlan, aplan_answer, plan_answer
 from evidence_first._engine.result import EvidenceAnswer
 from evidence_first._engine.stored import JUDGED, OFFSETS
@@ -18,7 +18,8 @@ from evidence_first._sending.options import AnswerOptions, OptionArgs
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.model import ModelResponse, ReaderModel
-from evidence_first._shapes.parts import JudgeRules, TokenUsage
+from evidence_first._shapes.parts import JudgeRules, PromptBudget, TokenUsage
+from evidence_first._shapes.vocabulary import CitationMode, OmissionReason
 
 __all__ = [
     "aanswer_from_evidence",
@@ -183,25 +184,44 @@ def _built(
     """
     sent = plan.packed.sent
     scores = [source.score for source in sent if source.score is not None]
-    fields: dict[str, Any] = {
+    fields = ResultFields(
         **judgment.fields(),
-        "question": plan.question,
-        "used_source_ids": tuple(source.id for source in sent),
-        "omitted_source_ids": tuple(plan.omissions),
-        "omissions": plan.omissions,
-        "model_called": model_called,
-        "diagnostic": diagnostic,
-        "confidence": max(scores) if scores else None,
-        "evidence": sent,
-        "raw_response": raw_response,
-        "budget": plan.budget,
-        "usage": usage,
-        "prompt_version": plan.prompt_version,
-        "citation_mode": plan.style.mode,
-        "judged_with": rules,
-    }
+        question=plan.question,
+        used_source_ids=tuple(source.id for source in sent),
+        omitted_source_ids=tuple(plan.omissions),
+        omissions=plan.omissions,
+        model_called=model_called,
+        diagnostic=diagnostic,
+        confidence=max(scores) if scores else None,
+        evidence=sent,
+        raw_response=raw_response,
+        budget=plan.budget,
+        usage=usage,
+        prompt_version=plan.prompt_version,
+        citation_mode=plan.style.mode,
+        judged_with=rules,
+    )
     answer = EvidenceAnswer.model_validate(
         fields, context={JUDGED: judgment, OFFSETS: plan.sent.offsets}
     )
     answer._offered = dict(plan.offered)
     return answer
+
+
+class ResultFields(JudgedFields):
+    """Every field of a result the engine builds: its judgment's, and its plan's and call's."""
+
+    question: str
+    used_source_ids: tuple[str, ...]
+    omitted_source_ids: tuple[str, ...]
+    omissions: dict[str, OmissionReason]
+    model_called: bool
+    diagnostic: str | None
+    confidence: float | None
+    evidence: tuple[Evidence, ...]
+    raw_response: str | None
+    budget: PromptBudget
+    usage: TokenUsage | None
+    prompt_version: str
+    citation_mode: CitationMode
+    judged_with: JudgeRules

@@ -11,15 +11,15 @@ else: the engine builds a result from it, and a stored result is judged again by
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
-from dataclasses import dataclass, fields, replace
-from typing import Any, get_args
+from dataclasses import dataclass, replace
+from typing import TypedDict, get_args
 
 from evidence_first._reading.confidence import decision_confidence
 from evidence_first._reading.fact_support import current_sources_agree, question_is_covered
+from evidence_first._reading.parsing import consistency_issues, parse_response
 from evidence_first._reading.verify import verify_citations
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.passages import SentSources
-from evidence_first._shapes.ledger import consistency_issues, parse_response
 from evidence_first._shapes.markers import MarkedAnswer, marked_answer
 from evidence_first._shapes.model import ModelResponse
 from evidence_first._shapes.parts import (
@@ -41,6 +41,7 @@ from evidence_first._shapes.vocabulary import (
 
 __all__ = [
     "Case",
+    "JudgedFields",
     "Judgment",
     "answer_flags",
     "judge_reply",
@@ -92,10 +93,43 @@ class Judgment:
         """At least one fact holds a citation: every citation a result returns verified."""
         return any(fact.citations for fact in self.facts)
 
-    def fields(self) -> dict[str, Any]:
+    def fields(self) -> JudgedFields:
         """The fields by name, as the result takes them (the values themselves, not copies)."""
-        derived = {field.name: getattr(self, field.name) for field in fields(self)}
-        return {**derived, "citations_verified": self.citations_verified}
+        return JudgedFields(
+            status=self.status,
+            unmarked_segments=self.unmarked_segments,
+            answer=self.answer,
+            inference=self.inference,
+            facts=self.facts,
+            missing_evidence=self.missing_evidence,
+            validation_errors=self.validation_errors,
+            citation_checks=self.citation_checks,
+            citations_verified=self.citations_verified,
+            reader_confidence=self.reader_confidence,
+            confidence_floor=self.confidence_floor,
+            abstention=self.abstention,
+            flags=self.flags,
+            segments=self.segments,
+        )
+
+
+class JudgedFields(TypedDict):
+    """A :class:`Judgment`'s fields as the result takes them, keyed by their names there."""
+
+    status: AnswerStatus
+    unmarked_segments: UnmarkedSegments
+    answer: str | None
+    inference: str | None
+    facts: tuple[Fact, ...]
+    missing_evidence: tuple[str, ...]
+    validation_errors: tuple[ValidationIssue, ...]
+    citation_checks: tuple[CitationCheck, ...]
+    citations_verified: bool
+    reader_confidence: float | None
+    confidence_floor: float | None
+    abstention: AbstentionReason | None
+    flags: tuple[AnswerFlag, ...]
+    segments: tuple[AnswerSegment, ...]
 
 
 def judge_reply(

@@ -21,7 +21,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from evidence_first._shapes.ledger import LEADING_THINK, ledger_body
+from evidence_first._reading.parsing import LEADING_THINK, ledger_body
 from evidence_first._shapes.model import TokenChoice, TokenLogprob
 
 __all__ = ["decision_confidence"]
