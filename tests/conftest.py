@@ -4,7 +4,7 @@ scripted model and ledger builders of ``_support.py``, and loopback provider end
 Cassette tests replay HTTP exchanges recorded from the local model server (and from a loopback
 stub that answers with provider errors). They replay with ``record_mode="none"`` by default,
 matching each request's body, whose system prompt a cassette holds as a marker naming its
-prompt version; ``tests/record_cassettes.py`` re-records them against the local model.
+prompt version; ``tests/record.py`` re-records them against the local model.
 """
 
 from __future__ import annotations
@@ -302,7 +302,7 @@ def body_and_prompt_version(sent: Request, recorded: Request) -> None:
         recorded_named = ", ".join(recorded_versions) or "no known prompt version"
         msg = (
             f"the cassette was recorded under {recorded_named}, and {sent_named} is sent now: "
-            "record the cassettes again with `uv run python tests/record_cassettes.py`"
+            "record the cassettes again with `uv run python tests/record.py`"
         )
         raise AssertionError(msg)
     vcr_matchers.body(sent, recorded)

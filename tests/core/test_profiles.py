@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+import evidence_first
 from evidence_first import (
     Evidence,
     InvalidRequestError,
@@ -606,3 +607,31 @@ def test_the_docs_profile_rules_table_is_the_rule_table():
     assert table.group(1).strip().splitlines() == script.table()
     # Every rule has its row.
     assert len(script.table()) == 2 + len(PROFILE_RULES) + len(CAUTIOUS)
+
+
+def test_the_readers_floors_were_chosen_under_todays_prompts():
+    # A floor is a measurement of one prompt: once a prompt version moves, every rule setting
+    # floors for that mode must be chosen again (or confirmed) on the tune runs, and say so.
+    today = {
+        "quote": evidence_first.PROMPT_VERSION,
+        "passage": evidence_first.PASSAGE_PROMPT_VERSION,
+    }
+    rules_with_floors = [
+        rule
+        for rule in PROFILE_RULES
+        if rule.settings.get("confidence_floors") or rule.settings.get("flagged_floors")
+    ]
+    assert rules_with_floors  # the embedded reader's
+    for rule in rules_with_floors:
+        modes = {
+            mode
+            for name in ("confidence_floors", "flagged_floors")
+            for mode, floor in rule.settings.get(name, {}).items()
+            if floor is not None
+        }
+        chosen = {mode: rule.floors_chosen_under.get(mode) for mode in modes}
+        assert chosen == {mode: today[mode] for mode in modes}, (
+            f"{rule.name}'s floors were chosen under {chosen}, and today's prompts are {today}: "
+            "choose them again on the tune runs (benchmarks/reader_policies.py --choose), or "
+            "confirm them there, and record the version in floors_chosen_under"
+        )

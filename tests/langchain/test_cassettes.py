@@ -1,7 +1,7 @@
 """Real HTTP exchanges through ChatOpenAI, replayed from cassettes (record_mode="none").
 
 Recorded from the embedded local model server and from a loopback stub that answers with
-provider errors; re-record with ``uv run python tests/record_cassettes.py``. A request replays
+provider errors; re-record with ``uv run python tests/record.py``. A request replays
 only if its body is the recorded one, the system prompt named by its version.
 """
 
@@ -121,7 +121,7 @@ EDITS: dict[str, tuple[Callable[[str], str], Callable[[str], str]]] = {
         _another_prompt_version,
         lambda version: (
             f"the cassette was recorded under {version.rsplit('/', 1)[0]}/0, and {version} is "
-            "sent now: record the cassettes again with `uv run python tests/record_cassettes.py`"
+            "sent now: record the cassettes again with `uv run python tests/record.py`"
         ),
     ),
 }

@@ -1,7 +1,7 @@
 """Recorded HTTP exchanges through a real ``OpenAILike``: the local model, and provider errors.
 
 Replayed with ``record_mode="none"``, each request matched on its body. Re-record with
-``uv run python tests/record_cassettes.py`` (starts the local model).
+``uv run python tests/record.py`` (starts the local model).
 """
 
 from __future__ import annotations

@@ -42,6 +42,9 @@ class ProfileRule:
         example: A model name it matches: its request body is recorded under the rule's name
             (``tests/golden/requests/core-profiles.json``), and a test checks the match.
         left_out: For a cautious rule, what it leaves out, in words (its warning says so).
+        floors_chosen_under: For a rule that sets the reader's floors, the prompt version each
+            mode's floors were chosen, or last confirmed, under: a floor is a measurement of
+            one prompt, and a test fails once the prompt moves and this does not.
     """
 
     name: str
@@ -51,6 +54,7 @@ class ProfileRule:
     source: str
     example: str
     left_out: str = field(default="", compare=False)
+    floors_chosen_under: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 # OpenAI's reasoning models (o-series, GPT-5 and later, fine-tunes of them). Reasoning tokens
@@ -100,6 +104,10 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         f"{_LLAMA_CPP_SERVER}; the floors: benchmarks/reader_policies.py over the stored "
         "benchmarks/quality.py runs (docs/benchmarks.md)",
         example="qwen2.5-coder-1.5b",
+        floors_chosen_under={
+            "passage": "evidence-first/passage/8",
+            "quote": "evidence-first/quote/8",
+        },
     ),
     ProfileRule(
         "gemma-3-270m",
