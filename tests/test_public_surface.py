@@ -12,9 +12,13 @@ import pytest
 import evidence_first
 from evidence_first import adapters
 
+# The seven public modules: the core's five and the two integrations.
 PUBLIC_MODULES = (
     "evidence_first",
     "evidence_first.adapters",
+    "evidence_first.local",
+    "evidence_first.chat_completions",
+    "evidence_first.render",
     "langchain_evidence_first",
     "llama_index.response_synthesizers.evidence_first",
 )
@@ -32,6 +36,44 @@ def _classes_and_functions() -> list[tuple[str, str, object]]:
 
 
 EXPORTED = _classes_and_functions()
+
+
+@pytest.mark.parametrize(
+    ("module_name", "names"),
+    [
+        (
+            "evidence_first.local",
+            [
+                "DEFAULT_READER",
+                "INSTALL_HINT",
+                "KNOWN_MODELS",
+                "TINY_MODEL",
+                "KnownModel",
+                "LocalModel",
+                "LocalModelError",
+                "assemble",
+                "default_cache_dir",
+                "idle_cores",
+                "is_installed",
+                "shared_local_model",
+            ],
+        ),
+        (
+            "evidence_first.chat_completions",
+            [
+                "SCHEMA_NAME",
+                "ChatCompletionsModel",
+                "ReplyLimits",
+                "chat_completions_body",
+                "reply_limits",
+                "token_logprobs",
+            ],
+        ),
+        ("evidence_first.render", ["render_html", "render_markdown", "render_text"]),
+    ],
+)
+def test_the_other_public_modules_names_are_pinned(module_name, names):
+    assert sorted(importlib.import_module(module_name).__all__) == sorted(names)
 
 
 def test_the_adapters_names_are_pinned():
@@ -73,6 +115,7 @@ def test_the_adapters_names_are_pinned():
             "positional_id",
             "profile_for_name",
             "profile_of",
+            "publish",
             "refuse_retries",
             "refuse_tools",
             "refused_redirect",

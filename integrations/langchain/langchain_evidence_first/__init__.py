@@ -5,8 +5,7 @@ langchain-core standard content with Citation annotations, and ``answer_of`` reb
 answer an ``output="message"`` message holds.
 """
 
-from types import FunctionType
-
+from evidence_first.adapters import publish
 from langchain_evidence_first._chat_model import UnenforcedSettingsWarning, profile_for
 from langchain_evidence_first._message import answer_of
 from langchain_evidence_first.answerer import EvidenceAnswerer
@@ -20,11 +19,5 @@ __all__ = [
     "to_content_blocks",
 ]
 
-# Objects defined in private modules name this one, as httpx's do: reprs, tracebacks, pickles and
-# the API reference show where they are imported from. The core's warning names
-# ``evidence_first.adapters``.
-for _name in __all__:
-    _object = globals()[_name]
-    if isinstance(_object, type | FunctionType) and "._" in f".{_object.__module__}":
-        _object.__module__ = __name__
-del _name, _object
+# Objects defined in private modules name this one, as the core's do (adapters.publish).
+publish(globals())

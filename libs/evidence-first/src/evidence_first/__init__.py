@@ -5,12 +5,6 @@ known character offsets. When the evidence does not support an answer the result
 when the model's output is malformed or unsupported it fails closed.
 """
 
-import dataclasses
-import inspect
-import typing
-from types import FunctionType
-from typing import Any
-
 from evidence_first import render as render
 from evidence_first._engine.entry_points import aanswer_from_evidence, answer_from_evidence
 from evidence_first._engine.result import EvidenceAnswer
@@ -50,6 +44,7 @@ from evidence_first._shapes.parts import (
     TokenUsage,
     ValidationIssue,
 )
+from evidence_first._shapes.public import publish
 from evidence_first._shapes.vocabulary import (
     AbstentionReason,
     AnswerStatus,
@@ -105,25 +100,4 @@ __all__ = [
 ]
 
 
-def _publish(namespace: dict[str, Any]) -> None:
-    """Make each exported class and function of a private module name the public one instead.
-
-    As httpx does, so reprs, tracebacks, pickles and the API reference show where an object is
-    imported from. A class's annotations are resolved first, in the module that wrote them:
-    ``typing.get_type_hints`` and pydantic's rebuilds look names up in ``__module__``.
-    """
-    for name in namespace["__all__"]:
-        value = namespace[name]
-        if not isinstance(value, type | FunctionType) or "._" not in f".{value.__module__}":
-            continue
-        if isinstance(value, type):
-            hints = typing.get_type_hints(value, include_extras=True)
-            own = inspect.get_annotations(value)
-            value.__annotations__ = {key: hints[key] for key in own}
-            if dataclasses.is_dataclass(value):
-                for field in dataclasses.fields(value):
-                    field.type = hints[field.name]
-        value.__module__ = namespace["__name__"]
-
-
-_publish(globals())
+publish(globals())

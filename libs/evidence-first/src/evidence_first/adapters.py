@@ -37,7 +37,6 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from evidence_first import _publish
 from evidence_first._engine.entry_points import arun_plan, run_plan
 from evidence_first._engine.plan import aplan_answer, plan_answer
 from evidence_first._engine.result import EvidenceAnswer
@@ -78,6 +77,7 @@ from evidence_first._shapes.errors import ModelProfileWarning, UnenforcedSetting
 from evidence_first._shapes.evidence import Evidence, evidence_error, positional_id, source_evidence
 from evidence_first._shapes.limits import MAX_SOURCES
 from evidence_first._shapes.model import ReaderModel
+from evidence_first._shapes.public import publish
 from evidence_first._shapes.vocabulary import OmissionReason
 from evidence_first._transport.stated import (
     acall_refusing_redirects,
@@ -126,6 +126,7 @@ __all__ = [
     "positional_id",
     "profile_for_name",
     "profile_of",
+    "publish",
     "refuse_retries",
     "refuse_tools",
     "refused_redirect",
@@ -198,4 +199,4 @@ async def aanswer_selection(
     return await arun_plan(plan, model)
 
 
-_publish(globals())
+publish(globals())

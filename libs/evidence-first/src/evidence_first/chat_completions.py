@@ -34,6 +34,7 @@ from evidence_first._shapes.errors import InvalidRequestError, ModelCallError
 from evidence_first._shapes.limits import MAX_OUTPUT_TOKENS
 from evidence_first._shapes.model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
 from evidence_first._shapes.parts import TokenUsage
+from evidence_first._shapes.public import publish
 from evidence_first._transport.reading import ReplyLimits, read_reply, reply_limits
 from evidence_first._transport.stated import decoded, reply_count
 
@@ -331,3 +332,6 @@ def _is_entry(token: object, logprob: object) -> bool:
 
 def _field(source: object, name: str) -> Any:
     return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+
+
+publish(globals())

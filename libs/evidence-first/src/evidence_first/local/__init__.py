@@ -37,6 +37,7 @@ from evidence_first._models.dialects import DialectName
 from evidence_first._models.profiles import ModelProfile, profile_for_name
 from evidence_first._shapes.errors import LocalModelError
 from evidence_first._shapes.model import ModelRequest, ModelResponse
+from evidence_first._shapes.public import publish
 from evidence_first._shapes.vocabulary import CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.local._process import HOST, ServerProcess, idle_cores
@@ -319,3 +320,6 @@ def shared_local_model() -> LocalModel:
             _shared = LocalModel().start()
             atexit.register(_shared.stop)
         return _shared
+
+
+publish(globals())

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evidence_first._shapes.evidence import Evidence
+from evidence_first._shapes.public import publish
 from evidence_first._shapes.vocabulary import FLAG_DESCRIPTIONS
 from evidence_first.render._escaping import in_html as _h
 from evidence_first.render._escaping import in_markdown as _md
@@ -347,3 +348,6 @@ def render_text(answer: EvidenceAnswer, *, context_chars: int = _TEXT_CONTEXT_CH
 
 # str(answer) is the text report and notebooks show the HTML view: the result's model holds no
 # presentation, so the renderers give it theirs here (the package imports this module).
+
+
+publish(globals())
