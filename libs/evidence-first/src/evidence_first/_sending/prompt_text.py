@@ -4,7 +4,7 @@ A prompt version names the system prompt, the user message's frame and the reque
 its citation mode. Change any of them and bump the mode's version here, then record its digest
 (``tests/core/test_prompt_versions.py``, ``--record-golden``; CONTRIBUTING, "A prompt
 change"). The code takes its text from here: ``_prompt`` builds the system prompt and the user
-message, each citation style (``_citing/``) its facts rule and rules. A ``$name`` is filled in
+message, each citation style (``_sending/citing/``) its facts rule and rules. A ``$name`` is filled in
 by that code (``string.Template``) from the declaration it names.
 """
 

@@ -5,7 +5,7 @@ The model ends each claim of its answer with a marker naming 1-based fact number
 "[1]" stays ordinary text. This module holds the marker's grammar, the request-schema pattern
 that makes a grammar-constrained reader write it (:func:`answer_pattern`) and the parse of an
 answer into segments (:func:`marked_answer`); the prompt sentence that asks for it is
-``_prompt_text.MARKER_RULE``, with the rest of the prompt.
+``_sending.prompt_text.MARKER_RULE``, with the rest of the prompt.
 
 What is matched, exactly:
 
