@@ -105,8 +105,8 @@ def test_a_prompt_version_names_one_prompt(mode, pytestconfig):
 
 
 def test_the_digests_cover_every_text_the_model_reads():
-    # Each text of _sending.prompt_text, split at its $names, reaches some system prompt or user message
-    # the digests hash: a text only a variant outside them would send is caught here.
+    # Each text of _sending.prompt_text, split at its $names, reaches some system prompt or user
+    # message the digests hash: a text only a variant outside them would send is caught here.
     sent = [
         part
         for mode in STYLES

@@ -3,9 +3,9 @@
 A prompt version names the system prompt, the user message's frame and the request schema of
 its citation mode. Change any of them and bump the mode's version here, then record its digest
 (``tests/core/test_prompt_versions.py``, ``--record-golden``; CONTRIBUTING, "A prompt
-change"). The code takes its text from here: ``_prompt`` builds the system prompt and the user
-message, each citation style (``_sending/citing/``) its facts rule and rules. A ``$name`` is filled in
-by that code (``string.Template``) from the declaration it names.
+change"). The code takes its text from here: ``prompt`` builds the system prompt and the user
+message, each citation style (``citing/``) its facts rule and rules. A ``$name`` is filled in by
+that code (``string.Template``) from the declaration it names.
 """
 
 from __future__ import annotations

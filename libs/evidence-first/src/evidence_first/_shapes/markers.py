@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterator
+from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass
-from functools import partial
 
 from pydantic import BaseModel, ConfigDict
 
 from evidence_first._shapes.offsets import UnitSpan
-from evidence_first._shapes.unicode import UnitOffsets, has_text, is_visible
+from evidence_first._shapes.unicode import has_text, is_visible
 from evidence_first._shapes.vocabulary import AnswerFlag, SegmentSupport
 
 __all__ = [
@@ -48,6 +48,7 @@ __all__ = [
     "AnswerSegment",
     "FactMarker",
     "MarkedAnswer",
+    "MarkerReader",
     "answer_pattern",
     "marked_answer",
     "pattern_chars",
@@ -157,6 +158,13 @@ class _Open:
 # and the fact numbers it names.
 _Removed = tuple[str, int, list[int]]
 
+# Where a marker being read stands: after "[", after an "F", in a number, in the whitespace
+# after one (a comma must follow), after a comma (whitespace, then an "F").
+_OPENED, _F, _DIGITS, _SPACE, _COMMA = range(5)
+# A run of text that cannot start or continue a marker or the whitespace before one.
+_PLAIN = re.compile(r"[^\s\[]+")
+_SPACES = re.compile(r"\s+")
+
 
 def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -> MarkedAnswer:
     """Remove the markers of ``answer`` and cut it into segments.
@@ -164,65 +172,208 @@ def marked_answer(answer: str, fact_count: int, flagged: Collection[int] = ()) -
     ``flagged`` are the 0-based indices of facts whose citations carry ``object_not_cited``: a
     segment resting only on those is flagged ``unsupported_facts``.
     """
-    text, removed = _without_markers(answer)
-    segment = partial(
-        _segment, text=text, offsets=UnitOffsets(text), fact_count=fact_count, flagged=flagged
-    )
-    if not removed:
-        whole = _visible(text, 0, len(text))
-        assigned = () if whole is None else (segment(_Open(*whole, [], []), "assigned"),)
-        return MarkedAnswer(text, assigned, ())
-    parts = _parts(text, removed)
-    segments = tuple(segment(part, "marked" if part.markers else "unmarked") for part in parts)
-    return MarkedAnswer(text, segments, tuple(n for _, _, numbers in removed for n in numbers))
+    reader = MarkerReader(fact_count, flagged)
+    reader.feed(answer)
+    reader.close()
+    return MarkedAnswer(reader.text, tuple(reader.segments), tuple(reader.numbers))
 
 
-def _without_markers(answer: str) -> tuple[str, list[_Removed]]:
-    """The answer without its markers, and each marker removed, in order."""
-    kept: list[str] = []
-    removed: list[_Removed] = []
-    last = length = 0
-    for start, end in _marker_spans(answer):
-        kept.append(answer[last:start])
-        length += start - last
-        spelling = answer[start:end]
-        numbers = [
-            int(digits) if len(digits) <= _MAX_DIGITS else 0 for digits in _NUMBER.findall(spelling)
-        ]
-        removed.append((spelling, length, numbers))
-        last = end
-    kept.append(answer[last:])
-    return "".join(kept), removed
+class MarkerReader:
+    """Reads an answer as it arrives, in any pieces: its text without markers, its segments.
 
+    The one reading of markers (:func:`marked_answer` reads a whole answer with it), so an
+    answer read in pieces gives what it gives read whole. ``text`` grows only by what can no
+    longer belong to a marker: whitespace and an unfinished ``[`` wait until what follows
+    settles them. ``segments`` grows by each segment once nothing that follows can change it
+    (the last one settles at :meth:`close`). Each character is read once.
+    """
 
-def _parts(text: str, removed: list[_Removed]) -> list[_Open]:
-    """The segments of ``text`` (the answer without markers) that ``removed`` end."""
-    parts: list[_Open] = []
-    pending = _Open(0, 0, [], [])  # markers with no text before them: they join the next part
-    cursor = 0
-    for spelling, at, numbers in removed:
-        end = at + len(_ATTACHED.match(text, at).group())  # type: ignore[union-attr]
-        bounds = _visible(text, cursor, at)
-        if parts and (bounds is None or not _has_word(text[cursor:at])):
+    def __init__(self, fact_count: int, flagged: Collection[int] = ()) -> None:
+        self.fact_count = fact_count
+        self.flagged = frozenset(flagged)
+        self.text = ""
+        self.segments: list[AnswerSegment] = []
+        self.numbers: list[int] = []
+        self._space = ""  # whitespace not yet kept: a marker that follows takes it
+        self._candidate = ""  # a marker being read
+        self._state = _OPENED
+        self._group: _Removed | None = None  # markers joined by whitespace, still open
+        self._removed: deque[_Removed] = deque()  # markers whose trailing punctuation is open
+        self._parts: list[_Open] = []
+        self._pending = _Open(0, 0, [], [])  # markers with no text before them
+        self._cursor = 0
+        self._any_marker = False
+        self._units = _Units()
+        self._closed = False
+
+    def feed(self, chunk: str) -> None:
+        """Read the next piece of the answer."""
+        at = 0
+        while at < len(chunk):
+            if self._candidate:
+                at = self._marker_char(chunk, at)
+            elif chunk[at] == "[":
+                self._candidate, self._state = "[", _OPENED
+                at += 1
+            elif chunk[at].isspace():
+                run = _SPACES.match(chunk, at)
+                assert run is not None
+                self._space += run.group()
+                at = run.end()
+            else:
+                run = _PLAIN.match(chunk, at)
+                assert run is not None
+                self._keep(run.group())
+                at = run.end()
+        self._settle()
+
+    def close(self) -> None:
+        """The answer ended: whatever waited is text, and every segment settles."""
+        if self._closed:
+            return
+        self._closed = True
+        self._end_group()
+        self.text += self._space + self._candidate
+        self._space = self._candidate = ""
+        self._settle()
+        if not self._any_marker:
+            whole = _visible(self.text, 0, len(self.text))
+            if whole is not None:
+                self._add_segment(_Open(*whole, [], []), "assigned")
+            return
+        rest = _visible(self.text, self._cursor, len(self.text))
+        if rest is not None and self._parts and not _has_word(self.text[self._cursor :]):
+            self._parts[-1].end = rest[1]  # trailing punctuation ends the last part
+        elif rest is not None:
+            self._parts.append(_Open(*rest, self._pending.numbers, self._pending.markers))
+        self._emit_parts(len(self._parts))
+
+    def _keep(self, visible: str) -> None:
+        """Text that is no marker: whatever whitespace waited before it is text too."""
+        self._end_group()
+        self.text += self._space + visible
+        self._space = ""
+
+    def _marker_char(self, chunk: str, at: int) -> int:
+        """Read one character of a marker being read; where to read next."""
+        char, state = chunk[at], self._state
+        if char == "]" and state == _DIGITS:
+            self._add_marker(self._candidate + char)
+            self._candidate = ""
+            return at + 1
+        step = _step(state, char)
+        if step is None:
+            # Not a marker after all: what was read of it is text, but for its trailing
+            # whitespace, which a marker that follows may still take; this character is read
+            # again from the start (it may open a marker itself).
+            body = self._candidate.rstrip()
+            self._keep(body)
+            self._space = self._candidate[len(body) :]
+            self._candidate = ""
+            return at
+        self._candidate += char
+        self._state = step
+        return at + 1
+
+    def _add_marker(self, marker: str) -> None:
+        self._any_marker = True
+        numbers = [int(n) if len(n) <= _MAX_DIGITS else 0 for n in _NUMBER.findall(marker)]
+        self.numbers += numbers
+        if self._group is not None:  # only whitespace since the last marker: the same marker
+            spelling, offset, named = self._group
+            self._group = (spelling + self._space + marker, offset, named + numbers)
+        else:
+            self._group = (self._space + marker, len(self.text), numbers)
+        self._space = ""
+
+    def _end_group(self) -> None:
+        if self._group is not None:
+            self._removed.append(self._group)
+            self._group = None
+
+    def _settle(self) -> None:
+        """Cut the segments the markers removed so far end, as far as what follows settles."""
+        while self._removed:
+            spelling, at, numbers = self._removed[0]
+            attached = _ATTACHED.match(self.text, at)
+            assert attached is not None
+            if attached.end() == len(self.text) and not self._closed:
+                return  # the punctuation after the marker may go on
+            self._removed.popleft()
+            self._fold(spelling, at, numbers, attached.end())
+        self._emit_parts(len(self._parts) - 1)
+
+    def _fold(self, spelling: str, at: int, numbers: list[int], end: int) -> None:
+        """One marker, ending the text since the last one, or joining a part."""
+        text, parts = self.text, self._parts
+        bounds = _visible(text, self._cursor, at)
+        if parts and (bounds is None or not _has_word(text[self._cursor : at])):
             parts[-1].end = end
             parts[-1].numbers += numbers
             parts[-1].markers.append((spelling, at))
         elif bounds is None:
-            pending.numbers += numbers
-            pending.markers.append((spelling, at))
+            self._pending.numbers += numbers
+            self._pending.markers.append((spelling, at))
             end = at  # its punctuation begins the next part
         else:
+            pending = self._pending
             parts.append(
                 _Open(bounds[0], end, pending.numbers + numbers, [*pending.markers, (spelling, at)])
             )
-            pending = _Open(0, 0, [], [])
-        cursor = end
-    rest = _visible(text, cursor, len(text))
-    if rest is not None and parts and not _has_word(text[cursor:]):
-        parts[-1].end = rest[1]  # trailing punctuation ends the last part
-    elif rest is not None:
-        parts.append(_Open(*rest, pending.numbers, pending.markers))
-    return parts
+            self._pending = _Open(0, 0, [], [])
+        self._cursor = end
+
+    def _emit_parts(self, settled: int) -> None:
+        """Make segments of the parts up to ``settled`` that are not segments yet."""
+        for part in self._parts[len(self.segments) : max(settled, 0)]:
+            self._add_segment(part, "marked" if part.markers else "unmarked")
+
+    def _add_segment(self, part: _Open, support: SegmentSupport) -> None:
+        self.segments.append(
+            _segment(
+                part,
+                support,
+                text=self.text,
+                units=self._units,
+                fact_count=self.fact_count,
+                flagged=self.flagged,
+            )
+        )
+
+
+def _step(state: int, char: str) -> int | None:
+    """Where a marker being read goes on ``char``; ``None`` when it cannot be a marker."""
+    if state == _OPENED:
+        return _F if char == "F" else None
+    if state in (_F, _DIGITS) and "0" <= char <= "9":
+        return _DIGITS
+    if state in (_DIGITS, _SPACE) and char.isspace():
+        return _SPACE
+    if state in (_DIGITS, _SPACE) and char == ",":
+        return _COMMA
+    if state == _COMMA and char.isspace():
+        return _COMMA
+    if state == _COMMA and char == "F":
+        return _F
+    return None
+
+
+class _Units:
+    """A growing text's UTF-16 and UTF-8 offsets, asked for at positions that only grow."""
+
+    def __init__(self) -> None:
+        self._at = (0, 0, 0)
+
+    def at(self, text: str, position: int) -> tuple[int, int]:
+        start, utf16, utf8 = self._at if position >= self._at[0] else (0, 0, 0)
+        part = text[start:position]
+        if part.isascii():
+            utf16, utf8 = utf16 + len(part), utf8 + len(part)
+        else:
+            utf16 += len(part.encode("utf-16-le")) // 2
+            utf8 += len(part.encode("utf-8"))
+        self._at = (position, utf16, utf8)
+        return utf16, utf8
 
 
 def _segment(
@@ -230,7 +381,7 @@ def _segment(
     support: SegmentSupport,
     *,
     text: str,
-    offsets: UnitOffsets,
+    units: _Units,
     fact_count: int,
     flagged: Collection[int],
 ) -> AnswerSegment:
@@ -238,11 +389,14 @@ def _segment(
     facts = tuple(dict.fromkeys(number - 1 for number in part.numbers))
     if support == "assigned":
         facts = tuple(range(fact_count))
-    (utf16_start, utf8_start), (utf16_end, utf8_end) = offsets.at(part.start), offsets.at(part.end)
+    # Asked for in order, so that the offsets of a growing text cost one pass over it.
+    positions = sorted({part.start, part.end, *(at for _, at in part.markers)})
+    offsets = {position: units.at(text, position) for position in positions}
+    (utf16_start, utf8_start), (utf16_end, utf8_end) = offsets[part.start], offsets[part.end]
     markers = tuple(
         FactMarker(spelling=spelling, char_offset=at, utf16_offset=utf16, utf8_offset=utf8)
         for spelling, at in part.markers
-        for utf16, utf8 in (offsets.at(at),)
+        for utf16, utf8 in (offsets[at],)
     )
     return AnswerSegment(
         text=text[part.start : part.end],
@@ -257,28 +411,6 @@ def _segment(
         markers=markers,
         flags=("unsupported_facts",) if facts and set(facts) <= set(flagged) else (),
     )
-
-
-def _marker_spans(answer: str) -> Iterator[tuple[int, int]]:
-    """The ``[start, end)`` of each marker's spelling, in order.
-
-    The whitespace before a marker is part of its spelling, and markers with only whitespace
-    between them are one. Found without a pattern that starts in whitespace: each stretch of
-    text is stripped once, so the cost is linear in the answer's length.
-    """
-    pending: tuple[int, int] | None = None
-    for match in _MARKER.finditer(answer):
-        start, end = match.span()
-        if pending is not None and not answer[pending[1] : start].strip():
-            pending = (pending[0], end)  # whitespace only since the last: the same marker
-            continue
-        if pending is not None:
-            yield pending
-        since = pending[1] if pending is not None else 0
-        gap = answer[since:start]
-        pending = (start - (len(gap) - len(gap.rstrip())), end)
-    if pending is not None:
-        yield pending
 
 
 def _has_word(part: str) -> bool:
