@@ -24,7 +24,7 @@ from evidence_first._shapes.vocabulary import CitationFlag
 if TYPE_CHECKING:
     from evidence_first._sending.citing.base import CitationStyle
 
-__all__ = ["Verdict", "verify_citations"]
+__all__ = ["FactVerdict", "FactVerifier", "Verdict", "verify_citations"]
 
 
 @dataclass(frozen=True)
@@ -52,34 +52,65 @@ def verify_citations(
 ) -> Verdict:
     """Verify every citation of ``ledger`` against what was ``sent``, by the ``style`` of it.
 
-    A verified citation is flagged (:mod:`~evidence_first._reading.fact_support`,
-    :mod:`~evidence_first._sending.injection`) by the
-    sentences it lies in, the status of its source and, unless ``check_objects`` is off (an
-    answer language was asked for), whether its fact's object (for a yes or a no, its subject
-    and relation) is in the fact's cited text.
+    Each fact is verified on its own (:class:`FactVerifier`), as a streamed reply's are when
+    they close, and by the same code.
     """
-    facts: list[Fact] = []
-    checks: list[CitationCheck] = []
-    issues: list[ValidationIssue] = []
-    unverified: set[int] = set()
-    unsupported: set[int] = set()
-    # Each cited source's way to its sentences, and its letters by script, made once per ledger.
-    touching: dict[str, Touching | None] = {}
-    counts = LetterCounts()
+    verifier = FactVerifier(sent, style, check_objects=check_objects)
+    verdicts = [verifier.verify(index, fact) for index, fact in enumerate(ledger.facts)]
+    return Verdict(
+        tuple(verdict.fact for verdict in verdicts),
+        tuple(check for verdict in verdicts for check in verdict.checks),
+        tuple(issue for verdict in verdicts for issue in verdict.issues),
+        frozenset(index for index, verdict in enumerate(verdicts) if verdict.issues),
+        frozenset(index for index, verdict in enumerate(verdicts) if verdict.unsupported),
+    )
 
-    def flags(citation: Citation) -> tuple[CitationFlag, ...]:
-        source = sent.by_id[citation.source_id]
-        if source.id not in touching:
-            touching[source.id] = style.touching(source, sent)
-        spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
-        return flags_of_spans(source.text, spans, touching[source.id]) + status_flags(source)
 
-    for fact_index, fact in enumerate(ledger.facts):
+@dataclass(frozen=True)
+class FactVerdict:
+    """Stage 4 over one fact.
+
+    Attributes:
+        fact: The fact with its verified citations (all of them only when ``issues`` is empty).
+        checks: One verdict per citation of the fact, in order.
+        issues: Each failed citation of the fact.
+        unsupported: Whether its object is not in its cited text (its verified citations carry
+            ``object_not_cited``).
+    """
+
+    fact: Fact
+    checks: tuple[CitationCheck, ...]
+    issues: tuple[ValidationIssue, ...]
+    unsupported: bool
+
+
+class FactVerifier:
+    """Verifies one ledger's facts, each on its own, against what was sent.
+
+    A verified citation is flagged (:mod:`~evidence_first._reading.fact_support`,
+    :mod:`~evidence_first._sending.injection`) by the sentences it lies in, the status of its
+    source and, unless ``check_objects`` is off (an answer language was asked for), whether
+    its fact's object (for a yes or a no, its subject and relation) is in the fact's cited
+    text. What a source's checks need (its way to its sentences, its letters by script) is made
+    once per ledger, however many of its facts cite it.
+    """
+
+    def __init__(self, sent: SentSources, style: CitationStyle, *, check_objects: bool) -> None:
+        self._sent = sent
+        self._style = style
+        self._check_objects = check_objects
+        self._touching: dict[str, Touching | None] = {}
+        self._counts = LetterCounts()
+
+    def verify(self, fact_index: int, fact: Any) -> FactVerdict:
+        """Verify the ledger fact at ``fact_index``, as the model wrote it."""
+        sent = self._sent
         citations: list[Citation] = []
-        fact_checks: list[CitationCheck] = []
+        checks: list[CitationCheck] = []
+        issues: list[ValidationIssue] = []
         for citation_index, cited in enumerate(fact.citations):
             path = f"$.facts[{fact_index}].citations[{citation_index}]"
-            check, outcome = _checked(cited, path, sent, style, flags)
+            check, outcome = _checked(cited, path, sent, self._style, self._flags)
             if isinstance(outcome, Rejection):
                 issues.append(
                     ValidationIssue(
@@ -88,38 +119,39 @@ def verify_citations(
                 )
             else:
                 citations.append(outcome)
-            fact_checks.append(check)
+            checks.append(check)
         # A citation's passages read together, as they stand in the source: an object may run
         # across two of them ("Y. p. orientalis" is cut after each initial).
         texts = [" ".join(span.text for span in c.evidence_spans) for c in citations]
         cut_from = [sent.by_id[source_id].text for source_id in {c.source_id: 0 for c in citations}]
-        if len(citations) < len(fact.citations):
-            unverified.add(fact_index)
         claim = f"{fact.subject} {fact.relation}"
-        if (
-            check_objects
+        unsupported = bool(
+            self._check_objects
             and citations
-            and object_is_cited(fact.object, texts, cut_from, claim=claim, counts=counts) is False
-        ):
-            unsupported.add(fact_index)
-            fact_checks = [
+            and object_is_cited(fact.object, texts, cut_from, claim=claim, counts=self._counts)
+            is False
+        )
+        if unsupported:
+            checks = [
                 c.model_copy(update={"flags": (*c.flags, "object_not_cited")})
                 if c.verdict == "verified"
                 else c
-                for c in fact_checks
+                for c in checks
             ]
-        checks.extend(fact_checks)
-        facts.append(
-            Fact(
-                subject=fact.subject,
-                relation=fact.relation,
-                object=fact.object,
-                citations=tuple(citations),
-            )
+        verified = Fact(
+            subject=fact.subject,
+            relation=fact.relation,
+            object=fact.object,
+            citations=tuple(citations),
         )
-    return Verdict(
-        tuple(facts), tuple(checks), tuple(issues), frozenset(unverified), frozenset(unsupported)
-    )
+        return FactVerdict(verified, tuple(checks), tuple(issues), unsupported)
+
+    def _flags(self, citation: Citation) -> tuple[CitationFlag, ...]:
+        source = self._sent.by_id[citation.source_id]
+        if source.id not in self._touching:
+            self._touching[source.id] = self._style.touching(source, self._sent)
+        spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
+        return flags_of_spans(source.text, spans, self._touching[source.id]) + status_flags(source)
 
 
 def _checked(
