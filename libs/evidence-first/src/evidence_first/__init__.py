@@ -8,6 +8,10 @@ when the model's output is malformed or unsupported it fails closed.
 from evidence_first import render as render
 from evidence_first._engine.entry_points import aanswer_from_evidence, answer_from_evidence
 from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._engine.streaming import (
+    astream_answer_from_evidence,
+    stream_answer_from_evidence,
+)
 from evidence_first._models.profiles import ModelProfile, profile_for
 from evidence_first._sending.citing.modes import LEDGER_JSON_SCHEMA, PASSAGE_LEDGER_JSON_SCHEMA
 from evidence_first._sending.citing.passage import PASSAGE_PROMPT_VERSION
@@ -21,10 +25,18 @@ from evidence_first._shapes.errors import (
     ModelCallError,
     StoredAnswerError,
 )
+from evidence_first._shapes.events import (
+    AnswerTextEvent,
+    DecisionEvent,
+    FactEvent,
+    SourcesEvent,
+    StreamEvent,
+)
 from evidence_first._shapes.evidence import Evidence, EvidenceStatus
 from evidence_first._shapes.model import (
     AsyncEvidenceReaderModel,
     EvidenceReaderModel,
+    ModelDelta,
     ModelRequest,
     ModelResponse,
     ReaderModel,
@@ -63,11 +75,13 @@ __all__ = [
     "AnswerCancelledError",
     "AnswerSegment",
     "AnswerStatus",
+    "AnswerTextEvent",
     "AnswerTimeoutError",
     "AsyncEvidenceReaderModel",
     "Citation",
     "CitationCheck",
     "CitationMode",
+    "DecisionEvent",
     "DocumentSpan",
     "Evidence",
     "EvidenceAnswer",
@@ -76,11 +90,13 @@ __all__ = [
     "EvidenceSpan",
     "EvidenceStatus",
     "Fact",
+    "FactEvent",
     "FactMarker",
     "InvalidRequestError",
     "JudgeRules",
     "KnowledgePolicy",
     "ModelCallError",
+    "ModelDelta",
     "ModelProfile",
     "ModelRequest",
     "ModelResponse",
@@ -88,15 +104,19 @@ __all__ = [
     "PromptBudget",
     "ReaderModel",
     "ReasonCode",
+    "SourcesEvent",
     "StoredAnswerError",
+    "StreamEvent",
     "TokenChoice",
     "TokenLogprob",
     "TokenUsage",
     "ValidationIssue",
     "aanswer_from_evidence",
     "answer_from_evidence",
+    "astream_answer_from_evidence",
     "estimate_tokens",
     "profile_for",
+    "stream_answer_from_evidence",
 ]
 
 

@@ -3,6 +3,8 @@
 A sync callback runs on a daemon worker thread so the engine can stop waiting even when the
 callback ignores ``request.cancel``; an async-only model used from the sync entry point runs on
 its own event loop in that thread. The caller's context variables (tracing) travel with it.
+A streamed call (the model's ``stream``/``astream``) is bounded the same way, as a whole: its
+pieces come through a queue from that thread, and closing the stream cancels the call.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import queue
 import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,9 +29,17 @@ from evidence_first._shapes.errors import (
     EvidenceFirstError,
     ModelCallError,
 )
-from evidence_first._shapes.model import ModelRequest, ModelResponse
+from evidence_first._shapes.model import ModelDelta, ModelRequest, ModelResponse
 
-__all__ = ["call_model", "call_model_async", "has_async", "has_sync"]
+__all__ = [
+    "astream_model",
+    "call_model",
+    "call_model_async",
+    "has_async",
+    "has_stream",
+    "has_sync",
+    "stream_model",
+]
 
 # How often a sync wait checks the caller's cancel event.
 _CANCEL_POLL_SECONDS = 0.02
@@ -44,6 +55,11 @@ def has_sync(model: object) -> bool:
 def has_async(model: object) -> bool:
     """Whether ``model`` has a callable ``agenerate``."""
     return callable(getattr(model, "agenerate", None))
+
+
+def has_stream(model: object) -> bool:
+    """Whether ``model`` streams: a callable ``stream`` or ``astream``."""
+    return callable(getattr(model, "stream", None)) or callable(getattr(model, "astream", None))
 
 
 def call_model(
@@ -277,3 +293,216 @@ def _is_timeout(exc: BaseException) -> bool:
         or any("Timeout" in cls.__name__ for cls in type(current).__mro__)
         for current in _chain(exc)
     )
+
+
+# --- streamed calls ---
+
+_END = object()  # a stream's end, put in its queue after its last piece
+
+
+class _Failed:
+    """A stream's failure, put in its queue."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+def stream_model(
+    model: object, request: ModelRequest, *, cancel: threading.Event | None
+) -> Generator[ModelDelta | ModelResponse, None, None]:
+    """Call ``model`` once from synchronous code, yielding its reply's pieces as they come.
+
+    A model that streams (``stream``, or ``astream`` on an event loop of the worker thread's)
+    yields :class:`ModelDelta` pieces; one that does not is called once with ``generate`` and
+    yields its one :class:`ModelResponse`. The timeout bounds the whole stream. Closing the
+    iterator (or leaving it) cancels the call: ``request.cancel`` is set, and the worker stops
+    at the model's next piece.
+
+    Raises:
+        AnswerTimeoutError: The stream did not end within ``request.timeout``.
+        AnswerCancelledError: ``cancel`` was set before it ended.
+        ModelCallError: The model raised, or yielded something other than a piece.
+    """
+    if not has_stream(model):
+        yield call_model(model, request, cancel=cancel)
+        return
+    if cancel is not None and cancel.is_set():
+        msg = "the answer was cancelled before the model was called"
+        raise AnswerCancelledError(msg)
+    worker = _StreamWorker(model, request)
+    worker.start()
+    deadline = time.monotonic() + request.timeout
+    try:
+        while True:
+            item = _next_piece(worker, deadline, request.timeout, cancel)
+            if item is _END:
+                return
+            yield _piece(item)
+    finally:
+        worker.abandon()
+
+
+def _next_piece(
+    worker: _StreamWorker, deadline: float, timeout: float, cancel: threading.Event | None
+) -> object:
+    """The stream's next item, waiting no later than ``deadline`` and while not cancelled."""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _timeout_error(timeout)
+        wait = remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS)
+        try:
+            item = worker.pieces.get(timeout=wait)
+        except queue.Empty:
+            item = None
+        # The deadline is checked after every wait: a piece that came after it is never used.
+        if time.monotonic() > deadline:
+            raise _timeout_error(timeout)
+        if cancel is not None and cancel.is_set():
+            msg = "the answer was cancelled while the model was answering"
+            raise AnswerCancelledError(msg)
+        if isinstance(item, _Failed):
+            raise _call_error(item.error, timeout) from item.error
+        if item is not None:
+            return item
+
+
+async def astream_model(
+    model: object, request: ModelRequest
+) -> AsyncGenerator[ModelDelta | ModelResponse, None]:
+    """Async :func:`stream_model`: ``astream`` on this loop, or ``stream`` on a worker thread.
+
+    Cancelling the iterating task cancels the call and propagates
+    :class:`asyncio.CancelledError`; closing the iterator cancels it too.
+
+    Raises:
+        AnswerTimeoutError: The stream did not end within ``request.timeout``.
+        ModelCallError: The model raised, or yielded something other than a piece.
+    """
+    if not has_stream(model):
+        yield await call_model_async(model, request)
+        return
+    deadline = time.monotonic() + request.timeout
+    if callable(getattr(model, "astream", None)):
+        pieces: AsyncIterator[object] = model.astream(request)  # type: ignore[attr-defined]
+    else:
+        pieces = _bridged(_StreamWorker(model, request))
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _timeout_error(request.timeout)
+            try:
+                item = await asyncio.wait_for(pieces.__anext__(), remaining)
+            except StopAsyncIteration:
+                return
+            except asyncio.TimeoutError:
+                raise _timeout_error(request.timeout) from None
+            except _SAFELY_WORDED:
+                raise
+            except Exception as exc:
+                raise _call_error(exc, request.timeout) from exc
+            if time.monotonic() > deadline:
+                raise _timeout_error(request.timeout)
+            yield _piece(item)
+    finally:
+        request.cancel.set()
+        with contextlib.suppress(Exception):
+            await pieces.aclose()  # type: ignore[attr-defined]
+
+
+async def _bridged(worker: _StreamWorker) -> AsyncIterator[object]:
+    """A sync stream's pieces, from its worker thread, on this event loop."""
+    loop = asyncio.get_running_loop()
+    pieces: asyncio.Queue[object] = asyncio.Queue()
+    worker.on_piece = lambda item: _put_threadsafe(loop, pieces, item)
+    worker.start()
+    try:
+        while True:
+            item = await pieces.get()
+            if item is _END:
+                return
+            if isinstance(item, _Failed):
+                raise item.error
+            yield item
+    finally:
+        worker.abandon()
+
+
+def _put_threadsafe(
+    loop: asyncio.AbstractEventLoop, pieces: asyncio.Queue[object], item: object
+) -> None:
+    # The loop may have closed while an abandoned stream was still running.
+    with contextlib.suppress(RuntimeError):
+        loop.call_soon_threadsafe(pieces.put_nowait, item)
+
+
+def _piece(item: object) -> ModelDelta:
+    if isinstance(item, ModelDelta):
+        return item
+    if isinstance(item, str):
+        return ModelDelta(text=item)
+    msg = f"the model's stream yielded {type(item).__name__}; expected ModelDelta or str"
+    raise ModelCallError(msg, cause_type=None)
+
+
+class _StreamWorker:
+    """Runs one streamed model call on a daemon thread and passes on each piece."""
+
+    def __init__(self, model: object, request: ModelRequest) -> None:
+        self._model = model
+        self._request = request
+        self._context = contextvars.copy_context()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self.pieces: queue.Queue[object] = queue.Queue()
+        self.on_piece: Callable[[object], None] = self.pieces.put
+
+    def start(self) -> None:
+        thread = threading.Thread(target=self._run, name="evidence-first-model-stream", daemon=True)
+        thread.start()
+
+    def abandon(self) -> None:
+        """Stop the stream: signal the model, and cancel it if it runs on our event loop."""
+        self._request.cancel.set()
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None:
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(task.cancel)
+
+    def _run(self) -> None:
+        try:
+            self._context.run(self._pump)
+        except BaseException as exc:
+            self.on_piece(_Failed(exc))
+        else:
+            self.on_piece(_END)
+
+    def _pump(self) -> None:
+        stream = getattr(self._model, "stream", None)
+        if not callable(stream):
+            asyncio.run(self._pump_async())
+            return
+        pieces = stream(self._request)
+        try:
+            for item in pieces:
+                if self._request.cancel.is_set():
+                    break
+                self.on_piece(item)
+        finally:
+            close = getattr(pieces, "close", None)
+            if callable(close):
+                close()
+
+    async def _pump_async(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+        pieces = self._model.astream(self._request)  # type: ignore[attr-defined]
+        try:
+            async for item in pieces:
+                if self._request.cancel.is_set():
+                    break
+                self.on_piece(item)
+        finally:
+            with contextlib.suppress(Exception):
+                await pieces.aclose()

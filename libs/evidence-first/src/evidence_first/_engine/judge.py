@@ -16,8 +16,8 @@ from typing import TypedDict, get_args
 
 from evidence_first._reading.confidence import decision_confidence
 from evidence_first._reading.fact_support import current_sources_agree, question_is_covered
-from evidence_first._reading.parsing import consistency_issues, parse_response
-from evidence_first._reading.verify import verify_citations
+from evidence_first._reading.parsing import consistency_issues, facts_read, parse_response
+from evidence_first._reading.verify import FactVerifier, verify_citations
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.passages import SentSources
 from evidence_first._shapes.markers import MarkedAnswer, marked_answer
@@ -44,9 +44,11 @@ __all__ = [
     "JudgedFields",
     "Judgment",
     "answer_flags",
+    "floor_for",
     "judge_reply",
     "marker_issues",
     "raw_text",
+    "withheld_by",
 ]
 
 
@@ -154,6 +156,10 @@ def judge_reply(
         citation_model=case.style.citation_model,
     )
     if parsed.ledger is None:
+        if response.stopped_early == "failed_citation" and parsed.issues[0].code not in _CUT:
+            as_read = _judged_as_read(case, response.text)
+            if as_read is not None:
+                return as_read
         return _rejected(case, parsed.issues, ())
     verdict = verify_citations(
         parsed.ledger, case.sent, case.style, check_objects=rules.output_language is None
@@ -187,11 +193,8 @@ def judge_reply(
     if not has_text(ledger.answer):
         return verified
     flags = answer_flags(case, verdict.checks, verdict.facts)
-    floor = rules.confidence_floor
-    if flags and rules.flagged_floor is not None:
-        # A flag raises the bar: the answer stands only if the reader is sure of it.
-        floor = max(rules.flagged_floor, floor or 0.0)
-    withheld = _withheld(rules, floor, confidence, flags)
+    floor = floor_for(rules, flags)
+    withheld = withheld_by(rules, floor, confidence, flags)
     if withheld is not None:
         reason, missing = withheld
         return replace(
@@ -208,6 +211,28 @@ def judge_reply(
         flags=flags,
         segments=() if marked is None else marked.segments,
     )
+
+
+# What a reply's transport or length decides before its text is read (stages 0 and 1).
+_CUT = frozenset({"tool_call_not_allowed", "output_truncated", "response_too_large"})
+
+
+def _judged_as_read(case: Case, text: str) -> Judgment | None:
+    """A streamed reply read only as far as its first failed citation: its facts as read.
+
+    The facts whose objects closed in ``text`` are verified as the whole ledger's are; their
+    failed citations are the result's issues. ``None`` where none failed (then the text is
+    judged as it stands).
+    """
+    verifier = FactVerifier(case.sent, case.style, check_objects=case.rules.output_language is None)
+    checks: list[CitationCheck] = []
+    issues: list[ValidationIssue] = []
+    for index, fact in enumerate(facts_read(text, case.style.citation_model)):
+        if fact is not None:
+            verdict = verifier.verify(index, fact)
+            checks += verdict.checks
+            issues += verdict.issues
+    return _rejected(case, tuple(issues), tuple(checks)) if issues else None
 
 
 def raw_text(response: ModelResponse) -> str:
@@ -311,7 +336,16 @@ def _rests_on_stale_sources(
     )
 
 
-def _withheld(
+def floor_for(rules: JudgeRules, flags: tuple[AnswerFlag, ...]) -> float | None:
+    """The floor an answer's reader confidence is held to, given the answer's flags."""
+    floor = rules.confidence_floor
+    if flags and rules.flagged_floor is not None:
+        # A flag raises the bar: the answer stands only if the reader is sure of it.
+        floor = max(rules.flagged_floor, floor or 0.0)
+    return floor
+
+
+def withheld_by(
     rules: JudgeRules,
     floor: float | None,
     confidence: float | None,

@@ -217,9 +217,10 @@ def _replies(answer: EvidenceAnswer) -> Iterator[ModelResponse]:
     """The reply as the judge may have read it: its text, and what a transport said of it.
 
     What a transport says beside the text (tool calls, a truncation, a reply cut at a limit)
-    is not kept. Each only ever makes a rejection whose one issue names it, at ``$``, so a
-    stored rejection of one such issue is also judged with each: none can make a fact or an
-    answer.
+    is not kept, nor whether the engine stopped reading a streamed reply at its first failed
+    citation. Each only ever makes a rejection (one issue at ``$``; the failed citations of
+    the facts read), so a stored rejection of that kind is also judged with each: none can
+    make a fact or an answer.
     """
     text = answer.raw_response or ""
     yield ModelResponse(text=text)
@@ -229,6 +230,8 @@ def _replies(answer: EvidenceAnswer) -> Iterator[ModelResponse]:
         yield ModelResponse(text=text, finish_reason="length")
         yield ModelResponse(text=text, over_limit="reply_bytes")
         yield ModelResponse(text=text, over_limit="logprob_entries")
+    if issues and all(issue.path.startswith("$.facts[") for issue in issues):
+        yield ModelResponse(text=text, stopped_early="failed_citation")
 
 
 def _with_documents(answer: EvidenceAnswer) -> tuple[Evidence, ...]:

@@ -14,7 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evidence_first._shapes.ledger import Ledger, LedgerCitationBase
+from evidence_first._reading.ledger_stream import FactRead, LedgerScanner
+from evidence_first._shapes.ledger import Ledger, LedgerCitationBase, LedgerFact
 from evidence_first._shapes.limits import MAX_CITATIONS_PER_FACT, MAX_FACTS
 from evidence_first._shapes.model import ModelResponse
 from evidence_first._shapes.parts import ValidationIssue
@@ -25,8 +26,10 @@ __all__ = [
     "LEADING_THINK",
     "ParsedResponse",
     "consistency_issues",
+    "facts_read",
     "json_path",
     "ledger_body",
+    "parse_fact",
     "parse_response",
 ]
 
@@ -245,3 +248,42 @@ def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[
             )
         )
     return issues
+
+
+def parse_fact(text: str, citation_model: type[LedgerCitationBase]) -> LedgerFact[Any] | None:
+    """One fact's JSON text as stages 2 and 3 read a ledger's facts; ``None`` where they fail.
+
+    A streamed reply's facts are read one by one as they close
+    (:class:`~evidence_first._reading.ledger_stream.LedgerScanner`): a fact that parses here is
+    the fact the whole ledger holds, if the whole ledger parses.
+    """
+    if not is_unicode_text(text):
+        return None
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant
+        )
+    except (ValueError, RecursionError):
+        return None
+    if _ESCAPED_SURROGATE.search(text) and not _all_strings_are_unicode(value):
+        return None
+    citations = value.get("citations") if isinstance(value, dict) else None
+    if isinstance(citations, list) and len(citations) > MAX_CITATIONS_PER_FACT:
+        return None
+    try:
+        return LedgerFact[citation_model].model_validate(value)  # type: ignore[valid-type]
+    except ValidationError:
+        return None
+
+
+def facts_read(text: str, citation_model: type[LedgerCitationBase]) -> list[LedgerFact[Any] | None]:
+    """The facts of a reply read only in part, in order, as far as their objects closed.
+
+    Each is :func:`parse_fact`'s reading (``None`` for one that does not parse).
+    """
+    scanner = LedgerScanner()
+    return [
+        parse_fact(item.text, citation_model)
+        for item in scanner.feed(text)
+        if isinstance(item, FactRead)
+    ]

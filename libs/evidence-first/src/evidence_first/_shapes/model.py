@@ -1,4 +1,9 @@
-"""The model contract: what the engine sends (`ModelRequest`) and accepts (`ModelResponse`)."""
+"""The model contract: what the engine sends, and what it accepts back, whole or streamed.
+
+`ModelRequest` goes to the model; `ModelResponse` (or a plain ``str``) comes back from
+``generate``/``agenerate``, and `ModelDelta` pieces (or plain ``str`` pieces) from the optional
+``stream``/``astream``.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from evidence_first._shapes.parts import TokenUsage
 __all__ = [
     "AsyncEvidenceReaderModel",
     "EvidenceReaderModel",
+    "ModelDelta",
     "ModelRequest",
     "ModelResponse",
     "ReaderModel",
@@ -112,6 +118,9 @@ class ModelResponse:
             limit: ``"reply_bytes"`` (the body's bytes) or ``"logprob_entries"`` (more tokens
             or alternatives than the request allows). The text is then empty, and the
             answer fails closed as ``response_too_large``.
+        stopped_early: Set by the engine when it stopped reading a streamed reply at its first
+            failed citation (``"failed_citation"``): the text is what was read, and its facts
+            are judged as far as they were read.
     """
 
     text: StrictStr
@@ -120,6 +129,30 @@ class ModelResponse:
     usage: TokenUsage | None = None
     logprobs: tuple[TokenLogprob, ...] | None = None
     over_limit: Literal["reply_bytes", "logprob_entries"] | None = None
+    stopped_early: Literal["failed_citation"] | None = None
+
+
+@pydantic_dataclass(frozen=True, kw_only=True, config=ConfigDict(extra="forbid"))
+class ModelDelta:
+    """One piece of a streamed reply, as a model's ``stream``/``astream`` yields it.
+
+    A model may yield plain ``str`` pieces instead. The pieces' texts, joined, are the reply's
+    text; their log-probabilities, joined, its tokens'. What a reply states once (its finish
+    reason, usage and tool calls) comes with the last piece that has it.
+
+    Attributes:
+        text: More of the message's text.
+        logprobs: The tokens of this piece with their log-probabilities, when asked for.
+        finish_reason: The provider's finish reason, on the last piece.
+        usage: Token counts, on the piece that carries them (often the last).
+        tool_calls: Tool calls, which make the reply invalid.
+    """
+
+    text: StrictStr = ""
+    logprobs: tuple[TokenLogprob, ...] | None = None
+    finish_reason: str | None = None
+    usage: TokenUsage | None = None
+    tool_calls: tuple[Any, ...] = ()
 
 
 @runtime_checkable
