@@ -17,7 +17,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from evidence_first import Citation, Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from evidence_first import (
+    Citation,
+    Evidence,
+    EvidenceAnswer,
+    FactEvent,
+    ModelRequest,
+    answer_from_evidence,
+    stream_answer_from_evidence,
+)
 from evidence_first._engine import result as result_module
 from evidence_first._sending.citing import quote as quote_module
 from evidence_first._shapes.unicode import has_text
@@ -207,16 +215,54 @@ def _check(
     return None
 
 
-def run_fuzz(mode: str, cases: int, seed: int) -> Report:
+class Streamed:
+    """A hostile model whose reply streams in pieces of random sizes, single characters too."""
+
+    def __init__(self, hostile: Hostile, rng: random.Random) -> None:
+        self.hostile, self.rng = hostile, rng
+
+    def generate(self, request: ModelRequest) -> str:
+        return self.hostile.generate(request)
+
+    def stream(self, request: ModelRequest) -> Any:
+        text, at = self.hostile.generate(request), 0
+        while at < len(text):
+            size = self.rng.choice([1, 1, 2, 3, 8, 40, 500])
+            yield text[at : at + size]
+            at += size
+
+
+def _answer(
+    rng: random.Random, mode: str, sources: list[Evidence], model: Hostile, streamed: bool
+) -> tuple[EvidenceAnswer, list[Citation]]:
+    """The answer, through the stream or not, and every citation it or its events report."""
+    options: dict[str, Any] = {"citation_mode": mode, "knowledge": "evidence-only"}
+    if not streamed:
+        answer = answer_from_evidence("When is the launch?", sources, model, **options)
+        return answer, []
+    items = list(
+        stream_answer_from_evidence("When is the launch?", sources, Streamed(model, rng), **options)
+    )
+    answer = items[-1]
+    assert isinstance(answer, EvidenceAnswer)
+    reported = [
+        check.citation
+        for item in items
+        if isinstance(item, FactEvent)
+        for check in item.checks
+        if check.citation is not None
+    ]
+    return answer, reported
+
+
+def run_fuzz(mode: str, cases: int, seed: int, *, streamed: bool = False) -> Report:
     rng = random.Random(seed)
     report = Report()
     for _ in range(cases):
         ids = rng.sample(IDS, k=rng.randint(1, 3))
         sources = [Evidence(id=i, text=_text(rng)) for i in ids]
         model = Hostile(rng, mode, sources)
-        answer: EvidenceAnswer = answer_from_evidence(
-            "When is the launch?", sources, model, citation_mode=mode, knowledge="evidence-only"
-        )
+        answer, reported = _answer(rng, mode, sources, model, streamed)
         report.cases += 1
         if not answer.model_called or model.request is None:
             continue
@@ -225,6 +271,7 @@ def run_fuzz(mode: str, cases: int, seed: int) -> Report:
         claimed = [c for f in (model.ledger or {}).get("facts", []) for c in f["citations"]]
         returned = [c for fact in answer.facts for c in fact.citations]
         returned += [k.citation for k in answer.citation_checks if k.citation is not None]
+        returned += reported
         for citation in returned:
             report.returned += 1
             problem = _check(citation, originals, sent, claimed)
@@ -233,12 +280,15 @@ def run_fuzz(mode: str, cases: int, seed: int) -> Report:
     return report
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("mode", ["quote", "passage"])
-def test_no_hostile_ledger_gets_a_false_citation_accepted(mode, hostile_cases, tally):
-    report = run_fuzz(mode, hostile_cases, seed=20261201)
-    tally[f"{mode} cases"] += report.cases
-    tally[f"{mode} citations returned"] += report.returned
-    tally[f"{mode} false accepts"] += len(report.false_accepts)
+def test_no_hostile_ledger_gets_a_false_citation_accepted(mode, streamed, hostile_cases, tally):
+    # Through the stream too: its fact events and its result, the reply in pieces of any size.
+    report = run_fuzz(mode, hostile_cases, seed=20261201, streamed=streamed)
+    name = f"{mode} streamed" if streamed else mode
+    tally[f"{name} cases"] += report.cases
+    tally[f"{name} citations returned"] += report.returned
+    tally[f"{name} false accepts"] += len(report.false_accepts)
     assert report.returned > report.cases // 5  # the fuzz reaches the verifier's accept path
     assert report.false_accepts == []
 

@@ -392,12 +392,21 @@ async def astream_model(
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise _timeout_error(request.timeout)
+            # asyncio.wait, not wait_for: wait_for may return a piece that came with the
+            # caller's cancellation and drop the cancellation (before Python 3.12).
+            step = asyncio.ensure_future(pieces.__anext__())
             try:
-                item = await asyncio.wait_for(pieces.__anext__(), remaining)
+                done, _ = await asyncio.wait({step}, timeout=remaining)
+            except asyncio.CancelledError:
+                step.cancel()
+                raise
+            if not done:
+                step.cancel()
+                raise _timeout_error(request.timeout)
+            try:
+                item = step.result()
             except StopAsyncIteration:
                 return
-            except asyncio.TimeoutError:
-                raise _timeout_error(request.timeout) from None
             except _SAFELY_WORDED:
                 raise
             except Exception as exc:
