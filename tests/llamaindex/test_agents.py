@@ -151,6 +151,21 @@ async def test_a_function_agent_reads_what_happened_from_the_engines_tool(
     assert answer.status == case.split(",")[0]
 
 
+@pytest.mark.parametrize("case", sorted(OUTCOMES))
+async def test_a_return_direct_tool_makes_its_text_the_agents_reply(case, retriever, fake_openai):
+    # return_direct: the agent replies with the tool's output, not its model's rewording.
+    reply, options, expected = OUTCOMES[case]
+    if reply is not None:
+        fake_openai.reply = reply
+    engine = EvidenceQueryEngine.from_args(retriever, llm=fake_openai.llm(), **options)
+    tool = QueryEngineTool.from_defaults(engine, name=TOOL, return_direct=True)
+
+    (result,), final, tool_messages = await run_agent(tool)
+
+    assert final == result.tool_output.content == expected
+    assert tool_messages == []  # the agent's model never rewrote it
+
+
 async def test_what_the_model_says_is_missing_forges_no_line_or_number_in_the_agents_input(
     retriever, fake_openai
 ):
