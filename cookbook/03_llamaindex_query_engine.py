@@ -70,7 +70,7 @@ def ask(nodes: list[BaseNode], local: LocalModel) -> OpenAILike:
     # A local model on a busy CPU can take minutes: a modest output, the longest timeout.
     synthesizer = EvidenceSynthesizer(llm=llm, max_output_tokens=512, timeout=300)
     engine = index.as_query_engine(llm=llm, response_synthesizer=synthesizer)
-    print(engine.query("When is the launch?"))  # the verified answer, or None unless answered
+    print(engine.query("When is the launch?"))  # the verified answer, or why there is none
     return llm
     # --8<-- [end:engine]
 
@@ -102,7 +102,7 @@ def main(local: LocalModel | None = None) -> Response:
     assert isinstance(response, Response)  # not a streaming response
     answer: EvidenceAnswer = (response.metadata or {})["evidence_answer"]
     print(answer)  # status, answer, facts with verified spans, omissions, or reason codes
-    print("response:", response.response)  # the answer text, or None unless answered
+    print("response:", response.response)  # the answer text, or the sentence of its outcome
     for node_with_score in response.source_nodes:  # exactly the nodes sent, in order
         print("sent:", node_with_score.node.node_id, node_with_score.score)
     for fact in answer.facts:

@@ -111,6 +111,7 @@ def test_the_adapters_names_are_pinned():
             "normalized_finish_reason",
             "openai_response_format",
             "option_error",
+            "outcome_text",
             "output_format",
             "positional_id",
             "profile_for_name",

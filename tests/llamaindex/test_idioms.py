@@ -27,6 +27,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.response_synthesizers import get_response_synthesizer
 
 from evidence_first import EvidenceAnswer, InvalidRequestError
+from evidence_first.adapters import outcome_text
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceQueryEngine,
     EvidenceSynthesizer,
@@ -205,9 +206,20 @@ NON_ANSWERS = {
     "invalid_response": (invalid_json, {}),
 }
 
+# How each non-answer reads: the sentence of its outcome (the diagnostic counts the nodes).
+SENTENCES = {
+    "insufficient_evidence": "No answer (insufficient_evidence). Missing evidence: the date.",
+    "insufficient_evidence, no model call": (
+        "No answer (insufficient_evidence). The model was not called: 0 of "
+    ),
+    "invalid_response": (
+        "No answer (invalid_response). The model's output was rejected: invalid_json."
+    ),
+}
+
 
 @pytest.mark.parametrize("case", sorted(NON_ANSWERS))
-def test_a_streamed_non_answer_yields_nothing_and_keeps_its_metadata(
+def test_a_streamed_non_answer_yields_its_sentence_and_keeps_its_metadata(
     case, index, fake_openai, capsys
 ):
     reply, options = NON_ANSWERS[case]
@@ -219,6 +231,9 @@ def test_a_streamed_non_answer_yields_nothing_and_keeps_its_metadata(
     ).query(QUESTION)
     streaming = EvidenceSynthesizer(llm=llm, streaming=True, **options)
     engine = index.as_query_engine(llm=llm, response_synthesizer=streaming)
+    sentence = plain.response
+    assert sentence == outcome_text(evidence_answer(plain))
+    assert sentence.startswith(SENTENCES[case])
 
     for consume in ("iterate", "print", "str", "get_response"):
         response = engine.query(QUESTION)
@@ -226,17 +241,34 @@ def test_a_streamed_non_answer_yields_nothing_and_keeps_its_metadata(
         assert evidence_answer(response).as_dict() == evidence_answer(plain).as_dict()
         assert evidence_answer(response).status == case.split(",")[0]
         assert response.source_nodes == plain.source_nodes
+        # The stream ends with the sentence, in one chunk, as an answer streams.
         if consume == "iterate":
-            assert list(response.response_gen) == []
+            assert list(response.response_gen) == [sentence]
         elif consume == "print":
             response.print_response_stream()
-            assert capsys.readouterr().out == ""
+            assert capsys.readouterr().out == sentence
         elif consume == "str":
-            assert str(response) == "None"  # LlamaIndex's StreamingResponse.__str__
+            assert str(response) == sentence  # LlamaIndex's StreamingResponse.__str__
         else:
-            # None, as the non-streaming Response says (LlamaIndex's own would give "").
-            assert response.get_response().response is None
-            assert plain.response is None
+            assert response.get_response().response == sentence
+
+
+@pytest.mark.parametrize("case", sorted(NON_ANSWERS))
+async def test_an_async_streamed_non_answer_yields_its_sentence(case, index, fake_openai):
+    reply, options = NON_ANSWERS[case]
+    if reply is not None:
+        fake_openai.reply = reply
+    llm = fake_openai.llm()
+    streaming = EvidenceSynthesizer(llm=llm, streaming=True, **options)
+    engine = index.as_query_engine(llm=llm, response_synthesizer=streaming)
+
+    response = await engine.aquery(QUESTION)
+
+    assert isinstance(response, AsyncStreamingResponse)
+    sentence = outcome_text(evidence_answer(response))
+    assert sentence.startswith(SENTENCES[case])
+    assert [text async for text in response.async_response_gen()] == [sentence]
+    assert (await response.get_response()).response == sentence
 
 
 def test_streaming_must_be_a_bool_and_survives_model_copy(fake_openai):
@@ -249,7 +281,9 @@ def test_streaming_must_be_a_bool_and_survives_model_copy(fake_openai):
     assert copy.options.max_context_tokens == 4096
     node_free = copy.synthesize(QUESTION, nodes=[])
     assert isinstance(node_free, StreamingResponse)
-    assert list(node_free.response_gen) == []
+    assert list(node_free.response_gen) == [
+        "No answer (insufficient_evidence). The model was not called: no sources were supplied."
+    ]
 
 
 def chat_free_attempts(fake_openai, case: str) -> bool:
@@ -262,17 +296,17 @@ def chat_free_attempts(fake_openai, case: str) -> bool:
 
 STATUSES = {
     "answered": (None, {}, "June 15"),
-    **{name: (reply, options, "None") for name, (reply, options) in NON_ANSWERS.items()},
+    **{name: (reply, options, SENTENCES[name]) for name, (reply, options) in NON_ANSWERS.items()},
 }
 
 
 @pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("case", sorted(STATUSES))
-def test_str_of_a_response_is_the_answer_and_the_string_None_otherwise(
+def test_str_of_a_response_is_the_answer_or_the_sentence_of_its_outcome(
     case, streaming, index, fake_openai
 ):
-    # LlamaIndex's Response.__str__ is `self.response or "None"`: every non-answer prints
-    # the four letters None. The docs' Response table states it; this pins it.
+    # LlamaIndex's Response.__str__ is `self.response or "None"`: a non-answer's response is
+    # the sentence of its outcome, so str() never reads "None".
     reply, options, printed = STATUSES[case]
     if reply is not None:
         fake_openai.reply = reply
@@ -281,10 +315,13 @@ def test_str_of_a_response_is_the_answer_and_the_string_None_otherwise(
 
     response = index.as_query_engine(llm=llm, response_synthesizer=synthesizer).query(QUESTION)
 
-    assert evidence_answer(response).status == case.split(",")[0]
-    assert str(response) == printed
+    answer = evidence_answer(response)
+    assert answer.status == case.split(",")[0]
+    text = str(response)
+    assert text.startswith(printed)
+    assert text == (answer.answer if case == "answered" else outcome_text(answer))
     final = response.get_response() if streaming else response
-    assert final.response == ("June 15" if case == "answered" else None)
+    assert final.response == text
     assert chat_free_attempts(fake_openai, case)
 
 
@@ -395,24 +432,26 @@ async def test_condense_question_achat_and_astream_chat_answer_through_the_synth
     assert len(strict_bodies(chat_openai)) == 2
 
 
-def test_a_non_answer_in_condense_question_chat_reads_None(index, chat_openai):
+def test_a_non_answer_in_condense_question_chat_reads_as_its_sentence(index, chat_openai):
     chat_openai.reply = abstain
     engine = condense_engine(index, chat_openai.llm())
+    sentence = SENTENCES["insufficient_evidence"]
 
     response = engine.chat("When is the launch?")
-    # chat() stores str(response): the string "None" in the reply and in the history.
-    assert response.response == "None"
+    # chat() stores str(response): the sentence, in the reply and in the history.
+    assert response.response == sentence
     assert evidence_answer(response.sources[0].raw_output).status == "insufficient_evidence"
-    assert [m.content for m in engine.chat_history] == ["When is the launch?", "None"]
+    assert [m.content for m in engine.chat_history] == ["When is the launch?", sentence]
 
     streamed = engine.stream_chat("When is the launch?")
-    # stream_chat yields no text, and writes no assistant message to the history.
-    assert "".join(streamed.response_gen) == ""
-    assert streamed.response == ""
+    # stream_chat yields the sentence, and writes it to the history as chat() does.
+    assert "".join(streamed.response_gen) == sentence
+    assert streamed.response == sentence
     assert [m.content for m in engine.chat_history] == [
         "When is the launch?",
-        "None",
+        sentence,
         "When is the launch?",
+        sentence,
     ]
 
 

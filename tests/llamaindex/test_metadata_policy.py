@@ -1,5 +1,5 @@
 """The same metadata on a LangChain Document and a LlamaIndex node: the same evidence or error;
-and the same metadata beside the answer either gives back.
+the same metadata beside the answer either gives back, and the same words for a non-answer.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from evidence_first import Evidence, InvalidRequestError
-from evidence_first.adapters import answer_metadata
+from evidence_first.adapters import answer_metadata, outcome_text
 from langchain_evidence_first import EvidenceAnswerer, answer_of
 from llama_index.response_synthesizers.evidence_first import EvidenceSynthesizer
 
@@ -108,3 +108,32 @@ def test_both_integrations_put_the_same_metadata_beside_an_answer(ledger_llm):
         **answer_metadata(answer),
         "evidence_answer": answer.as_dict(),
     }
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (
+            ABSTAIN.replace('["x"]', '["the room\\n[1]", "the room\\n[1]", " its date "]'),
+            "No answer (insufficient_evidence). Missing evidence: the room\\x0a(1); its date.",
+        ),
+        (
+            "not json",
+            "No answer (invalid_response). The model's output was rejected: invalid_json.",
+        ),
+    ],
+    ids=["abstention", "rejection"],
+)
+def test_both_integrations_word_a_non_answer_the_same(fake_openai, reply, expected):
+    # LangChain's message text and LlamaIndex's Response.response, which agents read as a
+    # tool's output, are one sentence from the core.
+    model = GenericFakeChatModel(messages=iter([AIMessage(content=reply)]))
+    message = EvidenceAnswerer(llm=model, output="message").invoke(
+        {"question": "q?", "sources": [Document(id="s0", page_content=TEXT)]}
+    )
+    fake_openai.reply = lambda body: {"message": {"role": "assistant", "content": reply}}
+    node = NodeWithScore(node=TextNode(id_="s0", text=TEXT), score=None)
+    response = EvidenceSynthesizer(llm=fake_openai.llm()).synthesize("q?", [node])
+
+    assert message.text == response.response == expected
+    assert response.response == outcome_text(response.metadata["evidence_answer"])

@@ -23,7 +23,7 @@ from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
 from evidence_first import InvalidRequestError, ModelCallError, ModelProfile, ModelRequest
-from evidence_first.adapters import DIALECTS, DialectName, schema_in
+from evidence_first.adapters import DIALECTS, DialectName, outcome_text, schema_in
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceSynthesizer,
     UnenforcedSettingsWarning,
@@ -721,7 +721,10 @@ def test_the_floor_holds_for_an_openai_llm(
     response = EvidenceSynthesizer(llm=llm, min_reader_confidence=0.8).synthesize(
         QUESTION, launch_nodes
     )
-    assert response.response is None
     answer = response.metadata["evidence_answer"]
     assert (answer.status, answer.abstention) == ("insufficient_evidence", "confidence_floor")
+    assert response.response == outcome_text(answer)
+    assert response.response.startswith(
+        "No answer (insufficient_evidence). Missing evidence: the reader's confidence"
+    )
     assert answer.facts  # the verified facts are kept

@@ -18,7 +18,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import NodeWithScore, TextNode
 
 from evidence_first import EvidenceAnswer
-from evidence_first.adapters import OptionArgs
+from evidence_first.adapters import OptionArgs, outcome_text
 from llama_index.response_synthesizers.evidence_first import (
     EvidenceQueryEngine,
     EvidenceSynthesizer,
@@ -188,7 +188,7 @@ def test_from_args_without_llm_uses_settings_llm(retriever, fake_openai, monkeyp
     assert evidence_answer(engine.query(QUESTION)).status == "answered"
 
 
-def test_the_response_text_is_none_unless_answered(retriever, fake_openai):
+def test_a_rejected_answer_reads_as_the_sentence_of_its_outcome(retriever, fake_openai):
     fake_openai.reply = lambda body: {"message": {"role": "assistant", "content": "not json"}}
     engine = EvidenceQueryEngine.from_args(retriever, llm=fake_openai.llm())
 
@@ -197,13 +197,15 @@ def test_the_response_text_is_none_unless_answered(retriever, fake_openai):
     answer = evidence_answer(response)
     assert answer.status == "invalid_response"
     assert answer.reason_codes == ("invalid_json",)
-    assert response.response is None
-    assert str(response) == "None"
+    assert response.response == (
+        "No answer (invalid_response). The model's output was rejected: invalid_json."
+    )
+    assert str(response) == response.response == outcome_text(answer)
     # The nodes were still sent, so they are still the source nodes.
     assert [n.node.node_id for n in response.source_nodes] == list(answer.used_source_ids)
 
 
-def test_an_abstention_has_no_response_text(retriever, fake_openai, ledger_for):
+def test_an_abstention_reads_as_what_is_missing(retriever, fake_openai, ledger_for):
     fake_openai.reply = lambda body: {
         "message": {
             "role": "assistant",
@@ -217,7 +219,7 @@ def test_an_abstention_has_no_response_text(retriever, fake_openai, ledger_for):
     answer = evidence_answer(response)
     assert answer.status == "insufficient_evidence"
     assert answer.missing_evidence == ("launch date",)
-    assert response.response is None
+    assert response.response == "No answer (insufficient_evidence). Missing evidence: launch date."
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
@@ -233,7 +235,9 @@ async def test_no_nodes_means_no_model_call(mode, fake_openai):
     assert answer.status == "insufficient_evidence"
     assert not answer.model_called
     assert answer.diagnostic == "no sources were supplied"
-    assert response.response is None
+    assert response.response == (
+        "No answer (insufficient_evidence). The model was not called: no sources were supplied."
+    )
     assert response.source_nodes == []
     assert fake_openai.attempts == 0
 

@@ -170,14 +170,19 @@ def test_an_answer_without_markers_is_numbered_with_every_cited_node(fake_openai
 
 @pytest.mark.parametrize("number_sources", [False, True])
 def test_an_abstention_is_not_numbered(number_sources, fake_openai):
-    llm = llm_answering(fake_openai, ledger(None))
+    # The model's own "[2]" in what it says is missing would read as source_nodes[1].
+    missing = ["the launch date [2]", "its room［3］"]
+    abstention = json.dumps(_support.ledger_dict(answer=None, missing_evidence=missing))
+    llm = llm_answering(fake_openai, abstention)
 
     response = EvidenceSynthesizer(llm=llm, number_sources=number_sources).synthesize(
         QUESTION, three_nodes()
     )
 
     assert evidence_answer(response).status == "insufficient_evidence"
-    assert response.response is None
+    assert response.response == (
+        "No answer (insufficient_evidence). Missing evidence: the launch date (2); its room(3)."
+    )
     if number_sources:
         assert response.metadata["source_numbers"] == []
         assert response.metadata["source_number_node_ids"] == {}

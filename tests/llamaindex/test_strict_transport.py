@@ -206,7 +206,9 @@ async def test_a_response_with_tool_calls_is_invalid(mode, fake_openai, launch_n
     answer = response.metadata["evidence_answer"]
     assert answer.status == "invalid_response"
     assert answer.reason_codes == ("tool_call_not_allowed",)
-    assert response.response is None
+    assert response.response == (
+        "No answer (invalid_response). The model's output was rejected: tool_call_not_allowed."
+    )
 
 
 @MODES

@@ -10,33 +10,12 @@ from langchain_core.messages.content import ContentBlock, create_text_block
 from pydantic import ValidationError
 
 from evidence_first import EvidenceAnswer, InvalidRequestError
-from evidence_first.adapters import answer_metadata
+from evidence_first.adapters import answer_metadata, outcome_text
 from langchain_evidence_first.content_blocks import to_content_blocks
 
-__all__ = ["answer_message", "answer_of", "message_metadata", "outcome_text"]
+__all__ = ["answer_message", "answer_of", "message_metadata"]
 
 _FIELD = "message.response_metadata"
-
-
-def _sentence(text: str) -> str:
-    return text if text.endswith((".", "!", "?")) else text + "."
-
-
-def outcome_text(answer: EvidenceAnswer) -> str:
-    """One sentence stating a non-answer: its status, then what is missing or why it failed.
-
-    It says only what the answer itself says: ``missing_evidence`` as the model wrote it, the
-    reason codes, or the diagnostic of a result without a model call. Never a source's text.
-    """
-    head = f"No answer ({answer.status})."
-    if answer.status == "invalid_response" and answer.reason_codes:
-        return f"{head} The model's output was rejected: {', '.join(answer.reason_codes)}."
-    missing = [item.strip() for item in dict.fromkeys(answer.missing_evidence) if item.strip()]
-    if missing:
-        return f"{head} Missing evidence: {_sentence('; '.join(missing))}"
-    if not answer.model_called and answer.diagnostic:
-        return f"{head} The model was not called: {_sentence(answer.diagnostic)}"
-    return head
 
 
 def message_metadata(answer: EvidenceAnswer) -> dict[str, Any]:

@@ -15,7 +15,9 @@ strict-call settings, schema dialects and provider-table shape (defined in
 redirect the transport never follows (:func:`status_failure`: its status and the origin it
 names, never its path or query), the renderers' rule
 for a bracketed number the model wrote (:func:`unbracketed`: ``[2]`` shown as ``(2)``, so an
-integration's own ``[n]`` reads as nothing else), and, for metadata:
+integration's own ``[n]`` reads as nothing else), the one sentence a non-answer reads as in
+both (:func:`outcome_text`: its status and what is missing, for an agent reading a tool's
+output), and, for metadata:
 
 1. A metadata value mapped to an evidence field (speaker, observed_at, status, score) that is
    unusable raises :class:`~evidence_first.InvalidRequestError` before any call: a status
@@ -88,6 +90,7 @@ from evidence_first._transport.stated import (
 from evidence_first.chat_completions import token_logprobs
 from evidence_first.render._escaping import unbracketed
 from evidence_first.render._metadata import answer_metadata, json_safe_metadata, metadata_fields
+from evidence_first.render._outcome import outcome_text
 
 __all__ = [
     "DIALECTS",
@@ -122,6 +125,7 @@ __all__ = [
     "normalized_finish_reason",
     "openai_response_format",
     "option_error",
+    "outcome_text",
     "output_format",
     "positional_id",
     "profile_for_name",

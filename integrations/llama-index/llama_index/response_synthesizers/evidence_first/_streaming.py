@@ -2,11 +2,11 @@
 
 Verification needs the model's whole ledger, so an answer cannot stream token by token: the
 model is called, its ledger parsed and every citation checked before anything is returned.
-A streaming response's generator then yields the verified answer in one chunk, and yields
-nothing for a non-answer (``insufficient_evidence`` or ``invalid_response``). Its
-``source_nodes`` and ``metadata`` (``metadata["evidence_answer"]``) are those of the
-non-streaming `Response`, and its ``get_response()`` gives the same ``response``: ``None``
-unless answered (LlamaIndex's own would give ``""`` for an empty stream).
+A streaming response's generator then yields the verified answer in one chunk, or for a
+non-answer (``insufficient_evidence`` or ``invalid_response``) the one sentence stating its
+outcome that the non-streaming `Response` holds. Its ``source_nodes`` and ``metadata``
+(``metadata["evidence_answer"]``) are those of the non-streaming `Response`, and its
+``get_response()`` gives the same ``response``.
 
 LlamaIndex drops ``streaming=True`` when a ``response_synthesizer`` is passed with it to
 ``index.as_query_engine()`` or ``RetrieverQueryEngine.from_args()``; the synthesizer never
@@ -29,9 +29,7 @@ from llama_index.core.schema import NodeWithScore
 from evidence_first import InvalidRequestError
 
 __all__ = [
-    "EvidenceAsyncStreamingResponse",
     "EvidenceResponse",
-    "EvidenceStreamingResponse",
     "StreamingNotEnabledError",
     "response_of",
 ]
@@ -76,46 +74,26 @@ class EvidenceResponse(Response):
         raise StreamingNotEnabledError(_NOT_STREAMING, field="streaming")
 
 
-class EvidenceStreamingResponse(StreamingResponse):
-    """LlamaIndex's `StreamingResponse` of one verified chunk, or none for a non-answer."""
-
-    def get_response(self) -> Response:
-        """The non-streaming `Response`: ``response`` is ``None`` unless answered."""
-        response = super().get_response()
-        return Response(response.response or None, response.source_nodes, response.metadata)
+def _chunks(text: str) -> Generator[str, None, None]:
+    yield text
 
 
-class EvidenceAsyncStreamingResponse(AsyncStreamingResponse):
-    """LlamaIndex's `AsyncStreamingResponse` of one verified chunk, or none for a non-answer."""
-
-    async def get_response(self) -> Response:
-        """The non-streaming `Response`: ``response`` is ``None`` unless answered."""
-        response = await super().get_response()
-        return Response(response.response or None, response.source_nodes, response.metadata)
-
-
-def _chunks(text: str | None) -> Generator[str, None, None]:
-    if text:
-        yield text
-
-
-async def _achunks(text: str | None) -> AsyncGenerator[str, None]:
-    if text:
-        yield text
+async def _achunks(text: str) -> AsyncGenerator[str, None]:
+    yield text
 
 
 def response_of(
-    text: str | None,
+    text: str,
     source_nodes: Sequence[NodeWithScore],
     metadata: dict[str, Any],
     *,
     streaming: bool,
     is_async: bool,
-) -> EvidenceResponse | EvidenceStreamingResponse | EvidenceAsyncStreamingResponse:
+) -> EvidenceResponse | StreamingResponse | AsyncStreamingResponse:
     """The response LlamaIndex's own synthesizers would return in this mode, for ``text``.
 
     Args:
-        text: The verified answer, or ``None`` for a non-answer.
+        text: The verified answer, or the sentence stating a non-answer's outcome.
         source_nodes: The nodes sent to the model.
         metadata: The response's metadata (the ``EvidenceAnswer`` under ``evidence_answer``).
         streaming: Whether the synthesizer streams (``BaseSynthesizer``'s flag).
@@ -126,9 +104,7 @@ def response_of(
     if not streaming:
         return EvidenceResponse(response=text, source_nodes=nodes, metadata=metadata)
     if is_async:
-        return EvidenceAsyncStreamingResponse(
+        return AsyncStreamingResponse(
             response_gen=_achunks(text), source_nodes=nodes, metadata=metadata
         )
-    return EvidenceStreamingResponse(
-        response_gen=_chunks(text), source_nodes=nodes, metadata=metadata
-    )
+    return StreamingResponse(response_gen=_chunks(text), source_nodes=nodes, metadata=metadata)

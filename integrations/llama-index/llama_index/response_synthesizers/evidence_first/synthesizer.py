@@ -32,6 +32,7 @@ from evidence_first.adapters import (
     aanswer_selection,
     answer_metadata,
     answer_selection,
+    outcome_text,
     unbracketed,
 )
 from llama_index.response_synthesizers.evidence_first._nodes import (
@@ -61,7 +62,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         synth = EvidenceSynthesizer(llm=llm, max_context_tokens=4096)
         engine = RetrieverQueryEngine(retriever, response_synthesizer=synth)
         response = engine.query("When is the launch?")
-        response.response                       # the answer, or None unless answered
+        response.response                       # the answer, or a sentence stating the outcome
         response.source_nodes                   # the nodes sent to the model, in order
         response.metadata["evidence_answer"]    # the EvidenceAnswer: status, facts, citations
         response.metadata["evidence_flags"]     # what deserves a second look, even if answered
@@ -71,8 +72,14 @@ class EvidenceSynthesizer(BaseSynthesizer):
     ``asynthesize``, ``AsyncStreamingResponse``), so ``response.print_response_stream()`` and
     ``for text in response.response_gen`` work. Verification needs the whole ledger, so
     nothing streams token by token: the generator yields the verified answer in one chunk
-    once every citation has been checked, and nothing for a non-answer; ``source_nodes`` and
-    ``metadata`` are as above.
+    once every citation has been checked, or the sentence of a non-answer; ``source_nodes``
+    and ``metadata`` are as above.
+
+    A non-answer's ``response`` (and so ``str(response)``, what a ``QueryEngineTool`` hands an
+    agent) is one sentence stating its status and what is missing or why it failed, the words
+    of LangChain's message output (:func:`evidence_first.adapters.outcome_text`):
+    ``"No answer (insufficient_evidence). Missing evidence: the launch date."``. The result
+    itself is ``metadata["evidence_answer"]``.
 
     Each node becomes one source: its ``node_id``, its text without metadata
     (``MetadataMode.NONE``), its retrieval score, and the speaker, time and status read from
@@ -391,6 +398,10 @@ def _response(
         text, entries, node_ids = _numbered(answer, text, source_nodes)
         metadata[_SOURCE_NUMBERS_KEY] = entries
         metadata[_SOURCE_NUMBER_NODE_IDS_KEY] = node_ids
+    if text is None:
+        # An agent reads a QueryEngineTool's output as str(response), which LlamaIndex makes
+        # "None" of a missing text: a non-answer says what happened, in LangChain's words.
+        text = outcome_text(answer)
     return response_of(text, source_nodes, metadata, streaming=streaming, is_async=is_async)
 
 
