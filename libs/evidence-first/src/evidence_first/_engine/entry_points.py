@@ -14,6 +14,7 @@ from evidence_first._engine.judge import Case, JudgedFields, Judgment, judge_rep
 from evidence_first._engine.plan import AnswerPlan, aplan_answer, plan_answer
 from evidence_first._engine.result import EvidenceAnswer
 from evidence_first._engine.stored import JUDGED, OFFSETS
+from evidence_first._reading.verify import FactVerifier
 from evidence_first._sending.options import AnswerOptions, OptionArgs
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence
@@ -106,13 +107,19 @@ async def arun_plan(plan: AnswerPlan, model: object) -> EvidenceAnswer:
     return await asyncio.to_thread(judge, plan, response)
 
 
-def judge(plan: AnswerPlan, response: ModelResponse) -> EvidenceAnswer:
-    """Judge the model's reply to a plan's request (stages 0 to 5) and build the result."""
+def judge(
+    plan: AnswerPlan, response: ModelResponse, *, verifier: FactVerifier | None = None
+) -> EvidenceAnswer:
+    """Judge the model's reply to a plan's request (stages 0 to 5) and build the result.
+
+    ``verifier`` is the one that verified a streamed reply's facts as they closed: the same
+    fact keeps its verdict, unverified again.
+    """
     case = case_of(plan)
     return _built(
         plan,
         case.rules,
-        judge_reply(case, response),
+        judge_reply(case, response, verifier=verifier),
         model_called=True,
         diagnostic=None,
         raw_response=raw_text(response),

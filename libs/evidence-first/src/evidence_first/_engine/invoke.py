@@ -10,9 +10,9 @@ pieces come through a queue from that thread, and closing the stream cancels the
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import contextvars
-import queue
 import socket
 import ssl
 import threading
@@ -38,6 +38,7 @@ __all__ = [
     "has_async",
     "has_stream",
     "has_sync",
+    "merged",
     "stream_model",
 ]
 
@@ -314,9 +315,10 @@ def stream_model(
 
     A model that streams (``stream``, or ``astream`` on an event loop of the worker thread's)
     yields :class:`ModelDelta` pieces; one that does not is called once with ``generate`` and
-    yields its one :class:`ModelResponse`. The timeout bounds the whole stream. Closing the
-    iterator (or leaving it) cancels the call: ``request.cancel`` is set, and the worker stops
-    at the model's next piece.
+    yields its one :class:`ModelResponse`. Pieces that arrived while the last was being read
+    come as one (the reply is the same, cut otherwise). The timeout bounds the whole stream.
+    Closing the iterator (or leaving it) cancels the call: ``request.cancel`` is set, and the
+    worker stops at the model's next piece.
 
     Raises:
         AnswerTimeoutError: The stream did not end within ``request.timeout``.
@@ -332,39 +334,105 @@ def stream_model(
     worker = _StreamWorker(model, request)
     worker.start()
     deadline = time.monotonic() + request.timeout
+    ended = False
     try:
         while True:
-            item = _next_piece(worker, deadline, request.timeout, cancel)
-            if item is _END:
+            items = _waiting_pieces(worker, deadline, request.timeout, cancel)
+            ended = items[-1] is _END
+            pieces = items[:-1] if ended else items
+            if pieces:
+                yield merged(pieces)
+            if ended:
                 return
-            yield _piece(item)
     finally:
-        worker.abandon()
+        if not ended:
+            worker.abandon()
 
 
-def _next_piece(
+def _waiting_pieces(
     worker: _StreamWorker, deadline: float, timeout: float, cancel: threading.Event | None
-) -> object:
-    """The stream's next item, waiting no later than ``deadline`` and while not cancelled."""
+) -> list[object]:
+    """Every item the stream has passed on since the last call, waiting for the first.
+
+    Waits no later than ``deadline`` and while not cancelled; ends at the stream's end or at
+    a failure (raised, once the pieces before it are read).
+    """
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _timeout_error(timeout)
         wait = remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS)
-        try:
-            item = worker.pieces.get(timeout=wait)
-        except queue.Empty:
-            item = None
+        items = worker.pieces.take(wait)
         # The deadline is checked after every wait: a piece that came after it is never used.
         if time.monotonic() > deadline:
             raise _timeout_error(timeout)
         if cancel is not None and cancel.is_set():
             msg = "the answer was cancelled while the model was answering"
             raise AnswerCancelledError(msg)
-        if isinstance(item, _Failed):
-            raise _call_error(item.error, timeout) from item.error
-        if item is not None:
-            return item
+        for index, item in enumerate(items):
+            if isinstance(item, _Failed):
+                if index:
+                    worker.pieces.put_back(items[index:])
+                    return items[:index]
+                raise _call_error(item.error, timeout) from item.error
+            if item is _END:
+                return items[: index + 1]
+        if items:
+            return items
+
+
+def merged(pieces: list[object]) -> ModelDelta:
+    """Pieces of a stream, in order, as one: their texts and tokens joined, what ends it kept.
+
+    Raises:
+        ModelCallError: A piece is neither a :class:`ModelDelta` nor a ``str``.
+    """
+    if len(pieces) == 1:
+        return _piece(pieces[0])
+    try:
+        return ModelDelta(text="".join(pieces))  # type: ignore[arg-type]
+    except TypeError:
+        pass  # not all text: some are deltas (or something else, refused below)
+    deltas = [_piece(piece) for piece in pieces]
+    logprobs = [delta.logprobs for delta in deltas if delta.logprobs is not None]
+    return ModelDelta(
+        text="".join(delta.text for delta in deltas),
+        logprobs=tuple(token for tokens in logprobs for token in tokens) if logprobs else None,
+        finish_reason=next((d.finish_reason for d in reversed(deltas) if d.finish_reason), None),
+        usage=next((d.usage for d in reversed(deltas) if d.usage is not None), None),
+        tool_calls=tuple(call for delta in deltas for call in delta.tool_calls),
+    )
+
+
+class _Pieces:
+    """What a stream's thread passes on: taken all at once, the first waited for.
+
+    A deque and an event rather than a queue: one thread appends, one takes, and taking
+    what waits costs no lock per piece.
+    """
+
+    def __init__(self) -> None:
+        self._items: collections.deque[object] = collections.deque()
+        self._ready = threading.Event()
+
+    def put(self, item: object) -> None:
+        self._items.append(item)
+        self._ready.set()
+
+    def put_back(self, items: list[object]) -> None:
+        self._items.extendleft(reversed(items))
+        self._ready.set()
+
+    def take(self, timeout: float) -> list[object]:
+        """Every item waiting, or none if none came within ``timeout``."""
+        if not self._items:
+            self._ready.wait(timeout)
+        self._ready.clear()
+        items = []
+        with contextlib.suppress(IndexError):
+            while True:
+                items.append(self._items.popleft())
+        return items
 
 
 async def astream_model(
@@ -387,6 +455,7 @@ async def astream_model(
         pieces: AsyncIterator[object] = model.astream(request)  # type: ignore[attr-defined]
     else:
         pieces = _bridged(_StreamWorker(model, request))
+    ended = False
     try:
         while True:
             remaining = deadline - time.monotonic()
@@ -406,6 +475,7 @@ async def astream_model(
             try:
                 item = step.result()
             except StopAsyncIteration:
+                ended = True
                 return
             except _SAFELY_WORDED:
                 raise
@@ -415,7 +485,8 @@ async def astream_model(
                 raise _timeout_error(request.timeout)
             yield _piece(item)
     finally:
-        request.cancel.set()
+        if not ended:
+            request.cancel.set()
         with contextlib.suppress(Exception):
             await pieces.aclose()  # type: ignore[attr-defined]
 
@@ -426,16 +497,19 @@ async def _bridged(worker: _StreamWorker) -> AsyncIterator[object]:
     pieces: asyncio.Queue[object] = asyncio.Queue()
     worker.on_piece = lambda item: _put_threadsafe(loop, pieces, item)
     worker.start()
+    ended = False
     try:
         while True:
             item = await pieces.get()
             if item is _END:
+                ended = True
                 return
             if isinstance(item, _Failed):
                 raise item.error
             yield item
     finally:
-        worker.abandon()
+        if not ended:
+            worker.abandon()
 
 
 def _put_threadsafe(
@@ -464,7 +538,7 @@ class _StreamWorker:
         self._context = contextvars.copy_context()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
-        self.pieces: queue.Queue[object] = queue.Queue()
+        self.pieces = _Pieces()
         self.on_piece: Callable[[object], None] = self.pieces.put
 
     def start(self) -> None:

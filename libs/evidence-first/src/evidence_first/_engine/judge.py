@@ -139,6 +139,7 @@ def judge_reply(
     response: ModelResponse,
     *,
     reader_confidence: Callable[[], float | None] | None = None,
+    verifier: FactVerifier | None = None,
 ) -> Judgment:
     """Validate a reply (stages 0 to 5) and derive the result's verdicts, flags and status.
 
@@ -148,6 +149,8 @@ def judge_reply(
         reader_confidence: Where the reader's confidence comes from when its ledger opens
             with a decision; by default, read from the reply's token log-probabilities. A
             stored result, whose log-probabilities are not kept, passes its own.
+        verifier: The verifier of the case's facts, when a streamed reply's facts were
+            verified as they closed: the same fact keeps the same verdict, unverified again.
     """
     rules = case.rules
     parsed = parse_response(
@@ -157,12 +160,16 @@ def judge_reply(
     )
     if parsed.ledger is None:
         if response.stopped_early == "failed_citation" and parsed.issues[0].code not in _CUT:
-            as_read = _judged_as_read(case, response.text)
+            as_read = _judged_as_read(case, response.text, verifier)
             if as_read is not None:
                 return as_read
         return _rejected(case, parsed.issues, ())
     verdict = verify_citations(
-        parsed.ledger, case.sent, case.style, check_objects=rules.output_language is None
+        parsed.ledger,
+        case.sent,
+        case.style,
+        check_objects=rules.output_language is None,
+        verifier=verifier,
     )
     marked = None
     ledger = parsed.ledger
@@ -217,7 +224,7 @@ def judge_reply(
 _CUT = frozenset({"tool_call_not_allowed", "output_truncated", "response_too_large"})
 
 
-def _judged_as_read(case: Case, text: str) -> Judgment | None:
+def _judged_as_read(case: Case, text: str, verifier: FactVerifier | None) -> Judgment | None:
     """A streamed reply read only as far as its first failed citation: its facts as read.
 
     The facts whose objects closed in ``text`` are verified as the whole ledger's are; their

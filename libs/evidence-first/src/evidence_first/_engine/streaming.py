@@ -336,7 +336,7 @@ class Reading:
         confidence, read from every token, may stand where the first tokens' did not) follows
         the text already shown, which is the answer's beginning.
         """
-        answer = judge(self._plan, self.response())
+        answer = judge(self._plan, self.response(), verifier=self._verifier)
         if answer.status == "answered" and answer.answer is not None:
             shown = self._markers.text[: self._shown] if self._markers is not None else ""
             if answer.answer.startswith(shown):

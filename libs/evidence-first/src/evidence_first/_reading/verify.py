@@ -48,14 +48,20 @@ class Verdict:
 
 
 def verify_citations(
-    ledger: Ledger[Any], sent: SentSources, style: CitationStyle, *, check_objects: bool = True
+    ledger: Ledger[Any],
+    sent: SentSources,
+    style: CitationStyle,
+    *,
+    check_objects: bool = True,
+    verifier: FactVerifier | None = None,
 ) -> Verdict:
     """Verify every citation of ``ledger`` against what was ``sent``, by the ``style`` of it.
 
     Each fact is verified on its own (:class:`FactVerifier`), as a streamed reply's are when
-    they close, and by the same code.
+    they close, and by the same code: ``verifier``, the one that verified a streamed reply's
+    facts as they closed, gives each fact it has seen the verdict it gave.
     """
-    verifier = FactVerifier(sent, style, check_objects=check_objects)
+    verifier = verifier or FactVerifier(sent, style, check_objects=check_objects)
     verdicts = [verifier.verify(index, fact) for index, fact in enumerate(ledger.facts)]
     return Verdict(
         tuple(verdict.fact for verdict in verdicts),
@@ -92,7 +98,8 @@ class FactVerifier:
     source and, unless ``check_objects`` is off (an answer language was asked for), whether
     its fact's object (for a yes or a no, its subject and relation) is in the fact's cited
     text. What a source's checks need (its way to its sentences, its letters by script) is made
-    once per ledger, however many of its facts cite it.
+    once per ledger, however many of its facts cite it; and a fact verified once keeps its
+    verdict, for the same fact at the same index (a streamed reply's, judged again whole).
     """
 
     def __init__(self, sent: SentSources, style: CitationStyle, *, check_objects: bool) -> None:
@@ -101,9 +108,18 @@ class FactVerifier:
         self._check_objects = check_objects
         self._touching: dict[str, Touching | None] = {}
         self._counts = LetterCounts()
+        self._verdicts: dict[int, tuple[Any, FactVerdict]] = {}
 
     def verify(self, fact_index: int, fact: Any) -> FactVerdict:
         """Verify the ledger fact at ``fact_index``, as the model wrote it."""
+        known = self._verdicts.get(fact_index)
+        if known is not None and known[0] == fact:
+            return known[1]
+        verdict = self._verified(fact_index, fact)
+        self._verdicts[fact_index] = (fact, verdict)
+        return verdict
+
+    def _verified(self, fact_index: int, fact: Any) -> FactVerdict:
         sent = self._sent
         citations: list[Citation] = []
         checks: list[CitationCheck] = []
