@@ -45,7 +45,18 @@ from evidence_first.adapters import (
 from langchain_evidence_first import _anthropic, _google, _mistral, _ollama, _openai
 from langchain_evidence_first._provider import AsyncSession, no_kwargs
 
-__all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "profile_for", "strict_chat_model"]
+__all__ = [
+    "LEDGER_TAGS",
+    "StrictChatModel",
+    "UnenforcedSettingsWarning",
+    "profile_for",
+    "strict_chat_model",
+]
+
+LEDGER_TAGS = ("nostream", "evidence_first.ledger")
+"""The strict call's run tags. ``nostream`` is LangGraph's own: its messages mode skips a
+tagged chat model run, so a chat UI never shows the unverified ledger token by token;
+``evidence_first.ledger`` names the run for ``astream_events(exclude_tags=[...])``."""
 
 # Content-block types that mean a tool was called, whatever message.tool_calls says.
 _TOOL_BLOCK = re.compile(r"tool|_call$|^function_call")
@@ -122,8 +133,14 @@ class StrictChatModel:
         return kwargs
 
     def reader(self, config: RunnableConfig | None) -> _Reader:
-        """An evidence reader that invokes the model with ``config`` (callbacks, tags)."""
-        return _Reader(self, config)
+        """An evidence reader that invokes the model with ``config`` (callbacks, tags).
+
+        Every call the reader makes runs tagged :data:`LEDGER_TAGS` besides the caller's tags,
+        whichever entry point (invoke, batch, stream, their async forms) led here.
+        """
+        given = config or RunnableConfig()
+        tags = [*given.get("tags", ()), *LEDGER_TAGS]
+        return _Reader(self, RunnableConfig(**{**given, "tags": list(dict.fromkeys(tags))}))
 
 
 class _Reader:
