@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import RunnableBinding, RunnableBindingBase
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
@@ -302,7 +303,19 @@ def _response(message: object) -> ModelResponse:
             tuple(message.tool_calls) + tuple(message.invalid_tool_calls) + _tool_blocks(message)
         ),
         finish_reason=normalized_finish_reason(metadata),
-        usage=TokenUsage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"])
-        if usage
-        else None,
+        usage=_token_usage(usage) if usage else None,
+    )
+
+
+def _token_usage(usage: UsageMetadata) -> TokenUsage:
+    """The call's usage; the cached part of the input as the partner packages name it.
+
+    langchain-openai and langchain-anthropic report the tokens read from the prompt cache as
+    ``input_token_details["cache_read"]``.
+    """
+    cached = usage.get("input_token_details", {}).get("cache_read")
+    return TokenUsage(
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        cached_input_tokens=cached,
     )
