@@ -12,13 +12,19 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import RunnableBinding, RunnableBindingBase
+from langchain_core.runnables.config import merge_configs
+from langchain_core.runnables.configurable import (
+    DynamicRunnable,
+    RunnableConfigurableAlternatives,
+    RunnableConfigurableFields,
+)
 from langchain_core.runnables.fallbacks import RunnableWithFallbacks
 from langchain_core.runnables.retry import RunnableRetry
 
@@ -72,6 +78,45 @@ _PROVIDERS = (
 
 
 @dataclass(frozen=True)
+class Binding:
+    """One runnable layer around the caller's chat model, applied again around its strict copy.
+
+    Attributes:
+        kwargs: A ``bind``'s keyword arguments, less the strict call's settings.
+        config: A ``with_config``'s config (or a configurable runnable's own), merged into
+            the call as LangChain merges it.
+    """
+
+    kwargs: dict[str, Any]
+    config: RunnableConfig
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The chat model a caller's ``llm`` resolves to, and the layers around it.
+
+    Attributes:
+        chat: The caller's chat model (never modified).
+        bindings: The ``bind`` and ``with_config`` layers, outermost first.
+        per_call: Whether ``llm`` holds a configurable runnable, so that each call resolves
+            it again under that call's config.
+    """
+
+    chat: BaseChatModel
+    bindings: tuple[Binding, ...] = ()
+    per_call: bool = False
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the answerer asks of any chat model: the timeout, the output limit, the profile."""
+
+    timeout: float
+    max_tokens: int
+    profile: ModelProfile | str | None = None
+
+
+@dataclass(frozen=True)
 class StrictChatModel:
     """A chat model prepared for one strict call, and how to pass each request's settings.
 
@@ -84,11 +129,12 @@ class StrictChatModel:
         profile: What the model accepts and what pays for it (its dialect, whether a
             temperature and log-probabilities are sent, its answering defaults); declared to
             the engine.
-        bound_kwargs: The caller's binding arguments (``bind``), kept.
-        binding_config: The caller's binding config, kept.
+        resolved: The caller's chat model it was made from, and the layers kept around it.
         async_session: For an async call, a copy of ``chat`` whose HTTP client lives on the
             running event loop only: a client cached across loops fails on the next loop, and
             with retries off nothing hides that. ``None`` when the caller's own client is used.
+        llm: What the caller passed, resolved again per call when it is configurable.
+        asked: The settings it was prepared with, to prepare another resolution alike.
     """
 
     chat: BaseChatModel
@@ -96,21 +142,51 @@ class StrictChatModel:
     max_tokens: int
     provider: str | None
     profile: ModelProfile = field(default_factory=ModelProfile)
-    bound_kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
-    binding_config: RunnableConfig | None = field(default=None, repr=False)
+    resolved: Resolved | None = field(default=None, repr=False)
     async_session: AsyncSession | None = field(default=None, repr=False)
+    llm: object = field(default=None, repr=False)
+    asked: Asked | None = field(default=None, repr=False)
+
+    @property
+    def bindings(self) -> tuple[Binding, ...]:
+        """The caller's ``bind`` and ``with_config`` layers, outermost first."""
+        return self.resolved.bindings if self.resolved is not None else ()
+
+    @property
+    def bound_kwargs(self) -> dict[str, Any]:
+        """The caller's binding arguments as LangChain passes them on: an outer one wins."""
+        merged: dict[str, Any] = {}
+        for binding in reversed(self.bindings):
+            merged.update(binding.kwargs)
+        return merged
 
     @property
     def model(self) -> Runnable[Any, Any]:
-        """The chat model to invoke, inside the caller's binding if there was one."""
+        """The chat model to invoke, inside the caller's bindings if there were any."""
         return self._bound(self.chat)
 
     def _bound(self, chat: BaseChatModel) -> Runnable[Any, Any]:
-        if not (self.bound_kwargs or self.binding_config):
-            return chat
-        return RunnableBinding(
-            bound=chat, kwargs=self.bound_kwargs, config=self.binding_config or RunnableConfig()
-        )
+        model: Runnable[Any, Any] = chat
+        for binding in reversed(self.bindings):
+            model = RunnableBinding(bound=model, kwargs=binding.kwargs, config=binding.config)
+        return model
+
+    def for_call(self, config: RunnableConfig | None) -> StrictChatModel:
+        """The strict model for one call: a configurable ``llm`` resolved under ``config``.
+
+        A model that is not configurable, or that resolves as it did when this one was made,
+        is this one; another resolution is prepared as this one was, with the same checks.
+
+        Raises:
+            InvalidRequestError: ``llm`` resolves to no chat model under ``config``, or to one
+                that is refused (bound tools, retries, fallbacks); the message names it.
+        """
+        if self.resolved is None or not self.resolved.per_call or self.asked is None:
+            return self
+        resolved = resolve(self.llm, config)
+        if resolved.chat is self.resolved.chat and resolved.bindings == self.resolved.bindings:
+            return self
+        return _prepared(self.llm, resolved, self.asked)
 
     @asynccontextmanager
     async def async_model(self) -> AsyncIterator[Runnable[Any, Any]]:
@@ -182,7 +258,10 @@ def strict_chat_model(
     """Check ``llm`` and prepare it for one strict call.
 
     Args:
-        llm: The caller's chat model; it is never modified.
+        llm: The caller's chat model, or a runnable around one (``bind``, ``with_config``,
+            ``configurable_fields``, ``configurable_alternatives``); it is never modified. A
+            configurable one is prepared here as its defaults resolve it, and again per call
+            (:meth:`StrictChatModel.for_call`).
         timeout: Seconds the call may take.
         max_tokens: The ledger's output limit.
         profile: The caller's profile for the model (a profile, or a model name the rules
@@ -193,28 +272,35 @@ def strict_chat_model(
             retry or fallbacks, or (outside the allow-list) would retry failed calls; the
             message says what to pass instead. Or ``profile`` is of the wrong type.
     """
-    model, bound_kwargs, binding_config = _unwrapped(llm)
+    asked = Asked(timeout=timeout, max_tokens=max_tokens, profile=profile)
+    return _prepared(llm, resolve(llm, None), asked)
+
+
+def _prepared(llm: object, resolved: Resolved, asked: Asked) -> StrictChatModel:
+    """The strict copy of the chat model ``llm`` resolved to, by the allow-list."""
+    model = resolved.chat
+    max_tokens = asked.max_tokens
     async_session: AsyncSession | None = None
     for provider in _PROVIDERS:
         if provider.matches(model):
             own = provider.configured_limit(model)
             max_tokens = max_tokens if own is None else min(max_tokens, own)
-            found = provider.profile(model, profile)
-            prepared, request_kwargs = provider.prepare(model, timeout, max_tokens, found)
+            found = provider.profile(model, asked.profile)
+            prepared, request_kwargs = provider.prepare(model, asked.timeout, max_tokens, found)
             if provider.async_session is not None:
-                async_session = provider.async_session(model, timeout)
+                async_session = provider.async_session(model, asked.timeout)
             break
     else:
         provider = None
         # Called with the prompt alone: no schema is sent, whatever the profile's dialect.
-        found = (profile_of(profile) or ModelProfile()).replace(dialect=None)
+        found = (profile_of(asked.profile) or ModelProfile()).replace(dialect=None)
         prepared, request_kwargs = model, no_kwargs
         refuse_retries(model)
         retries = getattr(model, "max_retries", None)
         warn_unenforced_once(
             type(model),
             retries_ruled_out=retries == 0 and not isinstance(retries, bool),
-            stacklevel=3,
+            stacklevel=4,
         )
     return StrictChatModel(
         chat=prepared,
@@ -222,44 +308,89 @@ def strict_chat_model(
         max_tokens=max_tokens,
         provider=provider.name if provider is not None else None,
         profile=found,
-        bound_kwargs=bound_kwargs,
-        binding_config=binding_config,
+        resolved=resolved,
         async_session=async_session,
+        llm=llm,
+        asked=asked,
     )
 
 
-def _unwrapped(llm: object) -> tuple[BaseChatModel, dict[str, Any], RunnableConfig | None]:
-    """The chat model in ``llm``, with its binding's kwargs (less the strict call's) and config.
+# A configurable runnable is named in a message by the method that builds it.
+_BUILT_BY = {
+    RunnableConfigurableAlternatives: "configurable_alternatives",
+    RunnableConfigurableFields: "configurable_fields",
+}
+
+
+def resolve(llm: object, config: RunnableConfig | None) -> Resolved:
+    """The chat model ``llm`` resolves to under ``config``, as LangChain resolves it per call.
+
+    A binding (``bind``, ``with_config``) is unwrapped and its config merged into the call's,
+    as ``RunnableBinding`` merges it; a configurable runnable is resolved by its public
+    ``prepare``, as its own ``invoke`` does; until a chat model is reached.
 
     Raises:
-        InvalidRequestError: ``llm`` is not a chat model, retries, falls back or binds tools.
+        InvalidRequestError: ``llm`` resolves to no chat model, or to one that retries, falls
+            back or binds tools; past a configurable runnable the message names it.
     """
-    bound_kwargs: dict[str, Any] = {}
-    binding_config: RunnableConfig | None = None
+    bindings: list[Binding] = []
+    through: str | None = None
+    name = "llm"
     model = llm
+    while not isinstance(model, BaseChatModel):
+        if isinstance(model, DynamicRunnable):
+            through = through or _BUILT_BY.get(type(model), type(model).__name__)
+            name = f"llm (resolved through {through})"
+            if model.config:
+                bindings.append(Binding({}, model.config))
+            model, config = model.prepare(config)
+        elif _is_binding(model, name):
+            refuse_tools_bound(model.kwargs, name)
+            bindings.append(Binding(without_strict_keys(model.kwargs), model.config))
+            config = merge_configs(model.config, config)
+            model = model.bound
+        else:
+            kind = type(model).__name__
+            msg = f"{name} must be a LangChain chat model (BaseChatModel), got {kind}"
+            raise InvalidRequestError(msg, field="llm")
+    for setting in NESTED_SETTINGS:
+        refuse_tools(getattr(model, setting, None), setting, name=name)
+    return Resolved(model, tuple(bindings), per_call=through is not None)
+
+
+def refuse_tools_bound(kwargs: Mapping[str, Any], name: str) -> None:
+    """Refuse a binding that carries tools (``bind_tools``, or tools in a bound body).
+
+    Raises:
+        InvalidRequestError: With ``field="llm"``, naming what to pass instead.
+    """
+    if TOOL_KEYS & kwargs.keys():
+        msg = f"{name} has bound tools (bind_tools); pass the chat model without tools"
+        raise InvalidRequestError(msg, field="llm")
+    refuse_tools(kwargs, "its binding (bind)", name=name)
+
+
+def _is_binding(model: object, name: str) -> TypeGuard[RunnableBinding[Any, Any]]:
+    """Whether ``model`` is a plain binding; a retry, fallbacks or another wrapper is refused.
+
+    Raises:
+        InvalidRequestError: ``model`` retries, falls back, or is another wrapper (listeners).
+    """
     if isinstance(model, RunnableRetry):
-        msg = "llm is wrapped in with_retry(); pass the chat model itself (retries are not allowed)"
+        msg = (
+            f"{name} is wrapped in with_retry(); pass the chat model itself (retries are not "
+            "allowed)"
+        )
         raise InvalidRequestError(msg, field="llm")
     if isinstance(model, RunnableWithFallbacks):
-        msg = "llm has fallbacks; pass one chat model (the answer must come from one call)"
+        msg = f"{name} has fallbacks; pass one chat model (the answer must come from one call)"
         raise InvalidRequestError(msg, field="llm")
     if isinstance(model, RunnableBindingBase):
         if not isinstance(model, RunnableBinding) or model.config_factories:
-            msg = "llm is a wrapped runnable; pass the chat model itself"
+            msg = f"{name} is a wrapped runnable; pass the chat model itself"
             raise InvalidRequestError(msg, field="llm")
-        if TOOL_KEYS & model.kwargs.keys():
-            msg = "llm has bound tools (bind_tools); pass the chat model without tools"
-            raise InvalidRequestError(msg, field="llm")
-        refuse_tools(model.kwargs, "its binding (bind)")
-        bound_kwargs = dict(model.kwargs)
-        binding_config = model.config
-        model = model.bound
-    if not isinstance(model, BaseChatModel):
-        msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
-        raise InvalidRequestError(msg, field="llm")
-    for name in NESTED_SETTINGS:
-        refuse_tools(getattr(model, name, None), name)
-    return model, without_strict_keys(bound_kwargs), binding_config
+        return True
+    return False
 
 
 def profile_for(llm: object, *, profile: ModelProfile | str | None = None) -> ModelProfile:

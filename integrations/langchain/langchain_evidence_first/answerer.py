@@ -21,6 +21,7 @@ from langchain_core.runnables.utils import (
     AnyConfigurableField,
     ConfigurableField,
     ConfigurableFieldSingleOption,
+    ConfigurableFieldSpec,
 )
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -210,6 +211,15 @@ class EvidenceAnswerer(
         super().configurable_fields(**kwargs)  # LangChain's check of the names
         return _ConfigurableAnswerer(default=self, fields=kwargs)
 
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The configurable keys of ``llm`` (``configurable_alternatives``, ``_fields``).
+
+        A chain that holds the answerer lists them in its ``config_schema()``, as it lists
+        those of a chat model it holds itself.
+        """
+        return list(self.llm.config_specs) if isinstance(self.llm, Runnable) else []
+
     @classmethod
     def is_lc_serializable(cls) -> bool:
         """The answerer holds a live model; it is not serialized."""
@@ -270,24 +280,33 @@ class EvidenceAnswerer(
         self, input: dict[str, Any], run_manager: Any, config: RunnableConfig
     ) -> EvidenceAnswer | AIMessage:
         question, selection = self._read_input(input)
-        model = self._reader(patch_config(config, callbacks=run_manager.get_child()))
-        return self._output(answer_selection(question, selection, model, self._options))
+        model, options = self._reader(patch_config(config, callbacks=run_manager.get_child()))
+        return self._output(answer_selection(question, selection, model, options))
 
     async def _aanswer(
         self, input: dict[str, Any], run_manager: Any, config: RunnableConfig
     ) -> EvidenceAnswer | AIMessage:
         question, selection = self._read_input(input)
-        model = self._reader(patch_config(config, callbacks=run_manager.get_child()))
-        answer = await aanswer_selection(question, selection, model, self._options)
+        model, options = self._reader(patch_config(config, callbacks=run_manager.get_child()))
+        answer = await aanswer_selection(question, selection, model, options)
         return self._output(answer)
 
     def _output(self, answer: EvidenceAnswer) -> EvidenceAnswer | AIMessage:
         return answer_message(answer) if self.output == "message" else answer
 
-    def _reader(self, config: RunnableConfig) -> Any:
-        if self._strict is not None:
-            return self._strict.reader(config)
-        return local.shared_local_model()
+    def _reader(self, config: RunnableConfig) -> tuple[Any, AnswerOptions]:
+        """The reader of this call, and the options it is answered under.
+
+        A configurable ``llm`` is resolved under the call's config; a chat model other than
+        the one prepared at construction has its own output limit, which the schema follows.
+        """
+        if self._strict is None:
+            return local.shared_local_model(), self._options
+        strict = self._strict.for_call(config)
+        options = self._options
+        if strict is not self._strict:
+            options = options.model_copy(update={"max_output_tokens": strict.max_tokens})
+        return strict.reader(config), options
 
     def _read_input(self, input: object) -> tuple[str, SourceSelection]:
         if not isinstance(input, Mapping):
