@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.ai import InputTokenDetails, OutputTokenDetails, UsageMetadata
 from langchain_core.messages.content import ContentBlock, create_text_block
 from pydantic import ValidationError
@@ -116,8 +116,9 @@ def answer_of(message: BaseMessage) -> EvidenceAnswer:
             answer.status, answer.citations()
 
     Args:
-        message: A message an ``EvidenceAnswerer(output="message")`` returned, as it is or as
-            it came back from where it was kept.
+        message: A message an ``EvidenceAnswerer(output="message")`` returned, or the
+            ``ToolMessage`` of an answerer's tool (``as_tool()``, whose artifact holds the
+            same metadata), as it is or as it came back from where it was kept.
 
     Returns:
         The answer, rebuilt and checked.
@@ -128,6 +129,8 @@ def answer_of(message: BaseMessage) -> EvidenceAnswer:
             message names the place, never the text.
     """
     metadata = getattr(message, "response_metadata", None)
+    if isinstance(message, ToolMessage):  # an answerer's tool keeps the metadata as its artifact
+        metadata = message.artifact
     stored = metadata.get("evidence_answer") if isinstance(metadata, Mapping) else None
     if isinstance(stored, EvidenceAnswer):  # a message built by hand, or by an earlier version
         stored = stored.as_dict()

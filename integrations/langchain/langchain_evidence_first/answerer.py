@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     Runnable,
+    RunnableBinding,
     RunnableConfig,
     RunnableParallel,
     RunnablePassthrough,
@@ -23,7 +24,8 @@ from langchain_core.runnables.utils import (
     ConfigurableFieldSingleOption,
     ConfigurableFieldSpec,
 )
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile, local
 from evidence_first.adapters import (
@@ -38,6 +40,7 @@ from evidence_first.adapters import (
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
 from langchain_evidence_first._documents import DocumentKeys, to_evidence
 from langchain_evidence_first._message import answer_message
+from langchain_evidence_first._tools import AnswererInput, QuestionInput, answer_tool, tool_schema
 
 __all__ = ["EvidenceAnswerer"]
 
@@ -220,6 +223,39 @@ class EvidenceAnswerer(
         """
         return list(self.llm.config_specs) if isinstance(self.llm, Runnable) else []
 
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """``{"question": str, "sources": list[Document | dict | Evidence | str]}``.
+
+        ``"context"`` is read as ``"sources"`` (both at once are refused), so the schema's
+        JSON, and a tool's arguments built from it, name ``question`` and ``sources``.
+        """
+        return AnswererInput
+
+    def as_tool(
+        self,
+        args_schema: type[BaseModel] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        arg_types: dict[str, type] | None = None,
+    ) -> BaseTool:
+        """The answerer as a tool an agent calls with a question and the sources.
+
+        Its arguments are the input schema's (``question``, ``sources``), or ``args_schema``
+        or ``arg_types`` as in LangChain's ``as_tool``, passed as the input mapping. Its
+        content is the verified answer, or the sentence stating the outcome of a non-answer
+        (the text of an ``output="message"`` message, whichever ``output`` is set); its
+        artifact is that message's ``response_metadata``, so
+        :func:`~langchain_evidence_first.answer_of` rebuilds the answer from the
+        ``ToolMessage``.
+        """
+        return answer_tool(
+            self,
+            tool_schema(AnswererInput, args_schema, arg_types, self.get_name()),
+            name=name or self.get_name(),
+            description=description or _TOOL_DESCRIPTION,
+        )
+
     @classmethod
     def is_lc_serializable(cls) -> bool:
         """The answerer holds a live model; it is not serialized."""
@@ -258,11 +294,16 @@ class EvidenceAnswerer(
     ) -> Runnable[str, EvidenceAnswer | AIMessage]:
         """Build ``question -> EvidenceAnswer`` (or ``AIMessage``, as ``output`` chooses).
 
-        It retrieves, then answers from what was retrieved.
+        It retrieves, then answers from what was retrieved. Its input is the question, a
+        ``str``; its ``as_tool()`` is a tool with one argument, ``question``.
         """
         answerer = cls(llm=llm, output=output, **options)
         retrieve = RunnableParallel(question=RunnablePassthrough(), sources=retriever)
-        return (retrieve | answerer).with_config(run_name="EvidenceAnswerer.from_retriever")
+        return _RetrievingAnswerer(
+            bound=retrieve | answerer,
+            config=RunnableConfig(run_name="EvidenceAnswerer.from_retriever"),
+            custom_input_type=str,
+        )
 
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
@@ -365,3 +406,41 @@ class _ConfigurableAnswerer(RunnableConfigurableFields[dict[str, Any], EvidenceA
                 update[name] = [spec.options[key] for key in given.get(spec.id, spec.default)]
         answerer = cast("EvidenceAnswerer", self.default)
         return (answerer.model_copy(update=update) if update else answerer), config
+
+
+_TOOL_DESCRIPTION = (
+    "Answers a question only from the sources passed with it, every citation checked against "
+    "them. Returns the verified answer, or a sentence saying why there is none (and what "
+    "evidence is missing)."
+)
+# A tool's name is a function's name to the providers: letters, digits, "_" and "-" only.
+_RETRIEVER_TOOL_NAME = "EvidenceAnswerer_from_retriever"
+_RETRIEVER_TOOL_DESCRIPTION = (
+    "Answers a question only from the documents found for it, every citation checked against "
+    "them. Returns the verified answer, or a sentence saying why there is none (and what "
+    "evidence is missing)."
+)
+
+
+class _RetrievingAnswerer(RunnableBinding[str, Any]):
+    """``question -> answer``: retrieve, then answer; as a tool, one ``question`` argument."""
+
+    def as_tool(
+        self,
+        args_schema: type[BaseModel] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        arg_types: dict[str, type] | None = None,
+    ) -> BaseTool:
+        """A tool an agent calls with one argument, the question.
+
+        ``args_schema`` or ``arg_types`` (of one field) name that argument otherwise; its
+        content and artifact are as :meth:`EvidenceAnswerer.as_tool`'s.
+        """
+        return answer_tool(
+            self,
+            tool_schema(QuestionInput, args_schema, arg_types, _RETRIEVER_TOOL_NAME),
+            name=name or _RETRIEVER_TOOL_NAME,
+            description=description or _RETRIEVER_TOOL_DESCRIPTION,
+        )
