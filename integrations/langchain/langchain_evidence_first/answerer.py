@@ -59,10 +59,14 @@ class EvidenceAnswerer(
     Documents whose ID repeats an earlier one are dropped as ``duplicate_id``; past 64
     documents, the rest are ``over_source_limit``.
 
+    The input schema names ``question`` and ``sources``, so :meth:`as_tool` gives a tool an
+    agent fills; the strict call's run is tagged ``nostream`` and ``evidence_first.ledger``, so
+    LangGraph's messages mode shows the verified output only, never the model's raw ledger.
+
     Output, as ``output`` chooses: an :class:`~evidence_first.EvidenceAnswer` whose every
     citation names a source that was sent and quotes it exactly (``"answer"``, the default),
-    or an ``AIMessage`` holding it, for chains that go on with a parser or a chat UI
-    (``"message"``). Every Runnable entry point (invoke, ainvoke, batch, abatch, stream and
+    or an ``AIMessage`` holding it, with the call's ``usage_metadata``, for chains that go on
+    with a parser or a chat UI (``"message"``). Every Runnable entry point (invoke, ainvoke, batch, abatch, stream and
     astream, with one final chunk) returns the chosen output, and ``OutputType`` and
     ``output_schema`` name it.
 
@@ -102,7 +106,10 @@ class EvidenceAnswerer(
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
 
     llm: Any = Field(default=None, exclude=True)
-    """The chat model (``BaseChatModel``). ``None`` uses the embedded local model."""
+    """The chat model (``BaseChatModel``), or a runnable around one (``bind``,
+    ``with_config``, ``configurable_fields``, ``configurable_alternatives``), resolved under
+    each call's config and made strict as it resolves. ``None`` uses the embedded local
+    model."""
 
     profile: ModelProfile | str | None = Field(default=None, exclude=True)
     """What the chat model accepts, when the rule table cannot tell from its provider and
