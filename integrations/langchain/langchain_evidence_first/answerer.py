@@ -66,9 +66,9 @@ class EvidenceAnswerer(
     Output, as ``output`` chooses: an :class:`~evidence_first.EvidenceAnswer` whose every
     citation names a source that was sent and quotes it exactly (``"answer"``, the default),
     or an ``AIMessage`` holding it, with the call's ``usage_metadata``, for chains that go on
-    with a parser or a chat UI (``"message"``). Every Runnable entry point (invoke, ainvoke, batch, abatch, stream and
-    astream, with one final chunk) returns the chosen output, and ``OutputType`` and
-    ``output_schema`` name it.
+    with a parser or a chat UI (``"message"``). Every Runnable entry point (invoke, ainvoke,
+    batch, abatch, stream and astream, with one final chunk) returns the chosen output, and
+    ``OutputType`` and ``output_schema`` name it.
 
     Example:
         .. code-block:: python
