@@ -1,11 +1,12 @@
-"""The LangChain answerer, attacked: its unset options, and the message it stores.
+"""The LangChain answerer, attacked: its unset options, the message it stores, its model's config.
 
 An option the caller leaves unset means the model's own (the embedded reader's confidence
 floor). ``configurable_fields`` once rebuilt the answerer with every field given, so an unset
 ``min_reader_confidence`` came back as an explicit ``None`` and the model's floor was dropped.
 And ``dumpd`` of an ``output="message"`` message wrote the live ``EvidenceAnswer`` as a
 ``not_implemented`` stub holding its ``repr``: the answer's text and quotes, in a form no
-loader checks.
+loader checks. A configurable ``llm`` is resolved under each call's config, which can choose an
+alternative or set a field that brings tools or retries back.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import _support
+import httpx
 import pytest
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.load import dumpd, load
 from langchain_core.messages import AIMessage
 from langchain_core.runnables import ConfigurableField, Runnable
+from langchain_openai import ChatOpenAI
 
-from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile
+from evidence_first import EvidenceAnswer, InvalidRequestError, ModelCallError, ModelProfile
 from langchain_evidence_first import EvidenceAnswerer, answer_of
 
 # The scripted chat model is on no provider allow-list; that warning is tested elsewhere.
@@ -235,3 +238,71 @@ def test_a_message_without_an_answer_is_an_invalid_request(metadata):
         answer_of(AIMessage(content="June 15.", response_metadata=metadata))
     assert raised.value.field == "message.response_metadata"
     assert isinstance(raised.value, ValueError)
+
+
+# "One strict call. The model is called at most once, without tools (refused at construction,
+# wherever the framework would let them in [...]), without retries, with the output limit and
+# temperature set by us whatever the model's own settings say" (docs/security.md, "What is
+# promised"). A configurable `llm` is resolved per call: a call's config is a way in.
+
+TOOL = {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
+
+
+def _openai(requests: list[httpx.Request], status: int = 500) -> ChatOpenAI:
+    def reply(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(status, json={"error": {"message": "down"}})
+
+    return ChatOpenAI(
+        model="gpt-4.1-mini",
+        api_key="sk-test",
+        base_url="http://127.0.0.1:9/v1",
+        http_client=httpx.Client(transport=httpx.MockTransport(reply)),
+    )
+
+
+SMUGGLED: dict[str, Callable[[ChatOpenAI], tuple[Runnable[Any, Any], dict[str, Any]]]] = {
+    "an alternative with bound tools": lambda llm: (
+        _llm().configurable_alternatives(
+            ConfigurableField(id="llm"), default_key="fake", other=llm.bind(tools=[TOOL])
+        ),
+        {"llm": "other"},
+    ),
+    "an alternative with retries": lambda llm: (
+        _llm().configurable_alternatives(
+            ConfigurableField(id="llm"), default_key="fake", other=llm.with_retry()
+        ),
+        {"llm": "other"},
+    ),
+    "tools in a configured model_kwargs": lambda llm: (
+        llm.configurable_fields(model_kwargs=ConfigurableField(id="kwargs")),
+        {"kwargs": {"tools": [TOOL], "tool_choice": "required"}},
+    ),
+    "tools in a configured extra_body": lambda llm: (
+        llm.configurable_fields(extra_body=ConfigurableField(id="body")),
+        {"body": {"tools": [TOOL]}},
+    ),
+    "tools bound over a configured model": lambda llm: (
+        llm.configurable_fields(model_name=ConfigurableField(id="model")).bind(tools=[TOOL]),
+        {"model": "gpt-4o"},
+    ),
+}
+
+
+@pytest.mark.parametrize("smuggle", list(SMUGGLED))
+def test_tools_and_retries_behind_a_configurable_llm_are_refused_before_any_request(smuggle):
+    requests: list[httpx.Request] = []
+    llm, configured = SMUGGLED[smuggle](_openai(requests))
+    # Refused at construction when the defaults already resolve to it, else when a call does.
+    with pytest.raises(InvalidRequestError) as raised:
+        EvidenceAnswerer(llm=llm).invoke(INPUT, {"configurable": configured})
+    assert raised.value.field == "llm"
+    assert requests == []
+
+
+def test_retries_configured_into_an_allow_listed_model_still_cost_one_request():
+    requests: list[httpx.Request] = []
+    llm = _openai(requests).configurable_fields(max_retries=ConfigurableField(id="retries"))
+    with pytest.raises(ModelCallError):
+        EvidenceAnswerer(llm=llm).invoke(INPUT, {"configurable": {"retries": 5}})
+    assert len(requests) == 1

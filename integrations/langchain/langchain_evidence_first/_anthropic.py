@@ -97,8 +97,8 @@ def _warn_prompt_only_once(name: str) -> None:
         "4.5 models), so its JSON is asked for in the prompt only; its output limit, "
         "temperature, timeout and retries are still set."
     )
-    # Past _prepare and strict_chat_model: where the allow-list's own warning points.
-    warn_once(("ChatAnthropic", name), msg, stacklevel=5)
+    # Past _prepare, _prepared and strict_chat_model: where the allow-list's own warning points.
+    warn_once(("ChatAnthropic", name), msg, stacklevel=6)
 
 
 PROVIDER = Provider(

@@ -16,36 +16,42 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.runnables.base import RunnableBinding, RunnableBindingBase
-from langchain_core.runnables.fallbacks import RunnableWithFallbacks
-from langchain_core.runnables.retry import RunnableRetry
+from langchain_core.runnables.base import RunnableBinding
 
 from evidence_first import (
-    InvalidRequestError,
     ModelProfile,
     ModelRequest,
     ModelResponse,
     TokenUsage,
 )
 from evidence_first.adapters import (
-    NESTED_SETTINGS,
-    TOOL_KEYS,
     UnenforcedSettingsWarning,
     acall_refusing_redirects,
     call_refusing_redirects,
     normalized_finish_reason,
     profile_of,
     refuse_retries,
-    refuse_tools,
     token_logprobs,
     warn_unenforced_once,
-    without_strict_keys,
 )
 from langchain_evidence_first import _anthropic, _google, _mistral, _ollama, _openai
 from langchain_evidence_first._provider import AsyncSession, no_kwargs
+from langchain_evidence_first._resolution import Binding, Resolved, resolve
 
-__all__ = ["StrictChatModel", "UnenforcedSettingsWarning", "profile_for", "strict_chat_model"]
+__all__ = [
+    "LEDGER_TAGS",
+    "StrictChatModel",
+    "UnenforcedSettingsWarning",
+    "profile_for",
+    "strict_chat_model",
+]
+
+LEDGER_TAGS = ("nostream", "evidence_first.ledger")
+"""The strict call's run tags. ``nostream`` is LangGraph's own: its messages mode skips a
+tagged chat model run, so a chat UI never shows the unverified ledger token by token;
+``evidence_first.ledger`` names the run for ``astream_events(exclude_tags=[...])``."""
 
 # Content-block types that mean a tool was called, whatever message.tool_calls says.
 _TOOL_BLOCK = re.compile(r"tool|_call$|^function_call")
@@ -57,6 +63,15 @@ _PROVIDERS = (
     _google.PROVIDER,
     _mistral.PROVIDER,
 )
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the answerer asks of any chat model: the timeout, the output limit, the profile."""
+
+    timeout: float
+    max_tokens: int
+    profile: ModelProfile | str | None = None
 
 
 @dataclass(frozen=True)
@@ -72,11 +87,12 @@ class StrictChatModel:
         profile: What the model accepts and what pays for it (its dialect, whether a
             temperature and log-probabilities are sent, its answering defaults); declared to
             the engine.
-        bound_kwargs: The caller's binding arguments (``bind``), kept.
-        binding_config: The caller's binding config, kept.
+        resolved: The caller's chat model it was made from, and the layers kept around it.
         async_session: For an async call, a copy of ``chat`` whose HTTP client lives on the
             running event loop only: a client cached across loops fails on the next loop, and
             with retries off nothing hides that. ``None`` when the caller's own client is used.
+        llm: What the caller passed, resolved again per call when it is configurable.
+        asked: The settings it was prepared with, to prepare another resolution alike.
     """
 
     chat: BaseChatModel
@@ -84,21 +100,51 @@ class StrictChatModel:
     max_tokens: int
     provider: str | None
     profile: ModelProfile = field(default_factory=ModelProfile)
-    bound_kwargs: dict[str, Any] = field(default_factory=dict, repr=False)
-    binding_config: RunnableConfig | None = field(default=None, repr=False)
+    resolved: Resolved | None = field(default=None, repr=False)
     async_session: AsyncSession | None = field(default=None, repr=False)
+    llm: object = field(default=None, repr=False)
+    asked: Asked | None = field(default=None, repr=False)
+
+    @property
+    def bindings(self) -> tuple[Binding, ...]:
+        """The caller's ``bind`` and ``with_config`` layers, outermost first."""
+        return self.resolved.bindings if self.resolved is not None else ()
+
+    @property
+    def bound_kwargs(self) -> dict[str, Any]:
+        """The caller's binding arguments as LangChain passes them on: an outer one wins."""
+        merged: dict[str, Any] = {}
+        for binding in reversed(self.bindings):
+            merged.update(binding.kwargs)
+        return merged
 
     @property
     def model(self) -> Runnable[Any, Any]:
-        """The chat model to invoke, inside the caller's binding if there was one."""
+        """The chat model to invoke, inside the caller's bindings if there were any."""
         return self._bound(self.chat)
 
     def _bound(self, chat: BaseChatModel) -> Runnable[Any, Any]:
-        if not (self.bound_kwargs or self.binding_config):
-            return chat
-        return RunnableBinding(
-            bound=chat, kwargs=self.bound_kwargs, config=self.binding_config or RunnableConfig()
-        )
+        model: Runnable[Any, Any] = chat
+        for binding in reversed(self.bindings):
+            model = RunnableBinding(bound=model, kwargs=binding.kwargs, config=binding.config)
+        return model
+
+    def for_call(self, config: RunnableConfig | None) -> StrictChatModel:
+        """The strict model for one call: a configurable ``llm`` resolved under ``config``.
+
+        A model that is not configurable, or that resolves as it did when this one was made,
+        is this one; another resolution is prepared as this one was, with the same checks.
+
+        Raises:
+            InvalidRequestError: ``llm`` resolves to no chat model under ``config``, or to one
+                that is refused (bound tools, retries, fallbacks); the message names it.
+        """
+        if self.resolved is None or not self.resolved.per_call or self.asked is None:
+            return self
+        resolved = resolve(self.llm, config)
+        if resolved.chat is self.resolved.chat and resolved.bindings == self.resolved.bindings:
+            return self
+        return _prepared(self.llm, resolved, self.asked)
 
     @asynccontextmanager
     async def async_model(self) -> AsyncIterator[Runnable[Any, Any]]:
@@ -122,8 +168,14 @@ class StrictChatModel:
         return kwargs
 
     def reader(self, config: RunnableConfig | None) -> _Reader:
-        """An evidence reader that invokes the model with ``config`` (callbacks, tags)."""
-        return _Reader(self, config)
+        """An evidence reader that invokes the model with ``config`` (callbacks, tags).
+
+        Every call the reader makes runs tagged :data:`LEDGER_TAGS` besides the caller's tags,
+        whichever entry point (invoke, batch, stream, their async forms) led here.
+        """
+        given = config or RunnableConfig()
+        tags = [*given.get("tags", ()), *LEDGER_TAGS]
+        return _Reader(self, RunnableConfig(**{**given, "tags": list(dict.fromkeys(tags))}))
 
 
 class _Reader:
@@ -164,7 +216,10 @@ def strict_chat_model(
     """Check ``llm`` and prepare it for one strict call.
 
     Args:
-        llm: The caller's chat model; it is never modified.
+        llm: The caller's chat model, or a runnable around one (``bind``, ``with_config``,
+            ``configurable_fields``, ``configurable_alternatives``); it is never modified. A
+            configurable one is prepared here as its defaults resolve it, and again per call
+            (:meth:`StrictChatModel.for_call`).
         timeout: Seconds the call may take.
         max_tokens: The ledger's output limit.
         profile: The caller's profile for the model (a profile, or a model name the rules
@@ -175,28 +230,35 @@ def strict_chat_model(
             retry or fallbacks, or (outside the allow-list) would retry failed calls; the
             message says what to pass instead. Or ``profile`` is of the wrong type.
     """
-    model, bound_kwargs, binding_config = _unwrapped(llm)
+    asked = Asked(timeout=timeout, max_tokens=max_tokens, profile=profile)
+    return _prepared(llm, resolve(llm, None), asked)
+
+
+def _prepared(llm: object, resolved: Resolved, asked: Asked) -> StrictChatModel:
+    """The strict copy of the chat model ``llm`` resolved to, by the allow-list."""
+    model = resolved.chat
+    max_tokens = asked.max_tokens
     async_session: AsyncSession | None = None
     for provider in _PROVIDERS:
         if provider.matches(model):
             own = provider.configured_limit(model)
             max_tokens = max_tokens if own is None else min(max_tokens, own)
-            found = provider.profile(model, profile)
-            prepared, request_kwargs = provider.prepare(model, timeout, max_tokens, found)
+            found = provider.profile(model, asked.profile)
+            prepared, request_kwargs = provider.prepare(model, asked.timeout, max_tokens, found)
             if provider.async_session is not None:
-                async_session = provider.async_session(model, timeout)
+                async_session = provider.async_session(model, asked.timeout)
             break
     else:
         provider = None
         # Called with the prompt alone: no schema is sent, whatever the profile's dialect.
-        found = (profile_of(profile) or ModelProfile()).replace(dialect=None)
+        found = (profile_of(asked.profile) or ModelProfile()).replace(dialect=None)
         prepared, request_kwargs = model, no_kwargs
         refuse_retries(model)
         retries = getattr(model, "max_retries", None)
         warn_unenforced_once(
             type(model),
             retries_ruled_out=retries == 0 and not isinstance(retries, bool),
-            stacklevel=3,
+            stacklevel=4,
         )
     return StrictChatModel(
         chat=prepared,
@@ -204,44 +266,11 @@ def strict_chat_model(
         max_tokens=max_tokens,
         provider=provider.name if provider is not None else None,
         profile=found,
-        bound_kwargs=bound_kwargs,
-        binding_config=binding_config,
+        resolved=resolved,
         async_session=async_session,
+        llm=llm,
+        asked=asked,
     )
-
-
-def _unwrapped(llm: object) -> tuple[BaseChatModel, dict[str, Any], RunnableConfig | None]:
-    """The chat model in ``llm``, with its binding's kwargs (less the strict call's) and config.
-
-    Raises:
-        InvalidRequestError: ``llm`` is not a chat model, retries, falls back or binds tools.
-    """
-    bound_kwargs: dict[str, Any] = {}
-    binding_config: RunnableConfig | None = None
-    model = llm
-    if isinstance(model, RunnableRetry):
-        msg = "llm is wrapped in with_retry(); pass the chat model itself (retries are not allowed)"
-        raise InvalidRequestError(msg, field="llm")
-    if isinstance(model, RunnableWithFallbacks):
-        msg = "llm has fallbacks; pass one chat model (the answer must come from one call)"
-        raise InvalidRequestError(msg, field="llm")
-    if isinstance(model, RunnableBindingBase):
-        if not isinstance(model, RunnableBinding) or model.config_factories:
-            msg = "llm is a wrapped runnable; pass the chat model itself"
-            raise InvalidRequestError(msg, field="llm")
-        if TOOL_KEYS & model.kwargs.keys():
-            msg = "llm has bound tools (bind_tools); pass the chat model without tools"
-            raise InvalidRequestError(msg, field="llm")
-        refuse_tools(model.kwargs, "its binding (bind)")
-        bound_kwargs = dict(model.kwargs)
-        binding_config = model.config
-        model = model.bound
-    if not isinstance(model, BaseChatModel):
-        msg = f"llm must be a LangChain chat model (BaseChatModel), got {type(model).__name__}"
-        raise InvalidRequestError(msg, field="llm")
-    for name in NESTED_SETTINGS:
-        refuse_tools(getattr(model, name, None), name)
-    return model, without_strict_keys(bound_kwargs), binding_config
 
 
 def profile_for(llm: object, *, profile: ModelProfile | str | None = None) -> ModelProfile:
@@ -285,7 +314,19 @@ def _response(message: object) -> ModelResponse:
             tuple(message.tool_calls) + tuple(message.invalid_tool_calls) + _tool_blocks(message)
         ),
         finish_reason=normalized_finish_reason(metadata),
-        usage=TokenUsage(input_tokens=usage["input_tokens"], output_tokens=usage["output_tokens"])
-        if usage
-        else None,
+        usage=_token_usage(usage) if usage else None,
+    )
+
+
+def _token_usage(usage: UsageMetadata) -> TokenUsage:
+    """The call's usage; the cached part of the input as the partner packages name it.
+
+    langchain-openai and langchain-anthropic report the tokens read from the prompt cache as
+    ``input_token_details["cache_read"]``.
+    """
+    cached = usage.get("input_token_details", {}).get("cache_read")
+    return TokenUsage(
+        input_tokens=usage["input_tokens"],
+        output_tokens=usage["output_tokens"],
+        cached_input_tokens=cached,
     )

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.ai import InputTokenDetails, OutputTokenDetails, UsageMetadata
 from langchain_core.messages.content import ContentBlock, create_text_block
 from pydantic import ValidationError
 
-from evidence_first import EvidenceAnswer, InvalidRequestError
+from evidence_first import EvidenceAnswer, InvalidRequestError, TokenUsage
 from evidence_first.adapters import answer_metadata, outcome_text
 from langchain_evidence_first.content_blocks import to_content_blocks
 
-__all__ = ["answer_message", "answer_of", "message_metadata"]
+__all__ = ["answer_message", "answer_of", "message_metadata", "outcome_text", "usage_metadata"]
 
 _FIELD = "message.response_metadata"
 
@@ -29,13 +30,41 @@ def message_metadata(answer: EvidenceAnswer) -> dict[str, Any]:
     return {**answer_metadata(answer), "evidence_answer": answer.as_dict()}
 
 
+def usage_metadata(answer: EvidenceAnswer) -> UsageMetadata | None:
+    """The message's ``usage_metadata``: the strict call's tokens, as langchain-openai fills it.
+
+    As its ``_create_usage_metadata`` does: a count the provider left out is 0, the total is
+    the sum, both token details are present, and the input's holds the cached part
+    (``cache_read``) when it was reported. A reply without usage gives ``None``, as it does
+    there (zeros would say the call cost nothing); an answer made without a model call spent
+    nothing: zeros.
+
+    The strict call's own run reports the same counts to the callbacks
+    (``get_usage_metadata_callback`` reads chat model runs only), so they are counted once.
+    """
+    usage = answer.usage
+    if usage is None and answer.model_called:
+        return None
+    usage = usage or TokenUsage()
+    input_tokens = usage.input_tokens or 0
+    output_tokens = usage.output_tokens or 0
+    cached = usage.cached_input_tokens
+    return UsageMetadata(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+        input_token_details=InputTokenDetails() if cached is None else {"cache_read": cached},
+        output_token_details=OutputTokenDetails(),
+    )
+
+
 def answer_message(answer: EvidenceAnswer) -> AIMessage:
     """The answer as an ``AIMessage``, the answer's ``as_dict()`` in its ``response_metadata``.
 
     ``answered``: the content blocks of :func:`to_content_blocks` (the answer text, one
     ``Citation`` per citation of each fact a segment rests on, spanning that segment).
     Otherwise one text block of :func:`outcome_text`, so a non-answer is never an empty
-    message.
+    message. Its ``usage_metadata`` is :func:`usage_metadata`'s.
     """
     blocks: list[ContentBlock] = [*to_content_blocks(answer)]
     if not blocks:
@@ -43,6 +72,7 @@ def answer_message(answer: EvidenceAnswer) -> AIMessage:
     return AIMessage(
         content_blocks=blocks,
         response_metadata=message_metadata(answer),
+        usage_metadata=usage_metadata(answer),
     )
 
 
@@ -65,8 +95,9 @@ def answer_of(message: BaseMessage) -> EvidenceAnswer:
             answer.status, answer.citations()
 
     Args:
-        message: A message an ``EvidenceAnswerer(output="message")`` returned, as it is or as
-            it came back from where it was kept.
+        message: A message an ``EvidenceAnswerer(output="message")`` returned, or the
+            ``ToolMessage`` of an answerer's tool (``as_tool()``, whose artifact holds the
+            same metadata), as it is or as it came back from where it was kept.
 
     Returns:
         The answer, rebuilt and checked.
@@ -77,6 +108,8 @@ def answer_of(message: BaseMessage) -> EvidenceAnswer:
             message names the place, never the text.
     """
     metadata = getattr(message, "response_metadata", None)
+    if isinstance(message, ToolMessage):  # an answerer's tool keeps the metadata as its artifact
+        metadata = message.artifact
     stored = metadata.get("evidence_answer") if isinstance(metadata, Mapping) else None
     if isinstance(stored, EvidenceAnswer):  # a message built by hand, or by an earlier version
         stored = stored.as_dict()

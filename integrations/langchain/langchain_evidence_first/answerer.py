@@ -10,6 +10,7 @@ from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import (
     Runnable,
+    RunnableBinding,
     RunnableConfig,
     RunnableParallel,
     RunnablePassthrough,
@@ -21,8 +22,10 @@ from langchain_core.runnables.utils import (
     AnyConfigurableField,
     ConfigurableField,
     ConfigurableFieldSingleOption,
+    ConfigurableFieldSpec,
 )
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from langchain_core.tools import BaseTool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile, local
 from evidence_first.adapters import (
@@ -37,6 +40,7 @@ from evidence_first.adapters import (
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
 from langchain_evidence_first._documents import DocumentKeys, to_evidence
 from langchain_evidence_first._message import answer_message
+from langchain_evidence_first._tools import AnswererInput, QuestionInput, answer_tool, tool_schema
 
 __all__ = ["EvidenceAnswerer"]
 
@@ -55,12 +59,16 @@ class EvidenceAnswerer(
     Documents whose ID repeats an earlier one are dropped as ``duplicate_id``; past 64
     documents, the rest are ``over_source_limit``.
 
+    The input schema names ``question`` and ``sources``, so :meth:`as_tool` gives a tool an
+    agent fills; the strict call's run is tagged ``nostream`` and ``evidence_first.ledger``, so
+    LangGraph's messages mode shows the verified output only, never the model's raw ledger.
+
     Output, as ``output`` chooses: an :class:`~evidence_first.EvidenceAnswer` whose every
     citation names a source that was sent and quotes it exactly (``"answer"``, the default),
-    or an ``AIMessage`` holding it, for chains that go on with a parser or a chat UI
-    (``"message"``). Every Runnable entry point (invoke, ainvoke, batch, abatch, stream and
-    astream, with one final chunk) returns the chosen output, and ``OutputType`` and
-    ``output_schema`` name it.
+    or an ``AIMessage`` holding it, with the call's ``usage_metadata``, for chains that go on
+    with a parser or a chat UI (``"message"``). Every Runnable entry point (invoke, ainvoke,
+    batch, abatch, stream and astream, with one final chunk) returns the chosen output, and
+    ``OutputType`` and ``output_schema`` name it.
 
     Example:
         .. code-block:: python
@@ -98,7 +106,10 @@ class EvidenceAnswerer(
     model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True, extra="forbid")
 
     llm: Any = Field(default=None, exclude=True)
-    """The chat model (``BaseChatModel``). ``None`` uses the embedded local model."""
+    """The chat model (``BaseChatModel``), or a runnable around one (``bind``,
+    ``with_config``, ``configurable_fields``, ``configurable_alternatives``), resolved under
+    each call's config and made strict as it resolves. ``None`` uses the embedded local
+    model."""
 
     profile: ModelProfile | str | None = Field(default=None, exclude=True)
     """What the chat model accepts, when the rule table cannot tell from its provider and
@@ -210,6 +221,48 @@ class EvidenceAnswerer(
         super().configurable_fields(**kwargs)  # LangChain's check of the names
         return _ConfigurableAnswerer(default=self, fields=kwargs)
 
+    @property
+    def config_specs(self) -> list[ConfigurableFieldSpec]:
+        """The configurable keys of ``llm`` (``configurable_alternatives``, ``_fields``).
+
+        A chain that holds the answerer lists them in its ``config_schema()``, as it lists
+        those of a chat model it holds itself.
+        """
+        return list(self.llm.config_specs) if isinstance(self.llm, Runnable) else []
+
+    def get_input_schema(self, config: RunnableConfig | None = None) -> type[BaseModel]:
+        """``{"question": str, "sources": list[Document | dict | Evidence | str]}``.
+
+        ``"context"`` is read as ``"sources"`` (both at once are refused), so the schema's
+        JSON, and a tool's arguments built from it, name ``question`` and ``sources``.
+        """
+        return AnswererInput
+
+    def as_tool(
+        self,
+        args_schema: type[BaseModel] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        arg_types: dict[str, type] | None = None,
+    ) -> BaseTool:
+        """The answerer as a tool an agent calls with a question and the sources.
+
+        Its arguments are the input schema's (``question``, ``sources``), or ``args_schema``
+        or ``arg_types`` as in LangChain's ``as_tool``, passed as the input mapping. Its
+        content is the verified answer, or the sentence stating the outcome of a non-answer
+        (the text of an ``output="message"`` message, whichever ``output`` is set); its
+        artifact is that message's ``response_metadata``, so
+        :func:`~langchain_evidence_first.answer_of` rebuilds the answer from the
+        ``ToolMessage``.
+        """
+        return answer_tool(
+            self,
+            tool_schema(AnswererInput, args_schema, arg_types, self.get_name()),
+            name=name or self.get_name(),
+            description=description or _TOOL_DESCRIPTION,
+        )
+
     @classmethod
     def is_lc_serializable(cls) -> bool:
         """The answerer holds a live model; it is not serialized."""
@@ -248,11 +301,16 @@ class EvidenceAnswerer(
     ) -> Runnable[str, EvidenceAnswer | AIMessage]:
         """Build ``question -> EvidenceAnswer`` (or ``AIMessage``, as ``output`` chooses).
 
-        It retrieves, then answers from what was retrieved.
+        It retrieves, then answers from what was retrieved. Its input is the question, a
+        ``str``; its ``as_tool()`` is a tool with one argument, ``question``.
         """
         answerer = cls(llm=llm, output=output, **options)
         retrieve = RunnableParallel(question=RunnablePassthrough(), sources=retriever)
-        return (retrieve | answerer).with_config(run_name="EvidenceAnswerer.from_retriever")
+        return _RetrievingAnswerer(
+            bound=retrieve | answerer,
+            config=RunnableConfig(run_name="EvidenceAnswerer.from_retriever"),
+            custom_input_type=str,
+        )
 
     def invoke(
         self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
@@ -270,24 +328,33 @@ class EvidenceAnswerer(
         self, input: dict[str, Any], run_manager: Any, config: RunnableConfig
     ) -> EvidenceAnswer | AIMessage:
         question, selection = self._read_input(input)
-        model = self._reader(patch_config(config, callbacks=run_manager.get_child()))
-        return self._output(answer_selection(question, selection, model, self._options))
+        model, options = self._reader(patch_config(config, callbacks=run_manager.get_child()))
+        return self._output(answer_selection(question, selection, model, options))
 
     async def _aanswer(
         self, input: dict[str, Any], run_manager: Any, config: RunnableConfig
     ) -> EvidenceAnswer | AIMessage:
         question, selection = self._read_input(input)
-        model = self._reader(patch_config(config, callbacks=run_manager.get_child()))
-        answer = await aanswer_selection(question, selection, model, self._options)
+        model, options = self._reader(patch_config(config, callbacks=run_manager.get_child()))
+        answer = await aanswer_selection(question, selection, model, options)
         return self._output(answer)
 
     def _output(self, answer: EvidenceAnswer) -> EvidenceAnswer | AIMessage:
         return answer_message(answer) if self.output == "message" else answer
 
-    def _reader(self, config: RunnableConfig) -> Any:
-        if self._strict is not None:
-            return self._strict.reader(config)
-        return local.shared_local_model()
+    def _reader(self, config: RunnableConfig) -> tuple[Any, AnswerOptions]:
+        """The reader of this call, and the options it is answered under.
+
+        A configurable ``llm`` is resolved under the call's config; a chat model other than
+        the one prepared at construction has its own output limit, which the schema follows.
+        """
+        if self._strict is None:
+            return local.shared_local_model(), self._options
+        strict = self._strict.for_call(config)
+        options = self._options
+        if strict is not self._strict:
+            options = options.model_copy(update={"max_output_tokens": strict.max_tokens})
+        return strict.reader(config), options
 
     def _read_input(self, input: object) -> tuple[str, SourceSelection]:
         if not isinstance(input, Mapping):
@@ -346,3 +413,41 @@ class _ConfigurableAnswerer(RunnableConfigurableFields[dict[str, Any], EvidenceA
                 update[name] = [spec.options[key] for key in given.get(spec.id, spec.default)]
         answerer = cast("EvidenceAnswerer", self.default)
         return (answerer.model_copy(update=update) if update else answerer), config
+
+
+_TOOL_DESCRIPTION = (
+    "Answers a question only from the sources passed with it, every citation checked against "
+    "them. Returns the verified answer, or a sentence saying why there is none (and what "
+    "evidence is missing)."
+)
+# A tool's name is a function's name to the providers: letters, digits, "_" and "-" only.
+_RETRIEVER_TOOL_NAME = "EvidenceAnswerer_from_retriever"
+_RETRIEVER_TOOL_DESCRIPTION = (
+    "Answers a question only from the documents found for it, every citation checked against "
+    "them. Returns the verified answer, or a sentence saying why there is none (and what "
+    "evidence is missing)."
+)
+
+
+class _RetrievingAnswerer(RunnableBinding[str, Any]):
+    """``question -> answer``: retrieve, then answer; as a tool, one ``question`` argument."""
+
+    def as_tool(
+        self,
+        args_schema: type[BaseModel] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        arg_types: dict[str, type] | None = None,
+    ) -> BaseTool:
+        """A tool an agent calls with one argument, the question.
+
+        ``args_schema`` or ``arg_types`` (of one field) name that argument otherwise; its
+        content and artifact are as :meth:`EvidenceAnswerer.as_tool`'s.
+        """
+        return answer_tool(
+            self,
+            tool_schema(QuestionInput, args_schema, arg_types, _RETRIEVER_TOOL_NAME),
+            name=name or _RETRIEVER_TOOL_NAME,
+            description=description or _RETRIEVER_TOOL_DESCRIPTION,
+        )

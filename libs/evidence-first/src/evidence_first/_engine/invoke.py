@@ -393,7 +393,11 @@ def merged(pieces: list[object]) -> ModelDelta:
         return ModelDelta(text="".join(pieces))  # type: ignore[arg-type]
     except TypeError:
         pass  # not all text: some are deltas (or something else, refused below)
-    deltas = [_piece(piece) for piece in pieces]
+    return _joined([_piece(piece) for piece in pieces])
+
+
+def _joined(deltas: list[ModelDelta]) -> ModelDelta:
+    """Deltas as one: texts and tokens joined, the last finish reason and usage given kept."""
     logprobs = [delta.logprobs for delta in deltas if delta.logprobs is not None]
     return ModelDelta(
         text="".join(delta.text for delta in deltas),
