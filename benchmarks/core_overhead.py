@@ -13,6 +13,14 @@ Scenarios:
   ``max_context_tokens=32768`` under the default estimator; 32 facts x 8 citations, each
   quoting one of the last sentences of its source (the worst case for the quote search).
 
+And the stream (``stream_answer_from_evidence``) over the same 64 sources, with a reply of
+nearly 131,072 characters (32 facts x 8 citations of long quotes):
+
+- its cost against ``judge(plan, response)`` on the same text: the reply streamed in
+  4-character pieces, delivered in memory through the worker queue (target: at most 2x);
+- how long after the piece that closes a fact its ``FactEvent`` comes: the pieces paced, as a
+  fast provider sends them (target: 50 ms at p99).
+
 Run from the workspace root::
 
     uv run python benchmarks/core_overhead.py [--repeat N] [--quick]
@@ -33,8 +41,20 @@ from dataclasses import dataclass
 
 from _common import InstantModel, machine_line, p90, prose_sentence, require, run_flags
 
-from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence
+from evidence_first import (
+    Evidence,
+    EvidenceAnswer,
+    FactEvent,
+    ModelRequest,
+    ModelResponse,
+    answer_from_evidence,
+)
 from evidence_first import estimate_tokens as default_estimate_tokens
+from evidence_first._engine.entry_points import judge
+from evidence_first._engine.plan import AnswerPlan, plan_answer
+from evidence_first._engine.streaming import stream_plan
+from evidence_first._reading.ledger_stream import FactRead, LedgerScanner
+from evidence_first._sending.options import AnswerOptions
 from evidence_first._sending.prompt import serialize_source
 
 QUESTION = "What do the field notes say about the survey of the northern valley?"
@@ -237,6 +257,157 @@ def render(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+# --- the stream ---
+
+STREAM_PIECE_CHARS = 4
+STREAM_TARGET_RATIO = 2.0
+FACT_EVENT_TARGET_MS = 50.0
+# A fast provider's pace for the latency run: far quicker than any model writes.
+PACED_PIECE_SECONDS = 0.0002
+
+
+def long_reply(sources: list[Evidence], limit: int) -> str:
+    """32 facts x 8 citations of the 64 sources, each quote as long as fits under ``limit``."""
+    for quote_chars in range(600, 50, -10):
+        citations = [
+            [
+                (sources[n % 64].id, long_quote(sources[n % 64], n // 64, quote_chars))
+                for n in range(8 * fact, 8 * fact + 8)
+            ]
+            for fact in range(32)
+        ]
+        reply = make_ledger(citations)
+        if len(reply) <= limit:
+            return reply
+    raise SystemExit("no reply fits")
+
+
+def long_quote(source: Evidence, index: int, chars: int) -> str:
+    """The ``chars`` characters of ``source`` from its ``index``-th sentence on."""
+    start = 0
+    for _ in range(index):
+        start = source.text.index(". ", start) + 2
+    return unique_quote(source, source.text[start : start + chars].rstrip())
+
+
+class PiecesModel:
+    """Streams a prepared reply in pieces; paced, it notes when each piece was handed on."""
+
+    def __init__(self, reply: str, pause: float = 0.0) -> None:
+        self.pieces = [
+            reply[at : at + STREAM_PIECE_CHARS] for at in range(0, len(reply), STREAM_PIECE_CHARS)
+        ]
+        self.pause = pause
+        self.sent_at: list[float] = []
+        self.reply = reply
+
+    def generate(self, request: ModelRequest) -> str:
+        return self.reply
+
+    def stream(self, request: ModelRequest) -> object:
+        if not self.pause:
+            yield from self.pieces
+            return
+        for piece in self.pieces:
+            time.sleep(self.pause)
+            self.sent_at.append(time.perf_counter())
+            yield piece
+
+
+def closing_pieces(reply: str) -> list[int]:
+    """The index of the piece that closes each fact, fact by fact."""
+    scanner, closes = LedgerScanner(), []
+    for index in range(0, len(reply), STREAM_PIECE_CHARS):
+        items = scanner.feed(reply[index : index + STREAM_PIECE_CHARS])
+        closes += [index // STREAM_PIECE_CHARS for item in items if isinstance(item, FactRead)]
+    return closes
+
+
+@dataclass(frozen=True)
+class StreamResult:
+    reply_chars: int
+    judge_ms: list[float]
+    stream_ms: list[float]
+    fact_latency_ms: list[float]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.stream_ms) / statistics.median(self.judge_ms)
+
+    @property
+    def latency_p99(self) -> float:
+        ordered = sorted(self.fact_latency_ms)
+        return ordered[min(len(ordered) - 1, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+def stream_plan_for(reply: str, sources: list[Evidence]) -> AnswerPlan:
+    options = AnswerOptions(
+        max_context_tokens=32_768, max_output_tokens=8192, max_response_chars=131_072
+    )
+    return plan_answer(options, QUESTION, sources, PiecesModel(reply))
+
+
+def streamed(
+    plan: AnswerPlan, model: PiecesModel
+) -> tuple[EvidenceAnswer, list[tuple[int, float]]]:
+    """Stream the plan; each fact event's index and arrival time, and the result."""
+    arrivals: list[tuple[int, float]] = []
+    final = None
+    for item in stream_plan(plan, model):
+        if isinstance(item, FactEvent):
+            arrivals.append((item.index, time.perf_counter()))
+        elif isinstance(item, EvidenceAnswer):
+            final = item
+    assert final is not None
+    return final, arrivals
+
+
+def measure_stream(repeat: int, paced_runs: int) -> StreamResult:
+    """Judge against stream on the same reply, then the paced fact-event latency."""
+    sources = large_scenario(1).sources
+    reply = long_reply(sources, 131_072)
+    plan = stream_plan_for(reply, sources)
+    expected = judge(plan, ModelResponse(text=reply))
+    require(expected.status == "answered", f"the long reply is {expected.status}")
+    judge_ms, stream_ms = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        judge(plan, ModelResponse(text=reply))
+        judge_ms.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        final, _ = streamed(plan, PiecesModel(reply))
+        stream_ms.append((time.perf_counter() - start) * 1000)
+        require(final.as_dict() == expected.as_dict(), "the stream's result differs")
+    closes, latency = closing_pieces(reply), []
+    for _ in range(paced_runs):
+        model = PiecesModel(reply, pause=PACED_PIECE_SECONDS)
+        _, arrivals = streamed(plan, model)
+        latency += [(at - model.sent_at[closes[index]]) * 1000 for index, at in arrivals]
+    return StreamResult(len(reply), judge_ms, stream_ms, latency)
+
+
+def render_stream(result: StreamResult) -> str:
+    judge_ms, stream_ms = statistics.median(result.judge_ms), statistics.median(result.stream_ms)
+    ratio_met = "yes" if result.ratio <= STREAM_TARGET_RATIO else "NO"
+    latency_met = "yes" if result.latency_p99 <= FACT_EVENT_TARGET_MS else "NO"
+    return "\n".join(
+        [
+            "",
+            f"The stream: a {result.reply_chars:,}-character reply (32 facts x 8 citations), "
+            f"{STREAM_PIECE_CHARS}-character pieces",
+            "",
+            "| measure | median ms | target | met |",
+            "|---|---:|---|---|",
+            f"| `judge(plan, response)` on the whole reply | {judge_ms:.1f} | | |",
+            f"| the stream, pieces in memory through the worker queue | {stream_ms:.1f} "
+            f"({result.ratio:.2f}x) | at most {STREAM_TARGET_RATIO:g}x | {ratio_met} |",
+            f"| a fact's event after the piece that closes it, p99 over "
+            f"{len(result.fact_latency_ms)} facts (paced) | {result.latency_p99:.2f} "
+            f"| at most {FACT_EVENT_TARGET_MS:g} ms | {latency_met} |",
+        ]
+    )
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return run_flags(
         argv,
@@ -256,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
         gc.collect()
         results.append(measure(build(repeat), warmup))
     print(render(results))
+    gc.collect()
+    print(render_stream(measure_stream(*((2, 1) if args.quick else (15, 3)))))
     return 0
 
 

@@ -15,15 +15,20 @@ def _table_rows(output: str) -> list[list[str]]:
     return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
 
 
-def test_core_overhead_prints_its_table(capsys, load_benchmark):
+def test_core_overhead_prints_its_tables(capsys, load_benchmark):
     assert load_benchmark("core_overhead").main(["--quick"]) == 0
-    rows = _table_rows(capsys.readouterr().out)
-    assert [row[0] for row in rows] == [
+    out = capsys.readouterr().out
+    rows = _table_rows(out)
+    assert [row[0] for row in rows[:2]] == [
         "8 x 2 KB",
         "64 sources, full 32,768-token budget, 32 facts x 8 citations",
     ]
-    assert [row[1] for row in rows] == ["8", "64"]
+    assert [row[1] for row in rows[:2]] == ["8", "64"]
     assert rows[1][2] == "256"
+    streamed = _table_rows(out.split("The stream:", 1)[1])
+    starts = ("`judge(plan, response)`", "the stream,", "a fact's event after")
+    assert len(streamed) == len(starts)
+    assert all(row[0].startswith(start) for row, start in zip(streamed, starts, strict=True))
 
 
 @pytest.mark.live

@@ -369,14 +369,12 @@ def _waiting_pieces(
         if cancel is not None and cancel.is_set():
             msg = "the answer was cancelled while the model was answering"
             raise AnswerCancelledError(msg)
-        for index, item in enumerate(items):
-            if isinstance(item, _Failed):
-                if index:
-                    worker.pieces.put_back(items[index:])
-                    return items[:index]
-                raise _call_error(item.error, timeout) from item.error
-            if item is _END:
-                return items[: index + 1]
+        # A failure or the end is the last item the worker passes on.
+        if items and isinstance(items[-1], _Failed):
+            if len(items) > 1:
+                worker.pieces.put_back(items[-1:])
+                return items[:-1]
+            raise _call_error(items[-1].error, timeout) from items[-1].error
         if items:
             return items
 
@@ -421,7 +419,10 @@ class _Pieces:
 
     def put(self, item: object) -> None:
         self._items.append(item)
-        self._ready.set()
+        # Setting an event takes its lock: only when the taker may be waiting. An item put
+        # while the event is still set is taken with what the taker finds after clearing it.
+        if not self._ready.is_set():
+            self._ready.set()
 
     def put_back(self, items: list[object]) -> None:
         self._items.extendleft(reversed(items))
@@ -432,11 +433,8 @@ class _Pieces:
         if not self._items:
             self._ready.wait(timeout)
         self._ready.clear()
-        items = []
-        with contextlib.suppress(IndexError):
-            while True:
-                items.append(self._items.popleft())
-        return items
+        take = self._items.popleft
+        return [take() for _ in range(len(self._items))]
 
 
 async def astream_model(
