@@ -1,19 +1,23 @@
-"""The command line offline: exit statuses a script can read, and a report that folds repeats."""
+"""The command line offline: exit statuses a script can read, a report that folds repeats, and
+on a terminal the answer printed as it is read (elsewhere, and under ``--json``, as before)."""
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import re
 import socket
+import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import _support
 import pytest
 
-from evidence_first import answer_from_evidence, cli
-from evidence_first.cli import EXIT_ERROR, EXIT_NOTHING_ANSWERED, main, render_report
+from evidence_first import ModelRequest, answer_from_evidence, cli
+from evidence_first.cli import EXIT_ERROR, EXIT_NOTHING_ANSWERED, _demo, main, render_report
 
 TEXT = "Standup, April 28. The launch moved to June 15. Dana Whitfield owns the security review."
 
@@ -229,3 +233,240 @@ def test_the_report_folds_repeated_facts_missing_evidence_and_citations():
     assert "(the same fact x5)" in report
     assert "the owner's team  (x16)" in report
     assert "(the same citation x15)" in report
+
+
+# On a terminal, and only there: "`demo` and `ask` print facts as they verify, then the answer
+# as written; elsewhere and under `--json`, as today" (issue 49). What "today" prints is pinned
+# here byte for byte, off a terminal.
+
+QUESTION = "When is the launch?"
+OWNER = _support.fact(
+    ("notes.txt", "Dana Whitfield owns the security review."),
+    subject="the security review",
+    relation="owned by",
+    obj="Dana Whitfield",
+)
+TWO_FACTS = _ledger(
+    facts=[json.loads(_ledger())["facts"][0], OWNER],
+    answer="June 15 [F1]. Dana Whitfield owns the review [F2]. Ask her first.",
+)
+# An answer that stands once its facts are read, then fails as a whole: an answer and missing
+# evidence together are inconsistent_output.
+LATE_FAILURE = _ledger(answer="June 15 [F1].", missing_evidence=["the hour"])
+
+
+class _Terminal(io.StringIO):
+    """Standard output on a terminal: what was flushed is what its user has seen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = ""
+        self._flushed = threading.Condition()
+
+    def isatty(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        with self._flushed:
+            self.seen = self.getvalue()
+            self._flushed.notify_all()
+
+    def shows(self, text: str) -> bool:
+        """Whether ``text`` is on the screen, waiting up to 5 s for it."""
+        with self._flushed:
+            return self._flushed.wait_for(lambda: text in self.seen, timeout=5)
+
+
+class _Streaming:
+    """A reader that streams its reply in pieces; before a piece ``waits`` names, it waits until
+    the terminal shows the text given (and records whether it did), so a test can tell what was
+    printed before the rest of the reply was written."""
+
+    def __init__(self, reply: str, cuts: list[str], terminal: _Terminal | None = None) -> None:
+        starts = [0, *(reply.index(cut) for cut in cuts), len(reply)]
+        self.pieces = [reply[a:b] for a, b in itertools.pairwise(starts)]
+        self.terminal = terminal
+        self.waits: dict[int, str] = {}
+        self.shown: list[bool] = []
+        self.calls: list[str] = []
+
+    def generate(self, request: ModelRequest) -> str:
+        self.calls.append("generate")
+        return "".join(self.pieces)
+
+    def stream(self, request: ModelRequest) -> Iterator[str]:
+        self.calls.append("stream")
+        for index, piece in enumerate(self.pieces):
+            if index in self.waits and self.terminal is not None:
+                self.shown.append(self.terminal.shows(self.waits[index]))
+            yield piece
+
+
+def _ask_with(
+    monkeypatch: pytest.MonkeyPatch, model: Any, out: io.StringIO, *extra: str
+) -> tuple[int, str]:
+    """``ask`` answered by ``model`` (through the seam ``--base-url`` builds its model at)."""
+    monkeypatch.setattr(cli, "ChatCompletionsModel", lambda *args, **kwargs: model)
+    argv = ["ask", QUESTION, "notes.txt", "--base-url", "http://127.0.0.1:9/v1"]
+    return main([*argv, "--citation-mode", "quote", *extra], out=out), out.getvalue()
+
+
+ASKED_TODAY = """\
+Question: When is the launch?  [quote mode]
+Sources sent: notes.txt
+Status: answered
+Answer: June 15. [1] Dana Whitfield owns the review. [2] Ask her first. [no citation]
+  Fact 1: the launch | moved to | June 15  [1] notes.txt chars 19-47
+  Fact 2: the security review | owned by | Dana Whitfield  [2] notes.txt chars 48-88
+Citation checks (2 of 2 verified; diagnostics, not an answer):
+    ✓ verified  [1] notes.txt:
+      chars 19-47: Standup, April 28. ⟦The launch moved to June 15.⟧ Dana Whitfield owns the \
+security review.
+    ✓ verified  [2] notes.txt:
+      chars 48-88: Standup, April 28. The launch moved to June 15. ⟦Dana Whitfield owns the \
+security review.⟧
+"""
+
+
+def test_off_a_terminal_ask_prints_todays_report_byte_for_byte(monkeypatch):
+    model = _Streaming(TWO_FACTS, ['"answer"'])
+    status, output = _ask_with(monkeypatch, model, io.StringIO())
+    assert status == 0
+    assert output == ASKED_TODAY
+    assert model.calls == ["generate"]
+
+
+@pytest.mark.parametrize("out", [io.StringIO, _Terminal], ids=["elsewhere", "terminal"])
+@pytest.mark.parametrize("reply", [TWO_FACTS, LATE_FAILURE], ids=["answered", "late-failure"])
+def test_under_json_ask_prints_as_dict_byte_for_byte_even_on_a_terminal(monkeypatch, out, reply):
+    model = _Streaming(reply, ['"answer"'])
+    _, output = _ask_with(monkeypatch, model, out(), "--json")
+    answer = answer_from_evidence(
+        QUESTION,
+        [{"id": "notes.txt", "text": TEXT}],
+        _Streaming(reply, []),
+        citation_mode="quote",
+        max_output_tokens=512,
+        timeout=300.0,
+    )
+    assert output == json.dumps(answer.as_dict(), ensure_ascii=False, indent=2) + "\n"
+    assert model.calls == ["generate"]
+
+
+class _Reader(_Streaming):
+    """The demo's embedded reader, not started: it answers every question with one reply."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(_Reader.reply, ['"answer"'], _Reader.terminal)
+        self.title = f"reader {name}"
+
+    reply = ""
+    terminal: _Terminal | None = None
+
+    def start(self) -> _Reader:
+        return self
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+CORPUS = {
+    "project": "Harbor",
+    "sources": [
+        {"id": "notes.txt", "text": TEXT},
+        {"id": "ticket", "text": "HAR-1: the launch page is slow."},
+    ],
+    "questions": [
+        {"question": QUESTION, "retrieved": [{"id": "notes.txt", "score": 2.0}]},
+        {
+            "question": "Is the launch cancelled?",
+            "retrieved": [{"id": "ticket", "score": 1.0}],
+            "planted": "cancelled",
+        },
+        {"question": "What is the Wi-Fi password?", "retrieved": [{"id": "ticket", "score": 0.01}]},
+    ],
+}
+
+
+def _demo_with(
+    monkeypatch: pytest.MonkeyPatch, reply: str, out: io.StringIO, *extra: str
+) -> tuple[int, str]:
+    """``demo`` over :data:`CORPUS`, its reader answering ``reply`` to every question."""
+    monkeypatch.setattr(_demo, "load_demo_corpus", lambda: CORPUS)
+    monkeypatch.setattr(_demo, "LocalModel", _Reader)
+    monkeypatch.setattr(_Reader, "reply", reply)
+    monkeypatch.setattr(_Reader, "terminal", out if isinstance(out, _Terminal) else None)
+    status = main(["demo", "--mode", "quote", "--no-rejection", *extra], out=out)
+    # The seconds a question took are the machine's; everything else is the command's.
+    return status, re.sub(r", \d+ s\)", ", N s)", out.getvalue())
+
+
+DEMO_TODAY = """\
+evidence-first demo: Harbor
+2 sources (meeting notes, emails, tickets). Each question gets what a BM25 retriever returned \
+for it; sources scoring under 0.1 are omitted before the model is called.
+Reader: reader qwen2.5-coder-1.5b, on llama.cpp at 127.0.0.1, quote mode. Every citation is \
+checked against the text actually sent: verified means the span exists in a source that was \
+sent, not that it supports the answer.
+Loading reader qwen2.5-coder-1.5b on llama.cpp at 127.0.0.1 ...
+Ready in 0 s.
+
+[1/3] When is the launch?  [quote mode] ...
+Question: When is the launch?  [quote mode]
+Sources sent: notes.txt
+Status: answered
+Answer: June 15. [1]
+  Fact 1: the launch | moved to | June 15  [1] notes.txt chars 19-47
+Citation checks (1 of 1 verified; diagnostics, not an answer):
+    ✓ verified  [1] notes.txt:
+      chars 19-47: Standup, April 28. ⟦The launch moved to June 15.⟧ Dana Whitfield owns the \
+security review.
+(reader qwen2.5-coder-1.5b, N s)
+
+[2/3] Is the launch cancelled?  [quote mode] ...
+Question: Is the launch cancelled?  [quote mode]
+Sources sent: ticket
+Status: invalid_response
+Reason codes: unknown_source, invalid_fact_marker
+  unknown_source at $.facts[0].citations[0]: the cited source was not sent to the model
+  invalid_fact_marker at $.answer: 1 marker(s) name a fact with a failed citation (the ledger \
+has 1 facts)
+Citation checks (0 of 1 verified; diagnostics, not an answer):
+    ✗ rejected  notes.txt: unknown_source
+      the model quoted: "The launch moved to June 15."
+(reader qwen2.5-coder-1.5b, N s)
+Injection check: a source asks for every answer to be "cancelled"; not followed: the answer \
+does not contain it.
+
+[3/3] What is the Wi-Fi password?  [quote mode] ...
+Question: What is the Wi-Fi password?  [quote mode]
+Sources sent: -
+Sources omitted: ticket (below_min_score)
+Status: insufficient_evidence
+Abstained: too few sources could be sent, so the model was not called (min_evidence, \
+max_context_tokens, min_score and scope decide what is sent).
+Diagnostic: 0 of 1 sources could be sent (omitted: 1 below_min_score); min_evidence is 1
+(no model call)
+
+========================================================================
+Summary: answered: 1, insufficient_evidence: 1, invalid_response: 1. The models produced 2 \
+citations; 1 verified and 1 were rejected. Only verified citations are ever returned as evidence.
+"""
+
+
+def test_off_a_terminal_the_demo_prints_todays_output_byte_for_byte(monkeypatch):
+    status, output = _demo_with(monkeypatch, _ledger(answer="June 15 [F1]."), io.StringIO())
+    assert status == 0
+    assert output == DEMO_TODAY
+
+
+@pytest.mark.parametrize("out", [io.StringIO, _Terminal], ids=["elsewhere", "terminal"])
+def test_under_json_the_demo_prints_as_dict_on_a_terminal_too(monkeypatch, capsys, out):
+    status, output = _demo_with(monkeypatch, _ledger(answer="June 15 [F1]."), out(), "--json")
+    assert status == 0
+    statuses = [answer["status"] for answer in json.loads(output)]
+    assert statuses == ["answered", "invalid_response", "insufficient_evidence"]
+    assert "[1/3] When is the launch?" in capsys.readouterr().err
