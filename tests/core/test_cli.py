@@ -16,8 +16,20 @@ from typing import Any
 import _support
 import pytest
 
-from evidence_first import ModelRequest, answer_from_evidence, cli
-from evidence_first.cli import EXIT_ERROR, EXIT_NOTHING_ANSWERED, _demo, main, render_report
+from evidence_first import (
+    ModelRequest,
+    answer_from_evidence,
+    cli,
+    stream_answer_from_evidence,
+)
+from evidence_first.cli import (
+    EXIT_ERROR,
+    EXIT_NOTHING_ANSWERED,
+    _demo,
+    _output,
+    main,
+    render_report,
+)
 
 TEXT = "Standup, April 28. The launch moved to June 15. Dana Whitfield owns the security review."
 
@@ -289,13 +301,16 @@ class _Streaming:
         self.waits: dict[int, str] = {}
         self.shown: list[bool] = []
         self.calls: list[str] = []
+        self.requests: list[ModelRequest] = []
 
     def generate(self, request: ModelRequest) -> str:
         self.calls.append("generate")
+        self.requests.append(request)
         return "".join(self.pieces)
 
     def stream(self, request: ModelRequest) -> Iterator[str]:
         self.calls.append("stream")
+        self.requests.append(request)
         for index, piece in enumerate(self.pieces):
             if index in self.waits and self.terminal is not None:
                 self.shown.append(self.terminal.shows(self.waits[index]))
@@ -357,11 +372,12 @@ class _Reader(_Streaming):
     """The demo's embedded reader, not started: it answers every question with one reply."""
 
     def __init__(self, name: str) -> None:
-        super().__init__(_Reader.reply, ['"answer"'], _Reader.terminal)
+        super().__init__(_Reader.reply, list(self.cuts), _Reader.terminal)
         self.title = f"reader {name}"
 
     reply = ""
     terminal: _Terminal | None = None
+    cuts: tuple[str, ...] = ('"answer"',)
 
     def start(self) -> _Reader:
         return self
@@ -392,11 +408,15 @@ CORPUS = {
 
 
 def _demo_with(
-    monkeypatch: pytest.MonkeyPatch, reply: str, out: io.StringIO, *extra: str
+    monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+    out: io.StringIO,
+    *extra: str,
+    reader: type[_Reader] = _Reader,
 ) -> tuple[int, str]:
     """``demo`` over :data:`CORPUS`, its reader answering ``reply`` to every question."""
     monkeypatch.setattr(_demo, "load_demo_corpus", lambda: CORPUS)
-    monkeypatch.setattr(_demo, "LocalModel", _Reader)
+    monkeypatch.setattr(_demo, "LocalModel", reader)
     monkeypatch.setattr(_Reader, "reply", reply)
     monkeypatch.setattr(_Reader, "terminal", out if isinstance(out, _Terminal) else None)
     status = main(["demo", "--mode", "quote", "--no-rejection", *extra], out=out)
@@ -470,3 +490,191 @@ def test_under_json_the_demo_prints_as_dict_on_a_terminal_too(monkeypatch, capsy
     statuses = [answer["status"] for answer in json.loads(output)]
     assert statuses == ["answered", "invalid_response", "insufficient_evidence"]
     assert "[1/3] When is the launch?" in capsys.readouterr().err
+
+
+# On a terminal: the facts as they verify, the answer as it is written, then the report.
+
+LIVE = "Reading the reply as it comes (provisional: the report below is the result):\n"
+RULE = "-" * 72 + "\n"
+FACT_1 = "  ✓ fact: the launch | moved to | June 15  [1] notes.txt chars 19-47\n"
+FACT_2 = "  ✓ fact: the security review | owned by | Dana Whitfield  [2] notes.txt chars 48-88\n"
+
+
+def test_on_a_terminal_ask_prints_each_fact_as_it_verifies_then_the_answer_as_written(
+    monkeypatch,
+):
+    terminal = _Terminal()
+    reply = json.dumps({"answerable": "yes", **json.loads(TWO_FACTS)})
+    model = _Streaming(reply, ['"facts"', '"answer"', "Whitfield owns the review"], terminal)
+    # The second fact is on the screen before the answer is written, and the answer's first
+    # sentence before its second.
+    model.waits = {2: FACT_2, 3: "  Answer as written: June 15."}
+    status, output = _ask_with(monkeypatch, model, terminal)
+    assert status == 0
+    assert model.calls == ["stream"]
+    assert model.shown == [True, True]
+    live, report = output.split(RULE)
+    assert live == (
+        LIVE
+        + "  Reader: the sources state the answer\n"
+        + FACT_1
+        + FACT_2
+        + "  Answer as written: June 15. Dana Whitfield owns the review. Ask her first.\n"
+    )
+    # The report is the one printed elsewhere, whole: the status, the verdicts, every span.
+    assert report == ASKED_TODAY
+
+
+def test_on_a_terminal_a_late_failure_is_said_on_its_own_line_before_the_report(monkeypatch):
+    status, elsewhere = _ask_with(monkeypatch, _Streaming(LATE_FAILURE, []), io.StringIO())
+    terminal = _Terminal()
+    model = _Streaming(LATE_FAILURE, ['"answer"', '"missing_evidence"'], terminal)
+    model.waits = {2: "  Answer as written: June 15."}
+    assert _ask_with(monkeypatch, model, terminal)[0] == status == EXIT_NOTHING_ANSWERED
+    live, report = terminal.getvalue().split(RULE)
+    assert model.shown == [True]
+    assert live == (
+        LIVE
+        + FACT_1
+        + "  Answer as written: June 15.\n"
+        + "✗ REJECTED: nothing shown above stands. No answer (invalid_response). The model's "
+        "output was rejected: inconsistent_output.\n"
+    )
+    assert report == elsewhere
+    assert "Status: invalid_response\n" in report
+
+
+def _events(reply: str) -> list[Any]:
+    sources = [{"id": "notes.txt", "text": TEXT}]
+    return list(stream_answer_from_evidence(QUESTION, sources, _Streaming(reply, ["a"])))
+
+
+def test_an_answer_withdrawn_after_its_text_was_shown_says_so():
+    # The events of an answer that stands, then the result of an abstention.
+    events = _events(_ledger())[:-1]
+    abstention = _events(_ledger(facts=[], answer=None, missing_evidence=["the hour"]))[-1]
+    terminal = _Terminal()
+    assert _output.shown_as_read(iter([*events, abstention]), terminal) is abstention
+    assert terminal.getvalue() == (
+        LIVE
+        + FACT_1
+        + "  Answer as written: June 15\n"
+        + "✗ WITHDRAWN: the answer shown above does not stand. No answer "
+        "(insufficient_evidence). Missing evidence: the hour.\n" + RULE
+    )
+
+
+def test_on_a_terminal_a_result_without_a_model_call_prints_the_report_alone(monkeypatch):
+    terminal = _Terminal()
+    status, output = _ask_with(monkeypatch, _Streaming(TWO_FACTS, []), terminal, "--min-score", "9")
+    assert status == EXIT_NOTHING_ANSWERED
+    assert output.startswith("Question: When is the launch?")
+    assert RULE not in output
+
+
+class _Broken(_Streaming):
+    """A reader that fails once it has written its facts (or at once, when not streaming)."""
+
+    def generate(self, request: ModelRequest) -> str:
+        raise RuntimeError("secret payload")
+
+    def stream(self, request: ModelRequest) -> Iterator[str]:
+        self.requests.append(request)
+        yield from self.pieces[:-1]
+        raise RuntimeError("secret payload")
+
+
+class _Stalled(_Streaming):
+    """A reader that stops writing (or never answers) until the engine stops waiting."""
+
+    def generate(self, request: ModelRequest) -> str:
+        request.cancel.wait(5)
+        return ""
+
+    def stream(self, request: ModelRequest) -> Iterator[str]:
+        self.requests.append(request)
+        yield from self.pieces[:-1]
+        request.cancel.wait(5)
+
+
+@pytest.mark.parametrize("model", [_Broken, _Stalled])
+def test_a_failed_or_late_stream_ends_as_it_does_elsewhere(monkeypatch, capsys, model):
+    # The answer's line is open when the call fails: the message is on its own line.
+    cuts = ['"answer"', "Whitfield owns the review"]
+    status, _ = _ask_with(monkeypatch, model(TWO_FACTS, cuts), io.StringIO(), "--timeout", "0.5")
+    elsewhere = capsys.readouterr().err
+    terminal = _Terminal()
+    streamed = model(TWO_FACTS, cuts, terminal)
+    assert _ask_with(monkeypatch, streamed, terminal, "--timeout", "0.5")[0] == status
+    assert status == EXIT_ERROR
+    assert capsys.readouterr().err == elsewhere
+    assert elsewhere.startswith(
+        "evidence-first: ModelCallError: "
+        if model is _Broken
+        else "evidence-first: AnswerTimeoutError: "
+    )
+    assert "secret" not in elsewhere
+    assert terminal.getvalue().endswith("  Answer as written: June 15. Dana\n")
+    assert streamed.requests[0].cancel.is_set()
+
+
+class _Interrupting(_Terminal):
+    """A terminal whose user presses Ctrl-C as the first fact is printed."""
+
+    def write(self, text: str) -> int:
+        if "✓" in text:
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_ctrl_c_on_a_terminal_ends_with_one_line_and_cancels_the_call(monkeypatch, capsys):
+    terminal = _Interrupting()
+    model = _Streaming(TWO_FACTS, ['"answer"'], terminal)
+    assert _ask_with(monkeypatch, model, terminal)[0] == 130
+    assert capsys.readouterr().err == "evidence-first: interrupted\n"
+    assert model.requests[0].cancel.is_set()
+
+
+def test_on_a_terminal_the_demo_adds_each_answer_as_read_before_its_report(monkeypatch):
+    terminal = _Terminal()
+    status, output = _demo_with(monkeypatch, _ledger(answer="June 15 [F1]."), terminal)
+    assert status == 0
+    assert _Reader.terminal is terminal
+    first, second = re.findall(rf"{re.escape(LIVE)}.*?{RULE}", output, flags=re.DOTALL)
+    assert first == LIVE + FACT_1 + "  Answer as written: June 15.\n" + RULE
+    assert second == (
+        LIVE
+        + "  ✗ fact rejected: unknown_source\n"
+        + "✗ No answer (invalid_response). The model's output was rejected: unknown_source.\n"
+        + RULE
+    )
+    # Besides them, what the demo prints elsewhere (no section without a model call), but for
+    # one thing: read as it came, the second reply stopped at its failed citation, and its
+    # result, judged on the reply as read, names only the failure it stopped at.
+    stopped = DEMO_TODAY.replace(
+        "Reason codes: unknown_source, invalid_fact_marker\n", "Reason codes: unknown_source\n"
+    )
+    stopped = re.sub(r"  invalid_fact_marker at .*?facts\)\n", "", stopped, flags=re.DOTALL)
+    assert stopped != DEMO_TODAY
+    assert output.replace(first, "").replace(second, "") == stopped
+
+
+class _BrokenReader(_Reader):
+    """The demo's reader failing once it has written its facts (or at once, when not streaming)."""
+
+    cuts = ('"answer"', "Whitfield owns the review")
+    generate = _Broken.generate
+    stream = _Broken.stream
+
+
+def test_a_failed_call_in_the_demo_is_said_as_elsewhere_and_the_tour_goes_on(monkeypatch):
+    status, elsewhere = _demo_with(monkeypatch, TWO_FACTS, io.StringIO(), reader=_BrokenReader)
+    terminal = _Terminal()
+    assert _demo_with(monkeypatch, TWO_FACTS, terminal, reader=_BrokenReader)[0] == status
+    assert status == EXIT_NOTHING_ANSWERED
+    said = "\nModelCallError: the model call failed with RuntimeError\n"
+    first = terminal.getvalue().split("[2/3]")[0]
+    assert said in elsewhere.split("[2/3]")[0]
+    # On a line of its own, after what was shown of the answer; then the next question.
+    assert first.endswith(f"  Answer as written: June 15. Dana{said}\n")
+    assert "\n[3/3] What is the Wi-Fi password?" in terminal.getvalue()
