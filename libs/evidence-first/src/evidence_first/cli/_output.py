@@ -76,6 +76,7 @@ def shown_as_read(events: Iterator[StreamEvent | EvidenceAnswer], out: TextIO) -
     Raises:
         EvidenceFirstError: The call failed, timed out or was cancelled; the line being
             written is ended first, so that the message reads on a line of its own.
+        RuntimeError: ``events`` ended without a result, which no stream of the core does.
     """
     screen = _Screen(out)
     try:
