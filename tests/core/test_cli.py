@@ -1,19 +1,35 @@
-"""The command line offline: exit statuses a script can read, and a report that folds repeats."""
+"""The command line offline: exit statuses a script can read, a report that folds repeats, and
+on a terminal the answer printed as it is read (elsewhere, and under ``--json``, as before)."""
 
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import re
 import socket
+import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import _support
 import pytest
 
-from evidence_first import answer_from_evidence, cli
-from evidence_first.cli import EXIT_ERROR, EXIT_NOTHING_ANSWERED, main, render_report
+from evidence_first import (
+    ModelRequest,
+    answer_from_evidence,
+    cli,
+    stream_answer_from_evidence,
+)
+from evidence_first.cli import (
+    EXIT_ERROR,
+    EXIT_NOTHING_ANSWERED,
+    _demo,
+    _output,
+    main,
+    render_report,
+)
 
 TEXT = "Standup, April 28. The launch moved to June 15. Dana Whitfield owns the security review."
 
@@ -229,3 +245,436 @@ def test_the_report_folds_repeated_facts_missing_evidence_and_citations():
     assert "(the same fact x5)" in report
     assert "the owner's team  (x16)" in report
     assert "(the same citation x15)" in report
+
+
+# On a terminal, and only there: "`demo` and `ask` print facts as they verify, then the answer
+# as written; elsewhere and under `--json`, as today" (issue 49). What "today" prints is pinned
+# here byte for byte, off a terminal.
+
+QUESTION = "When is the launch?"
+OWNER = _support.fact(
+    ("notes.txt", "Dana Whitfield owns the security review."),
+    subject="the security review",
+    relation="owned by",
+    obj="Dana Whitfield",
+)
+TWO_FACTS = _ledger(
+    facts=[json.loads(_ledger())["facts"][0], OWNER],
+    answer="June 15 [F1]. Dana Whitfield owns the review [F2]. Ask her first.",
+)
+# An answer that stands once its facts are read, then fails as a whole: an answer and missing
+# evidence together are inconsistent_output.
+LATE_FAILURE = _ledger(answer="June 15 [F1].", missing_evidence=["the hour"])
+
+
+class _Terminal(io.StringIO):
+    """Standard output on a terminal: what was flushed is what its user has seen."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = ""
+        self._flushed = threading.Condition()
+
+    def isatty(self) -> bool:
+        return True
+
+    def flush(self) -> None:
+        with self._flushed:
+            self.seen = self.getvalue()
+            self._flushed.notify_all()
+
+    def shows(self, text: str) -> bool:
+        """Whether ``text`` is on the screen, waiting up to 5 s for it."""
+        with self._flushed:
+            return self._flushed.wait_for(lambda: text in self.seen, timeout=5)
+
+
+class _Streaming:
+    """A reader that streams its reply in pieces; before a piece ``waits`` names, it waits until
+    the terminal shows the text given (and records whether it did), so a test can tell what was
+    printed before the rest of the reply was written."""
+
+    def __init__(self, reply: str, cuts: list[str], terminal: _Terminal | None = None) -> None:
+        starts = [0, *(reply.index(cut) for cut in cuts), len(reply)]
+        self.pieces = [reply[a:b] for a, b in itertools.pairwise(starts)]
+        self.terminal = terminal
+        self.waits: dict[int, str] = {}
+        self.shown: list[bool] = []
+        self.calls: list[str] = []
+        self.requests: list[ModelRequest] = []
+
+    def generate(self, request: ModelRequest) -> str:
+        self.calls.append("generate")
+        self.requests.append(request)
+        return "".join(self.pieces)
+
+    def stream(self, request: ModelRequest) -> Iterator[str]:
+        self.calls.append("stream")
+        self.requests.append(request)
+        for index, piece in enumerate(self.pieces):
+            if index in self.waits and self.terminal is not None:
+                self.shown.append(self.terminal.shows(self.waits[index]))
+            yield piece
+
+
+def _ask_with(
+    monkeypatch: pytest.MonkeyPatch, model: Any, out: io.StringIO, *extra: str
+) -> tuple[int, str]:
+    """``ask`` answered by ``model`` (through the seam ``--base-url`` builds its model at)."""
+    monkeypatch.setattr(cli, "ChatCompletionsModel", lambda *args, **kwargs: model)
+    argv = ["ask", QUESTION, "notes.txt", "--base-url", "http://127.0.0.1:9/v1"]
+    return main([*argv, "--citation-mode", "quote", *extra], out=out), out.getvalue()
+
+
+ASKED_TODAY = """\
+Question: When is the launch?  [quote mode]
+Sources sent: notes.txt
+Status: answered
+Answer: June 15. [1] Dana Whitfield owns the review. [2] Ask her first. [no citation]
+  Fact 1: the launch | moved to | June 15  [1] notes.txt chars 19-47
+  Fact 2: the security review | owned by | Dana Whitfield  [2] notes.txt chars 48-88
+Citation checks (2 of 2 verified; diagnostics, not an answer):
+    ✓ verified  [1] notes.txt:
+      chars 19-47: Standup, April 28. ⟦The launch moved to June 15.⟧ Dana Whitfield owns the \
+security review.
+    ✓ verified  [2] notes.txt:
+      chars 48-88: Standup, April 28. The launch moved to June 15. ⟦Dana Whitfield owns the \
+security review.⟧
+"""
+
+
+def test_off_a_terminal_ask_prints_todays_report_byte_for_byte(monkeypatch):
+    model = _Streaming(TWO_FACTS, ['"answer"'])
+    status, output = _ask_with(monkeypatch, model, io.StringIO())
+    assert status == 0
+    assert output == ASKED_TODAY
+    assert model.calls == ["generate"]
+
+
+@pytest.mark.parametrize("out", [io.StringIO, _Terminal], ids=["elsewhere", "terminal"])
+@pytest.mark.parametrize("reply", [TWO_FACTS, LATE_FAILURE], ids=["answered", "late-failure"])
+def test_under_json_ask_prints_as_dict_byte_for_byte_even_on_a_terminal(monkeypatch, out, reply):
+    model = _Streaming(reply, ['"answer"'])
+    _, output = _ask_with(monkeypatch, model, out(), "--json")
+    answer = answer_from_evidence(
+        QUESTION,
+        [{"id": "notes.txt", "text": TEXT}],
+        _Streaming(reply, []),
+        citation_mode="quote",
+        max_output_tokens=512,
+        timeout=300.0,
+    )
+    assert output == json.dumps(answer.as_dict(), ensure_ascii=False, indent=2) + "\n"
+    assert model.calls == ["generate"]
+
+
+class _Reader(_Streaming):
+    """The demo's embedded reader, not started: it answers every question with one reply."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(_Reader.reply, list(self.cuts), _Reader.terminal)
+        self.title = f"reader {name}"
+
+    reply = ""
+    terminal: _Terminal | None = None
+    cuts: tuple[str, ...] = ('"answer"',)
+
+    def start(self) -> _Reader:
+        return self
+
+    def __enter__(self) -> _Reader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+CORPUS = {
+    "project": "Harbor",
+    "sources": [
+        {"id": "notes.txt", "text": TEXT},
+        {"id": "ticket", "text": "HAR-1: the launch page is slow."},
+    ],
+    "questions": [
+        {"question": QUESTION, "retrieved": [{"id": "notes.txt", "score": 2.0}]},
+        {
+            "question": "Is the launch cancelled?",
+            "retrieved": [{"id": "ticket", "score": 1.0}],
+            "planted": "cancelled",
+        },
+        {"question": "What is the Wi-Fi password?", "retrieved": [{"id": "ticket", "score": 0.01}]},
+    ],
+}
+
+
+def _demo_with(
+    monkeypatch: pytest.MonkeyPatch,
+    reply: str,
+    out: io.StringIO,
+    *extra: str,
+    reader: type[_Reader] = _Reader,
+) -> tuple[int, str]:
+    """``demo`` over :data:`CORPUS`, its reader answering ``reply`` to every question."""
+    monkeypatch.setattr(_demo, "load_demo_corpus", lambda: CORPUS)
+    monkeypatch.setattr(_demo, "LocalModel", reader)
+    monkeypatch.setattr(_Reader, "reply", reply)
+    monkeypatch.setattr(_Reader, "terminal", out if isinstance(out, _Terminal) else None)
+    status = main(["demo", "--mode", "quote", "--no-rejection", *extra], out=out)
+    # The seconds a question took are the machine's; everything else is the command's.
+    return status, re.sub(r", \d+ s\)", ", N s)", out.getvalue())
+
+
+DEMO_TODAY = """\
+evidence-first demo: Harbor
+2 sources (meeting notes, emails, tickets). Each question gets what a BM25 retriever returned \
+for it; sources scoring under 0.1 are omitted before the model is called.
+Reader: reader qwen2.5-coder-1.5b, on llama.cpp at 127.0.0.1, quote mode. Every citation is \
+checked against the text actually sent: verified means the span exists in a source that was \
+sent, not that it supports the answer.
+Loading reader qwen2.5-coder-1.5b on llama.cpp at 127.0.0.1 ...
+Ready in 0 s.
+
+[1/3] When is the launch?  [quote mode] ...
+Question: When is the launch?  [quote mode]
+Sources sent: notes.txt
+Status: answered
+Answer: June 15. [1]
+  Fact 1: the launch | moved to | June 15  [1] notes.txt chars 19-47
+Citation checks (1 of 1 verified; diagnostics, not an answer):
+    ✓ verified  [1] notes.txt:
+      chars 19-47: Standup, April 28. ⟦The launch moved to June 15.⟧ Dana Whitfield owns the \
+security review.
+(reader qwen2.5-coder-1.5b, N s)
+
+[2/3] Is the launch cancelled?  [quote mode] ...
+Question: Is the launch cancelled?  [quote mode]
+Sources sent: ticket
+Status: invalid_response
+Reason codes: unknown_source, invalid_fact_marker
+  unknown_source at $.facts[0].citations[0]: the cited source was not sent to the model
+  invalid_fact_marker at $.answer: 1 marker(s) name a fact with a failed citation (the ledger \
+has 1 facts)
+Citation checks (0 of 1 verified; diagnostics, not an answer):
+    ✗ rejected  notes.txt: unknown_source
+      the model quoted: "The launch moved to June 15."
+(reader qwen2.5-coder-1.5b, N s)
+Injection check: a source asks for every answer to be "cancelled"; not followed: the answer \
+does not contain it.
+
+[3/3] What is the Wi-Fi password?  [quote mode] ...
+Question: What is the Wi-Fi password?  [quote mode]
+Sources sent: -
+Sources omitted: ticket (below_min_score)
+Status: insufficient_evidence
+Abstained: too few sources could be sent, so the model was not called (min_evidence, \
+max_context_tokens, min_score and scope decide what is sent).
+Diagnostic: 0 of 1 sources could be sent (omitted: 1 below_min_score); min_evidence is 1
+(no model call)
+
+========================================================================
+Summary: answered: 1, insufficient_evidence: 1, invalid_response: 1. The models produced 2 \
+citations; 1 verified and 1 were rejected. Only verified citations are ever returned as evidence.
+"""
+
+
+def test_off_a_terminal_the_demo_prints_todays_output_byte_for_byte(monkeypatch):
+    status, output = _demo_with(monkeypatch, _ledger(answer="June 15 [F1]."), io.StringIO())
+    assert status == 0
+    assert output == DEMO_TODAY
+
+
+@pytest.mark.parametrize("out", [io.StringIO, _Terminal], ids=["elsewhere", "terminal"])
+def test_under_json_the_demo_prints_as_dict_on_a_terminal_too(monkeypatch, capsys, out):
+    status, output = _demo_with(monkeypatch, _ledger(answer="June 15 [F1]."), out(), "--json")
+    assert status == 0
+    statuses = [answer["status"] for answer in json.loads(output)]
+    assert statuses == ["answered", "invalid_response", "insufficient_evidence"]
+    assert "[1/3] When is the launch?" in capsys.readouterr().err
+
+
+# On a terminal: the facts as they verify, the answer as it is written, then the report.
+
+LIVE = "Reading the reply as it comes (provisional: the report below is the result):\n"
+RULE = "-" * 72 + "\n"
+FACT_1 = "  ✓ fact: the launch | moved to | June 15  [1] notes.txt chars 19-47\n"
+FACT_2 = "  ✓ fact: the security review | owned by | Dana Whitfield  [2] notes.txt chars 48-88\n"
+
+
+def test_on_a_terminal_ask_prints_each_fact_as_it_verifies_then_the_answer_as_written(
+    monkeypatch,
+):
+    terminal = _Terminal()
+    reply = json.dumps({"answerable": "yes", **json.loads(TWO_FACTS)})
+    model = _Streaming(reply, ['"facts"', '"answer"', "Whitfield owns the review"], terminal)
+    # The second fact is on the screen before the answer is written, and the answer's first
+    # sentence before its second.
+    model.waits = {2: FACT_2, 3: "  Answer as written: June 15."}
+    status, output = _ask_with(monkeypatch, model, terminal)
+    assert status == 0
+    assert model.calls == ["stream"]
+    assert model.shown == [True, True]
+    live, report = output.split(RULE)
+    assert live == (
+        LIVE
+        + "  Reader: the sources state the answer\n"
+        + FACT_1
+        + FACT_2
+        + "  Answer as written: June 15. Dana Whitfield owns the review. Ask her first.\n"
+    )
+    # The report is the one printed elsewhere, whole: the status, the verdicts, every span.
+    assert report == ASKED_TODAY
+
+
+def test_on_a_terminal_a_late_failure_is_said_on_its_own_line_before_the_report(monkeypatch):
+    status, elsewhere = _ask_with(monkeypatch, _Streaming(LATE_FAILURE, []), io.StringIO())
+    terminal = _Terminal()
+    model = _Streaming(LATE_FAILURE, ['"answer"', '"missing_evidence"'], terminal)
+    model.waits = {2: "  Answer as written: June 15."}
+    assert _ask_with(monkeypatch, model, terminal)[0] == status == EXIT_NOTHING_ANSWERED
+    live, report = terminal.getvalue().split(RULE)
+    assert model.shown == [True]
+    assert live == (
+        LIVE
+        + FACT_1
+        + "  Answer as written: June 15.\n"
+        + "✗ REJECTED: nothing shown above stands. No answer (invalid_response). The model's "
+        "output was rejected: inconsistent_output.\n"
+    )
+    assert report == elsewhere
+    assert "Status: invalid_response\n" in report
+
+
+def _events(reply: str) -> list[Any]:
+    sources = [{"id": "notes.txt", "text": TEXT}]
+    return list(stream_answer_from_evidence(QUESTION, sources, _Streaming(reply, ["a"])))
+
+
+def test_an_answer_withdrawn_after_its_text_was_shown_says_so():
+    # The events of an answer that stands, then the result of an abstention.
+    events = _events(_ledger())[:-1]
+    abstention = _events(_ledger(facts=[], answer=None, missing_evidence=["the hour"]))[-1]
+    terminal = _Terminal()
+    assert _output.shown_as_read(iter([*events, abstention]), terminal) is abstention
+    assert terminal.getvalue() == (
+        LIVE
+        + FACT_1
+        + "  Answer as written: June 15\n"
+        + "✗ WITHDRAWN: the answer shown above does not stand. No answer "
+        "(insufficient_evidence). Missing evidence: the hour.\n" + RULE
+    )
+
+
+def test_on_a_terminal_a_result_without_a_model_call_prints_the_report_alone(monkeypatch):
+    terminal = _Terminal()
+    status, output = _ask_with(monkeypatch, _Streaming(TWO_FACTS, []), terminal, "--min-score", "9")
+    assert status == EXIT_NOTHING_ANSWERED
+    assert output.startswith("Question: When is the launch?")
+    assert RULE not in output
+
+
+class _Broken(_Streaming):
+    """A reader that fails once it has written its facts (or at once, when not streaming)."""
+
+    def generate(self, request: ModelRequest) -> str:
+        raise RuntimeError("secret payload")
+
+    def stream(self, request: ModelRequest) -> Iterator[str]:
+        self.requests.append(request)
+        yield from self.pieces[:-1]
+        raise RuntimeError("secret payload")
+
+
+class _Stalled(_Streaming):
+    """A reader that stops writing (or never answers) until the engine stops waiting."""
+
+    def generate(self, request: ModelRequest) -> str:
+        request.cancel.wait(5)
+        return ""
+
+    def stream(self, request: ModelRequest) -> Iterator[str]:
+        self.requests.append(request)
+        yield from self.pieces[:-1]
+        request.cancel.wait(5)
+
+
+@pytest.mark.parametrize("model", [_Broken, _Stalled])
+def test_a_failed_or_late_stream_ends_as_it_does_elsewhere(monkeypatch, capsys, model):
+    # The answer's line is open when the call fails: the message is on its own line.
+    cuts = ['"answer"', "Whitfield owns the review"]
+    status, _ = _ask_with(monkeypatch, model(TWO_FACTS, cuts), io.StringIO(), "--timeout", "0.5")
+    elsewhere = capsys.readouterr().err
+    terminal = _Terminal()
+    streamed = model(TWO_FACTS, cuts, terminal)
+    assert _ask_with(monkeypatch, streamed, terminal, "--timeout", "0.5")[0] == status
+    assert status == EXIT_ERROR
+    assert capsys.readouterr().err == elsewhere
+    assert elsewhere.startswith(
+        "evidence-first: ModelCallError: "
+        if model is _Broken
+        else "evidence-first: AnswerTimeoutError: "
+    )
+    assert "secret" not in elsewhere
+    assert terminal.getvalue().endswith("  Answer as written: June 15. Dana\n")
+    assert streamed.requests[0].cancel.is_set()
+
+
+class _Interrupting(_Terminal):
+    """A terminal whose user presses Ctrl-C as the first fact is printed."""
+
+    def write(self, text: str) -> int:
+        if "✓" in text:
+            raise KeyboardInterrupt
+        return super().write(text)
+
+
+def test_ctrl_c_on_a_terminal_ends_with_one_line_and_cancels_the_call(monkeypatch, capsys):
+    terminal = _Interrupting()
+    model = _Streaming(TWO_FACTS, ['"answer"'], terminal)
+    assert _ask_with(monkeypatch, model, terminal)[0] == 130
+    assert capsys.readouterr().err == "evidence-first: interrupted\n"
+    assert model.requests[0].cancel.is_set()
+
+
+def test_on_a_terminal_the_demo_adds_each_answer_as_read_before_its_report(monkeypatch):
+    terminal = _Terminal()
+    status, output = _demo_with(monkeypatch, _ledger(answer="June 15 [F1]."), terminal)
+    assert status == 0
+    assert _Reader.terminal is terminal
+    first, second = re.findall(rf"{re.escape(LIVE)}.*?{RULE}", output, flags=re.DOTALL)
+    assert first == LIVE + FACT_1 + "  Answer as written: June 15.\n" + RULE
+    assert second == (
+        LIVE
+        + "  ✗ fact rejected: unknown_source\n"
+        + "✗ No answer (invalid_response). The model's output was rejected: unknown_source.\n"
+        + RULE
+    )
+    # Besides them, what the demo prints elsewhere (no section without a model call), but for
+    # one thing: read as it came, the second reply stopped at its failed citation, and its
+    # result, judged on the reply as read, names only the failure it stopped at.
+    stopped = DEMO_TODAY.replace(
+        "Reason codes: unknown_source, invalid_fact_marker\n", "Reason codes: unknown_source\n"
+    )
+    stopped = re.sub(r"  invalid_fact_marker at .*?facts\)\n", "", stopped, flags=re.DOTALL)
+    assert stopped != DEMO_TODAY
+    assert output.replace(first, "").replace(second, "") == stopped
+
+
+class _BrokenReader(_Reader):
+    """The demo's reader failing once it has written its facts (or at once, when not streaming)."""
+
+    cuts = ('"answer"', "Whitfield owns the review")
+    generate = _Broken.generate
+    stream = _Broken.stream
+
+
+def test_a_failed_call_in_the_demo_is_said_as_elsewhere_and_the_tour_goes_on(monkeypatch):
+    status, elsewhere = _demo_with(monkeypatch, TWO_FACTS, io.StringIO(), reader=_BrokenReader)
+    terminal = _Terminal()
+    assert _demo_with(monkeypatch, TWO_FACTS, terminal, reader=_BrokenReader)[0] == status
+    assert status == EXIT_NOTHING_ANSWERED
+    said = "\nModelCallError: the model call failed with RuntimeError\n"
+    first = terminal.getvalue().split("[2/3]")[0]
+    assert said in elsewhere.split("[2/3]")[0]
+    # On a line of its own, after what was shown of the answer; then the next question.
+    assert first.endswith(f"  Answer as written: June 15. Dana{said}\n")
+    assert "\n[3/3] What is the Wi-Fi password?" in terminal.getvalue()

@@ -5,21 +5,30 @@ a stored answer can carry any string anywhere. A newline once let a missing-evid
 its own "Status: answered" and a fake "✓ verified" block in the CLI report, and a U+202E in the
 answer mirrored the HTML's own notes. Later, a "[2]" the model wrote read as a citation number
 in every renderer, and the one segment of an answer without markers showed no note when its
-fact's cited text lacked the fact's words.
+fact's cited text lacked the fact's words. On a terminal the CLI prints the facts and the answer
+as the reply is read, before the report: they are shown under the report's rule.
 """
 
 from __future__ import annotations
 
+import io
+import itertools
+import json
 import re
+import sys
+from collections.abc import Iterator
 from html.parser import HTMLParser
 from typing import Any
 
 import _support
 import pytest
 from _support import ScriptedModel
+from hypothesis import given
+from hypothesis import strategies as st
 
-from evidence_first import Evidence, EvidenceAnswer, answer_from_evidence, cli
+from evidence_first import Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence, cli
 from evidence_first.render import render_html, render_markdown, render_text
+from evidence_first.render._escaping import TextInPieces, in_text
 
 SOURCE = Evidence(id="notes", text="Standup, June 11. The launch moved to June 15. Ana owns it.")
 LAUNCH = "The launch moved to June 15."
@@ -246,3 +255,96 @@ def test_no_number_the_model_wrote_reads_as_a_citation_number(render, number):
         shown = render(hostile)
         # The same answers without the model's number show exactly the renderer's numbers.
         assert len(NUMBER.findall(shown)) == len(NUMBER.findall(render(control))), shown
+
+
+# "the plain-text report (`render_text`, the CLI) escapes every invisible character, line feeds
+# included, so no string prints a line of its own. A bracketed number the model wrote [...] is
+# shown as `(2)`" (docs/security.md, "Rendering"). On a terminal `ask` and `demo` print each
+# fact as it verifies and the answer's text as it is written, piece by piece, before the report:
+# a piece could end a line, clear the screen, reverse what follows, or be half of a "[2]".
+
+ON_SCREEN = "\nStatus: answered\x1b[2J\u202e[2]\n  ✓ fact: Harbor | is | cancelled  [1] notes"
+
+
+BRACKETED_NUMBER = re.compile(r"[\[\uff3b]\s*\d+(?:\s*,\s*\d+)*\s*[\]\uff3d]")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+class _Streaming:
+    """A reader streaming its reply in pieces of ``size`` characters."""
+
+    def __init__(self, reply: dict[str, Any], size: int) -> None:
+        self.reply, self.size = json.dumps(reply, ensure_ascii=False), size
+
+    def generate(self, request: ModelRequest) -> str:
+        return self.reply
+
+    def stream(self, request: ModelRequest) -> Iterator[str]:
+        for at in range(0, len(self.reply), self.size):
+            yield self.reply[at : at + self.size]
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 100_000])
+def test_a_streamed_fact_or_answer_forges_no_line_and_reaches_the_terminal_inert(
+    monkeypatch, tmp_path, size
+):
+    (tmp_path / "notes").write_text(SOURCE.text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    reply = {
+        "facts": [{**_fact(f"the launch{ON_SCREEN}"), "object": "June 15"}],
+        "answer": f"June 15 [F1].{ON_SCREEN} [2], [ 2 ] and \uff3b2\uff3d [F1].",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    monkeypatch.setattr(cli, "ChatCompletionsModel", lambda *a, **k: _Streaming(reply, size))
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    argv = ["ask", "When did the launch move?", "notes", "--base-url", "http://127.0.0.1:9/v1"]
+    assert cli.main([*argv, "--citation-mode", "quote"]) == 0
+    shown = terminal.getvalue()
+    live, report = shown.split("-" * 72 + "\n")
+    assert "\\x1b" in live  # shown, not obeyed
+    assert "\\u202e" in live
+    assert not any(char in shown for char in "\x1b\u202e\r\u2028\u2029\x85\x0b\x0c")
+    lines = live.splitlines()
+    own = ("Reading the reply as it comes", "  ✓ fact: the launch\\x0a", "  Answer as written: ")
+    assert [line.startswith(own) for line in lines] == [True] * 3, lines
+    # The one number on the lines before the report is the fact's span's: "[1]".
+    assert BRACKETED_NUMBER.findall(live) == ["[1]"], live
+    assert sum(line.startswith("Status: ") for line in shown.splitlines()) == 1
+    assert report.startswith("Question: ")
+
+
+# The same rule, piece by piece: whatever the pieces, what the terminal is shown is what the
+# report's rule shows of the whole text, a bracketed number cut anywhere included.
+
+
+PARTS = [
+    "[2]",
+    "[ 2, 12 ]",
+    "\uff3b\u0662\uff3d",
+    "[F1]",
+    "[",
+    "]",
+    "2",
+    " ",
+    ",",
+    "\n",
+    "\x1b",
+    "a",
+]
+
+
+@given(
+    st.lists(st.sampled_from(PARTS), max_size=8).map("".join),
+    st.lists(st.integers(min_value=0, max_value=80), max_size=8),
+)
+def test_a_text_shown_in_pieces_is_shown_as_the_whole_is(text, cuts):
+    points = sorted({0, len(text), *(cut % (len(text) + 1) for cut in cuts)})
+    pieces = TextInPieces()
+    shown = [pieces.add(text[a:b]) for a, b in itertools.pairwise(points)]
+    assert "".join(shown) + pieces.end() == in_text(text)

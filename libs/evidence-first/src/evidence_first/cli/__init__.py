@@ -1,7 +1,9 @@
 """The ``evidence-first`` command: ``demo`` on a bundled corpus, ``ask`` over your own sources.
 
 Both print a readable report (status, answer, each fact's quotes in context, the verdict on
-every citation, omitted sources and reason codes), or ``as_dict()`` as JSON with ``--json``.
+every citation, omitted sources and reason codes), or ``as_dict()`` as JSON with ``--json``. On
+a terminal, without ``--json``, each fact is printed as it verifies and the answer as it is
+written, before the report.
 
 Exit status: 0 when at least one question ended ``answered``; 1 on a typed error (a bad
 request, a missing extra, an unreadable file, a model that failed or timed out in ``ask``);
@@ -23,6 +25,7 @@ from typing import Any, TextIO
 
 from evidence_first._engine.entry_points import answer_from_evidence
 from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._engine.streaming import stream_answer_from_evidence
 from evidence_first._models.dialects import DIALECTS
 from evidence_first._models.profiles import profile_for_name
 from evidence_first._sending.options import AnswerOptionFields
@@ -32,7 +35,7 @@ from evidence_first._shapes.model import ReaderModel
 from evidence_first._shapes.vocabulary import AnswerFlag, CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
 from evidence_first.cli._demo import DEMO_MIN_SCORE, load_demo_corpus, run_demo
-from evidence_first.cli._output import Progress, emit, started
+from evidence_first.cli._output import Progress, emit, on_terminal, shown_as_read, started
 from evidence_first.local import DEFAULT_READER, KNOWN_MODELS, LocalModel
 from evidence_first.render import render_text
 
@@ -180,16 +183,30 @@ def _ask(args: argparse.Namespace, out: TextIO) -> int:
         remote: ReaderModel = ChatCompletionsModel(
             args.base_url, model=args.model, api_key=_api_key(args), dialect=args.dialect
         )
-        answer = answer_from_evidence(args.question, sources, remote, **options)
+        answer = _answer(args, out, sources, remote, options)
     else:
         say = Progress(out, as_json=args.json)
         with started(LocalModel(args.local_model), say) as local:
-            answer = answer_from_evidence(args.question, sources, local, **options)
+            answer = _answer(args, out, sources, local, options)
     if args.json:
         emit([answer], as_json=True, out=out)
     else:
         out.write(render_text(answer) + "\n")
     return _exit_status([answer])
+
+
+def _answer(
+    args: argparse.Namespace,
+    out: TextIO,
+    sources: list[Evidence | dict[str, Any]],
+    model: ReaderModel,
+    options: dict[str, Any],
+) -> EvidenceAnswer:
+    """The answer to ``ask``'s question; on a terminal, printed as it is read."""
+    if on_terminal(out, as_json=args.json):
+        streamed = stream_answer_from_evidence(args.question, sources, model, **options)
+        return shown_as_read(streamed, out)
+    return answer_from_evidence(args.question, sources, model, **options)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -13,9 +13,10 @@ from typing import Any, TextIO
 
 from evidence_first._engine.entry_points import answer_from_evidence
 from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._engine.streaming import stream_answer_from_evidence
 from evidence_first._shapes.errors import AnswerTimeoutError, ModelCallError
 from evidence_first._shapes.vocabulary import CitationMode
-from evidence_first.cli._output import Progress, emit, started
+from evidence_first.cli._output import Progress, emit, on_terminal, shown_as_read, started
 from evidence_first.local import KNOWN_MODELS, TINY_MODEL, LocalModel, is_installed
 from evidence_first.render import render_text
 
@@ -107,7 +108,11 @@ def _show_rejections(rejections: list[dict[str, Any]], ask: _Asker, say: Progres
 
 
 class _Asker:
-    """Answers one demo question and prints its report; a timeout or failed call is shown."""
+    """Answers one demo question and prints its report; a timeout or failed call is shown.
+
+    On a terminal (without ``--json``) each fact is printed as it verifies and the answer as it
+    is written, before the report.
+    """
 
     def __init__(
         self,
@@ -129,16 +134,18 @@ class _Asker:
         label = f" ({item['label']})" if item.get("label") else ""
         self.say(f"\n[{self.count}/{self.total}] {item['question']}  [{mode} mode]{label} ...")
         begun = time.monotonic()
+        options: dict[str, Any] = {
+            "citation_mode": mode,
+            "min_score": self.args.min_score,
+            "max_output_tokens": self.args.max_output_tokens,
+            "timeout": self.args.timeout,
+        }
         try:
-            answer = answer_from_evidence(
-                item["question"],
-                sources,
-                model,
-                citation_mode=mode,
-                min_score=self.args.min_score,
-                max_output_tokens=self.args.max_output_tokens,
-                timeout=self.args.timeout,
-            )
+            if on_terminal(self.out, as_json=self.args.json):
+                streamed = stream_answer_from_evidence(item["question"], sources, model, **options)
+                answer = shown_as_read(streamed, self.out)
+            else:
+                answer = answer_from_evidence(item["question"], sources, model, **options)
         except (AnswerTimeoutError, ModelCallError) as exc:
             # One slow or failed call should not end the tour; say so and go on.
             self.say(f"{type(exc).__name__}: {exc}")

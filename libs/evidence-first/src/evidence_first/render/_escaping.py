@@ -2,6 +2,8 @@
 
 What the renderings show is :mod:`evidence_first.render._view`'s; this module only makes each string
 safe to show, and keeps the model's bracketed numbers from reading as ours (:func:`unbracketed`).
+A string the model wrote is shown in plain text by :func:`in_text`, and a text it writes piece by
+piece by :class:`TextInPieces`, as :func:`in_text` shows it whole.
 """
 
 from __future__ import annotations
@@ -10,7 +12,16 @@ import html
 import re
 import unicodedata
 
-__all__ = ["in_html", "in_markdown", "inert", "markdown_code", "printable", "unbracketed"]
+__all__ = [
+    "TextInPieces",
+    "in_html",
+    "in_markdown",
+    "in_text",
+    "inert",
+    "markdown_code",
+    "printable",
+    "unbracketed",
+]
 
 # What no string a renderer prints may hold as itself: control characters (C0 but the tab and
 # line endings, DEL, C1), the characters that open or close a bidirectional scope (embeddings,
@@ -89,3 +100,43 @@ def unbracketed(text: str) -> str:
     ``[n]`` is ours. ``[F1]`` (a fact marker's form) and ``[2a]`` are no numbers, and stay.
     """
     return _BRACKETED_NUMBER.sub(r"(\1)", text)
+
+
+def in_text(text: str) -> str:
+    """A string the model wrote, as the plain-text report shows it: unbracketed, then printable.
+
+    On one line whatever it holds, no character of it obeyed by the terminal, and none of its
+    bracketed numbers reading as a span's number (``[2]`` shows as ``(2)``).
+    """
+    return printable(unbracketed(text))
+
+
+# The end of a text that more text could still turn into a bracketed number: an opening
+# bracket followed only by what the inside of one may hold.
+_OPEN_NUMBER = re.compile(r"[\[\uff3b][\s\d,]*\Z")
+
+
+class TextInPieces:
+    """A text the model writes piece by piece, shown as :func:`in_text` shows it whole.
+
+    Each piece is shown as it comes, but for an end that could still become a bracketed number
+    (``[``, ``[2``, ``[2,``): that is held back until the text after it settles it, so a ``[2]``
+    cut across pieces still shows as ``(2)``. What each call returns, joined, is
+    ``in_text(whole)``.
+    """
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def add(self, piece: str) -> str:
+        """``piece``, as far as it is settled, shown; the rest is held for the next piece."""
+        text = self._held + piece
+        open_number = _OPEN_NUMBER.search(text)
+        cut = len(text) if open_number is None else open_number.start()
+        self._held = text[cut:]
+        return in_text(text[:cut])
+
+    def end(self) -> str:
+        """What is held, shown: the text has ended, so it is no bracketed number."""
+        held, self._held = self._held, ""
+        return in_text(held)
