@@ -283,10 +283,11 @@ class _Terminal(io.StringIO):
             self.seen = self.getvalue()
             self._flushed.notify_all()
 
-    def shows(self, text: str) -> bool:
-        """Whether ``text`` is on the screen, waiting up to 5 s for it."""
+    def shows(self, text: str, after: int = 0) -> bool:
+        """Whether ``text`` is on the screen (past its first ``after`` characters), waiting up
+        to 5 s for it."""
         with self._flushed:
-            return self._flushed.wait_for(lambda: text in self.seen, timeout=5)
+            return self._flushed.wait_for(lambda: text in self.seen[after:], timeout=5)
 
 
 class _Streaming:
@@ -299,6 +300,7 @@ class _Streaming:
         self.pieces = [reply[a:b] for a, b in itertools.pairwise(starts)]
         self.terminal = terminal
         self.waits: dict[int, str] = {}
+        self.holds: set[int] = set()
         self.shown: list[bool] = []
         self.calls: list[str] = []
         self.requests: list[ModelRequest] = []
@@ -311,9 +313,12 @@ class _Streaming:
     def stream(self, request: ModelRequest) -> Iterator[str]:
         self.calls.append("stream")
         self.requests.append(request)
+        start = len(self.terminal.seen) if self.terminal is not None else 0
         for index, piece in enumerate(self.pieces):
             if index in self.waits and self.terminal is not None:
-                self.shown.append(self.terminal.shows(self.waits[index]))
+                self.shown.append(self.terminal.shows(self.waits[index], after=start))
+            if index in self.holds:
+                request.cancel.wait(5)  # the rest of the reply comes only when no one reads
             yield piece
 
 
@@ -374,6 +379,9 @@ class _Reader(_Streaming):
     def __init__(self, name: str) -> None:
         super().__init__(_Reader.reply, list(self.cuts), _Reader.terminal)
         self.title = f"reader {name}"
+        # The answer waits until its facts are on the screen, verified or rejected: the facts
+        # are read alone, as a model writing its reply sends them before its answer.
+        self.waits = {1: " fact"}
 
     reply = ""
     terminal: _Terminal | None = None
@@ -630,6 +638,7 @@ class _Interrupting(_Terminal):
 def test_ctrl_c_on_a_terminal_ends_with_one_line_and_cancels_the_call(monkeypatch, capsys):
     terminal = _Interrupting()
     model = _Streaming(TWO_FACTS, ['"answer"'], terminal)
+    model.holds = {1}  # the call is still answering when its user presses Ctrl-C
     assert _ask_with(monkeypatch, model, terminal)[0] == 130
     assert capsys.readouterr().err == "evidence-first: interrupted\n"
     assert model.requests[0].cancel.is_set()
