@@ -51,8 +51,17 @@ from typing import Any, Protocol
 from _common import machine_line
 from quality import MAX_CONTEXT_TOKENS, load_set, plan_one
 
-from evidence_first import Evidence, ModelRequest, ModelResponse
-from evidence_first._engine.plan import plan_answer
+from evidence_first import (
+    AnswerTextEvent,
+    Evidence,
+    EvidenceAnswer,
+    FactEvent,
+    ModelDelta,
+    ModelRequest,
+    ModelResponse,
+)
+from evidence_first._engine.plan import AnswerPlan, plan_answer
+from evidence_first._engine.streaming import stream_plan
 from evidence_first._sending.injection import DEFAULT_DEFENCES, Defences
 from evidence_first.adapters import AnswerOptions
 from evidence_first.cli import DEMO_MIN_SCORE, RECOMMENDED_MODE, load_demo_corpus
@@ -80,11 +89,12 @@ VARIANTS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
 
 @dataclass(frozen=True)
 class Asked:
-    """One question's request, as the engine plans it."""
+    """One question's request, as the engine plans it, and its plan."""
 
     set_name: str
     label: str
     request: ModelRequest
+    plan: AnswerPlan | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +143,7 @@ def demo_questions(local: LocalModel, defences: Defences = DEFAULT_DEFENCES) -> 
         )
         plan = plan_answer(options, item["question"], sources, _Planner(local))
         if plan.request is not None:  # a question with no source left is not sent
-            asked.append(Asked("demo", item["question"], plan.request))
+            asked.append(Asked("demo", item["question"], plan.request, plan))
     return asked
 
 
@@ -156,7 +166,7 @@ def project_questions(split: str) -> Callable[[LocalModel, Defences], list[Asked
                 max_context_tokens=MAX_CONTEXT_TOKENS,
             )
             assert plan.request is not None
-            asked.append(Asked(split, question.id, plan.request))
+            asked.append(Asked(split, question.id, plan.request, plan))
         return asked
 
     return planned
@@ -450,6 +460,177 @@ def reuse_table(local: LocalModel, sets: Sequence[str], chunks: Sequence[int]) -
     return "\n".join(lines)
 
 
+# --- the stream: when verified facts and the answer's text reach a reader ---
+
+FIRST_FACT_TARGET_S = 4.0
+AHEAD_TARGET_S = 2.0
+
+
+@dataclass(frozen=True)
+class Streamed:
+    """One question streamed: when each thing came, counted from the request."""
+
+    set_name: str
+    label: str
+    status: str
+    first_token_s: float | None
+    first_fact_s: float | None
+    first_text_s: float | None
+    full_s: float
+    output_tokens: int
+    tokens_before_first_fact: int | None
+    stopped_early: bool
+
+
+class _Clocked:
+    """The reader's stream, each piece's arrival time and the output tokens so far noted."""
+
+    def __init__(self, local: LocalModel) -> None:
+        self._local = local
+        self.profile = local.profile
+        self.marks: list[tuple[float, int]] = []
+        self.read_to_end = False  # False when the engine stopped reading the reply early
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        raise AssertionError("streamed only")
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        tokens = 0
+        for delta in self._local.stream(request):
+            tokens += len(delta.logprobs) if delta.logprobs else int(bool(delta.text))
+            self.marks.append((time.perf_counter(), tokens))
+            yield delta
+        self.read_to_end = True
+
+
+@dataclass
+class _Events:
+    """When the first verified fact and the answer's first character came, and the result."""
+
+    first_fact: float | None = None
+    first_text: float | None = None
+    final: EvidenceAnswer | None = None
+
+    def note(self, item: object, now: float) -> None:
+        if isinstance(item, FactEvent) and item.fact is not None:
+            self.first_fact = self.first_fact if self.first_fact is not None else now
+        elif isinstance(item, AnswerTextEvent) and item.text:
+            self.first_text = self.first_text if self.first_text is not None else now
+        elif isinstance(item, EvidenceAnswer):
+            self.final = item
+
+
+def streamed(local: LocalModel, asked: Asked) -> Streamed:
+    """Stream one planned question through the engine, timing its events."""
+    assert asked.plan is not None
+    clocked = _Clocked(local)
+    events = _Events()
+    began = time.perf_counter()
+    for item in stream_plan(asked.plan, clocked):
+        events.note(item, time.perf_counter() - began)
+    assert events.final is not None
+    marks = [(at - began, tokens) for at, tokens in clocked.marks]
+    before = None
+    if events.first_fact is not None:
+        before = max((tokens for at, tokens in marks if at <= events.first_fact), default=0)
+    return Streamed(
+        set_name=asked.set_name,
+        label=asked.label,
+        status=events.final.status,
+        first_token_s=marks[0][0] if marks else None,
+        first_fact_s=events.first_fact,
+        first_text_s=events.first_text,
+        full_s=time.perf_counter() - began,
+        output_tokens=marks[-1][1] if marks else 0,
+        tokens_before_first_fact=before,
+        stopped_early=not clocked.read_to_end,
+    )
+
+
+def stream_pass(args: argparse.Namespace) -> tuple[list[Streamed], int | None]:
+    """Each set's questions streamed on one fresh server."""
+    rows: list[Streamed] = []
+    with started(args.model, args.threads) as (local, _):
+        for set_name in args.sets:
+            for asked in PLANNERS[set_name](local, DEFAULT_DEFENCES)[: args.limit]:
+                row = streamed(local, asked)
+                print(
+                    f"stream {row.set_name} {row.label[:40]}: {row.full_s:.1f} s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                if args.json is not None:
+                    with args.json.open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(asdict(row)) + "\n")
+                rows.append(row)
+        threads = local.threads
+    return rows, threads
+
+
+def stream_table(rows: Sequence[Streamed], stored: dict[str, int] | None = None) -> str:
+    """The stream's figures by set, and the targets on the first fact."""
+    lines = [
+        "| questions | with a verified fact | first token to first verified fact (median s) "
+        "| first verified fact ahead of the full result (median s) | first token to the "
+        "answer's first character (median s) | full result (median s) | output tokens before "
+        "the first fact (median) | early stops | output tokens they spared |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for set_name in dict.fromkeys(row.set_name for row in rows):
+        lines.append(stream_row(set_name, [r for r in rows if r.set_name == set_name], stored))
+    return "\n".join(lines)
+
+
+def stream_row(set_name: str, runs: Sequence[Streamed], stored: dict[str, int] | None) -> str:
+    with_fact = [r for r in runs if r.first_fact_s is not None and r.first_token_s is not None]
+    to_fact = [_since(r.first_fact_s, r.first_token_s) for r in with_fact]
+    ahead = [_since(r.full_s, r.first_fact_s) for r in with_fact]
+    texts = [_since(r.first_text_s, r.first_token_s) for r in runs if r.first_text_s is not None]
+    before = [r.tokens_before_first_fact or 0 for r in with_fact]
+    early = [r for r in runs if r.stopped_early]
+    return (
+        f"| {set_name}: {len(runs)} | {len(with_fact)} "
+        f"| {_s(to_fact)} ({_target(to_fact, at_most=FIRST_FACT_TARGET_S)}) "
+        f"| {_s(ahead)} ({_target(ahead, at_least=AHEAD_TARGET_S)}) | {_s(texts)} "
+        f"| {_s([r.full_s for r in runs])} | {median(before) if before else '-'} "
+        f"| {len(early)} | {_spared(early, stored)} |"
+    )
+
+
+def _since(at: float | None, start: float | None) -> float:
+    assert at is not None
+    assert start is not None
+    return at - start
+
+
+def _target(values: Sequence[float], *, at_most: float = 0, at_least: float = 0) -> str:
+    """A median's target, and whether it is met."""
+    if at_most:
+        met = bool(values) and median(values) <= at_most
+        return f"target at most {at_most:g}: {'yes' if met else 'NO'}"
+    met = bool(values) and median(values) >= at_least
+    return f"target at least {at_least:g}: {'yes' if met else 'NO'}"
+
+
+def _spared(early: Sequence[Streamed], stored: dict[str, int] | None) -> str:
+    """The output tokens the early stops spared, against a stored run of whole replies."""
+    if stored is None:
+        return "-"
+    return str(sum(max(0, stored.get(r.label, r.output_tokens) - r.output_tokens) for r in early))
+
+
+def _s(values: Sequence[float]) -> str:
+    return f"{median(values):.1f}" if values else "-"
+
+
+def stored_output_tokens(path: Path | None) -> dict[str, int] | None:
+    """Each question's output tokens in a stored run of the request as sent (whole replies)."""
+    if path is None:
+        return None
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return {row["label"]: row["output_tokens"] for row in rows if row.get("variant") == "sent"}
+
+
 def load_runs(paths: Sequence[Path]) -> dict[str, list[Timing]]:
     """Stored runs (``--json`` files) by file name, without the extension."""
     return {
@@ -480,6 +661,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None, help="default: idle cores")
     parser.add_argument("--limit", type=int, default=None, help="the first N of each set")
     parser.add_argument("--json", type=Path, default=None, help="append each timing here")
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="stream each question through the engine: when its first verified fact and the "
+        "answer's first character come, against the full result",
+    )
+    parser.add_argument(
+        "--whole-run",
+        type=Path,
+        default=None,
+        help="with --stream: a stored run of whole replies, to count the output tokens early "
+        "stops spared",
+    )
     parser.add_argument(
         "--compare", type=Path, nargs="+", default=None, help="stored runs to set side by side"
     )
@@ -559,6 +753,12 @@ def main(argv: list[str] | None = None) -> int:
             print(reuse_table(local, args.sets, args.chunks))
         return 0
     print(machine_line())
+    if args.stream:
+        streams, threads = stream_pass(args)
+        print(f"Model: {KNOWN_MODELS[args.model].title}, llama.cpp, {threads} threads, streamed")
+        print("")
+        print(stream_table(streams, stored_output_tokens(args.whole_run)))
+        return 0
     rows, starts, sent_form, threads = passes(args)
     report = [
         f"Model: {KNOWN_MODELS[args.model].title}, llama.cpp, {threads} threads",
