@@ -32,11 +32,10 @@ from evidence_first._models.strict import (
 )
 from evidence_first._shapes.errors import InvalidRequestError, ModelCallError
 from evidence_first._shapes.limits import MAX_OUTPUT_TOKENS
-from evidence_first._shapes.model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
-from evidence_first._shapes.parts import TokenUsage
+from evidence_first._shapes.model import ModelRequest, ModelResponse, TokenLogprob
 from evidence_first._shapes.public import publish
 from evidence_first._transport.reading import ReplyLimits, read_reply, reply_limits
-from evidence_first._transport.stated import decoded, reply_count
+from evidence_first._transport.stated import OVER_LIMIT, decoded, logprob_entries, reply_usage
 
 __all__ = [
     "SCHEMA_NAME",
@@ -232,7 +231,7 @@ def _parse_reply(payload: Any, limits: ReplyLimits | None = None) -> ModelRespon
     logprobs = None
     if limits is None or limits.alternatives:
         read = _logprobs(choice.get("logprobs"), limits or _CONTRACT_LIMITS)
-        if read is _OVER_LIMIT:
+        if read is OVER_LIMIT:
             return ModelResponse(text="", over_limit="logprob_entries")
         logprobs = read if isinstance(read, tuple) else None
     return ModelResponse(
@@ -240,7 +239,7 @@ def _parse_reply(payload: Any, limits: ReplyLimits | None = None) -> ModelRespon
         text=text or "",
         tool_calls=tool_calls,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=_usage(payload.get("usage")),
+        usage=reply_usage(payload.get("usage")),
     )
 
 
@@ -250,7 +249,7 @@ def _first_choice(payload: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     Raises:
         ModelCallError: The reply is not a chat completion.
     """
-    choices = _field(payload, "choices") if isinstance(payload, dict) else None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
     text = message.get("content") if isinstance(message, dict) else None
@@ -260,21 +259,8 @@ def _first_choice(payload: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return choice, message
 
 
-def _usage(usage: object) -> TokenUsage:
-    """The token counts the reply reports, each a count (:func:`reply_count`) or ``None``."""
-    usage = usage if isinstance(usage, dict) else {}
-    details = usage.get("prompt_tokens_details")
-    details = details if isinstance(details, dict) else {}
-    return TokenUsage(
-        input_tokens=reply_count(usage.get("prompt_tokens")),
-        output_tokens=reply_count(usage.get("completion_tokens")),
-        cached_input_tokens=reply_count(details.get("cached_tokens")),
-    )
-
-
 # With no request at hand (the integrations read a framework's reply): the contract's largest.
 _CONTRACT_LIMITS = ReplyLimits(bytes=0, tokens=MAX_OUTPUT_TOKENS, alternatives=TOP_LOGPROBS)
-_OVER_LIMIT = object()
 
 
 def token_logprobs(logprobs: object) -> tuple[TokenLogprob, ...] | None:
@@ -290,48 +276,7 @@ def token_logprobs(logprobs: object) -> tuple[TokenLogprob, ...] | None:
 
 
 def _logprobs(logprobs: object, limits: ReplyLimits) -> tuple[TokenLogprob, ...] | object | None:
-    """:func:`token_logprobs` within ``limits``: the tokens, ``None``, or :data:`_OVER_LIMIT`.
-
-    The counts are checked before any entry is built, so a reply past them costs nothing more.
-    """
-    content = _field(logprobs, "content")
-    if not isinstance(content, (list, tuple)) or not content:
-        return None
-    if len(content) > limits.tokens:
-        return _OVER_LIMIT
-    tokens: list[TokenLogprob] = []
-    for item in content:
-        top = _field(item, "top_logprobs") or ()
-        if not isinstance(top, (list, tuple)):
-            return None
-        if len(top) > limits.alternatives:
-            return _OVER_LIMIT
-        token, logprob = _field(item, "token"), _field(item, "logprob")
-        choices = [(_field(choice, "token"), _field(choice, "logprob")) for choice in top]
-        if not all(_is_entry(t, lp) for t, lp in [(token, logprob), *choices]):
-            return None
-        tokens.append(
-            TokenLogprob(
-                token=token,
-                logprob=logprob,
-                top=tuple(TokenChoice(t, lp) for t, lp in choices),
-            )
-        )
-    return tuple(tokens)
-
-
-def _is_entry(token: object, logprob: object) -> bool:
-    """A token and its log-probability as the core's types take them, checked beforehand.
-
-    A JSON integer too large for a float would fail in the type's conversion: none is taken.
-    """
-    if isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
-        return False
-    return isinstance(token, str) and (isinstance(logprob, float) or abs(logprob) < 1 << 1000)
-
-
-def _field(source: object, name: str) -> Any:
-    return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+    return logprob_entries(logprobs, tokens=limits.tokens, alternatives=limits.alternatives)
 
 
 publish(globals())
