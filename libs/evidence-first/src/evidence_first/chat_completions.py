@@ -3,8 +3,9 @@
 It makes exactly one HTTP request per call (no retries, and a redirect is a failure, never
 followed), asks for the request's JSON schema as the response format (and, where the server
 returns them, the output's token log-probabilities), and maps the reply to a
-:class:`~evidence_first.ModelResponse`. Use it for llama.cpp, vLLM, Ollama's OpenAI endpoint,
-or a hosted API. What it sends a model follows the model's profile
+:class:`~evidence_first.ModelResponse`, or, streamed, its server-sent events to
+:class:`~evidence_first.ModelDelta` pieces. Use it for llama.cpp, vLLM, Ollama's OpenAI
+endpoint, or a hosted API. What it sends a model follows the model's profile
 (:func:`~evidence_first.profile_for`): found from the host and the model's name by the rule
 table, or given.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from evidence_first._models.dialects import DIALECTS, DialectName
@@ -32,9 +34,10 @@ from evidence_first._models.strict import (
 )
 from evidence_first._shapes.errors import InvalidRequestError, ModelCallError
 from evidence_first._shapes.limits import MAX_OUTPUT_TOKENS
-from evidence_first._shapes.model import ModelRequest, ModelResponse, TokenLogprob
+from evidence_first._shapes.model import ModelDelta, ModelRequest, ModelResponse, TokenLogprob
 from evidence_first._shapes.public import publish
 from evidence_first._transport.reading import ReplyLimits, read_reply, reply_limits
+from evidence_first._transport.sse import read_deltas
 from evidence_first._transport.stated import OVER_LIMIT, decoded, logprob_entries, reply_usage
 
 __all__ = [
@@ -165,6 +168,39 @@ class ChatCompletionsModel:
             request, model=self.model, seed=self.seed, profile=self.profile
         )
 
+    def stream_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body :meth:`stream` posts: :meth:`body`'s, streamed.
+
+        ``"stream": true``, and ``"stream_options": {"include_usage": true}`` where the
+        profile's ``stream_usage`` says the server takes it; nothing else differs.
+        """
+        body = self.body(request)
+        body["stream"] = True
+        if self.profile.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        """Send ``request`` once, streamed, and yield the reply's pieces as they arrive.
+
+        The same one request as :meth:`generate` (:meth:`stream_body`), its server-sent events
+        read (:mod:`evidence_first._transport.sse`) within the reply's limits and an allowance
+        for each event's envelope: past it the connection is closed and the last piece has
+        ``over_limit`` set, which the engine fails closed as ``response_too_large``. The usage
+        is read from the event that carries it (else none), and the log-probabilities from each
+        event. The connection is closed when ``request.cancel`` is set (the engine stops
+        waiting, or its stream is closed), at ``request.timeout``, which bounds the whole
+        stream, and when this iterator is closed. The async entry points run it on a worker
+        thread.
+
+        Raises:
+            ModelCallError: An HTTP error status, a redirect (never followed), a stream that
+                broke off, is malformed, or reports an error or a refusal.
+            TimeoutError: The stream did not end within ``request.timeout``.
+            AnswerCancelledError: ``request.cancel`` was set before it ended.
+        """
+        yield from read_deltas(self._http_request(self.stream_body(request)), request)
+
     def generate(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the message text, finish reason, tool calls and usage.
 
@@ -181,21 +217,22 @@ class ChatCompletionsModel:
             TimeoutError: No reply within ``request.timeout``.
             AnswerCancelledError: ``request.cancel`` was set before the reply was read.
         """
+        limits = reply_limits(request)
+        raw = read_reply(self._http_request(self.body(request)), request, limits)
+        if raw is None:
+            return ModelResponse(text="", over_limit="reply_bytes")
+        return _parse_reply(decoded(raw), limits)
+
+    def _http_request(self, body: dict[str, Any]) -> urllib.request.Request:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        body = self.body(request)
-        http_request = urllib.request.Request(
+        return urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode("utf-8"),
             headers=headers,
             method="POST",
         )
-        limits = reply_limits(request)
-        raw = read_reply(http_request, request, limits)
-        if raw is None:
-            return ModelResponse(text="", over_limit="reply_bytes")
-        return _parse_reply(decoded(raw), limits)
 
 
 def _checked_base_url(base_url: object) -> str:

@@ -19,7 +19,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -285,7 +285,7 @@ def read_stream(
     request: ModelRequest,
     limit: int,
     parser: StreamParser[T],
-) -> Iterator[T | None]:
+) -> Generator[T | None, None, None]:
     """Post ``http_request`` and yield the items ``parser`` reads of the reply as it arrives.
 
     The reply, its status line and headers included, is read up to ``limit`` bytes: past it the
