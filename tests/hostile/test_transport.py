@@ -11,7 +11,6 @@ socket no deadline closed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import socket
@@ -22,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _support import RawServer
 
 from evidence_first import (
     AnswerTimeoutError,
@@ -53,85 +53,6 @@ LEDGER = json.dumps(
 )
 SECRET = "sk-payload-TOPSECRET-0451"
 MB = 1 << 20
-
-
-class RawServer:
-    """A one-connection-at-a-time HTTP server on 127.0.0.1 that writes what ``respond`` yields.
-
-    It records each request's head, how many bytes it managed to send, and when the client
-    closed the connection.
-    """
-
-    def __init__(self, respond: Callable[[], Iterator[bytes]]) -> None:
-        self.respond = respond
-        self.sent = 0
-        self.heads: list[bytes] = []
-        self.closed = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._stop = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    @property
-    def url(self) -> str:
-        return f"{self.origin}/v1"
-
-    def close(self) -> None:
-        self._stop.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
-        self._listener.close()
-
-    def _serve(self) -> None:
-        with self._listener:
-            while not self._stop.is_set():
-                try:
-                    connection, _ = self._listener.accept()
-                except OSError:
-                    return
-                self._answer(connection)
-
-    def _answer(self, connection: socket.socket) -> None:
-        with connection:
-            self.heads.append(self._read_request(connection))
-            try:
-                for part in self.respond():
-                    if self._stop.is_set():
-                        return
-                    connection.sendall(part)
-                    self.sent += len(part)
-            except OSError:
-                self.closed.set()
-                return
-            # Everything written: wait for the client to close its end.
-            connection.settimeout(10)
-            try:
-                while connection.recv(65536):
-                    pass
-            except OSError:
-                pass
-            self.closed.set()
-
-    @staticmethod
-    def _read_request(connection: socket.socket) -> bytes:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += connection.recv(65536)
-        head, body = data.split(b"\r\n\r\n", 1)
-        length = next(
-            (
-                int(line.split(b":")[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length")
-            ),
-            0,
-        )
-        while len(body) < length:
-            body += connection.recv(65536)
-        return head
 
 
 @pytest.fixture
