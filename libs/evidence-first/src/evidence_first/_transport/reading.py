@@ -5,8 +5,11 @@ line and headers included, only up to :func:`reply_limits`, derived from the req
 ``max_response_chars``, ``max_tokens`` and the log-probabilities it asks for). Past the limit
 it stops and the connection is closed. A watch shuts the call's sockets when ``request.cancel``
 is set or ``request.timeout`` passes, however slowly the server writes, so no worker thread or
-socket outlives the wait. No exception it raises carries the reply's bytes, as a message, a
-cause or a context (:mod:`evidence_first._transport.stated` reads what the reply states).
+socket outlives the wait. :func:`read_stream` is the same exchange for a reply read as it
+arrives, handed to a parser (a streamed reply's server-sent events,
+:mod:`evidence_first._transport.sse`), the watch running while its caller holds the iterator.
+No exception either raises carries the reply's bytes, as a message, a cause or a context
+(:mod:`evidence_first._transport.stated` reads what the reply states).
 """
 
 from __future__ import annotations

@@ -60,9 +60,8 @@ _SKIPPED_FIELDS = (b"id", b"retry")
 
 
 def _malformed() -> ModelCallError:
-    return ModelCallError(
-        "the endpoint's stream is not a server-sent event stream", cause_type=None
-    )
+    msg = "the endpoint's stream is not a server-sent event stream"
+    return ModelCallError(msg, cause_type=None)
 
 
 class EventReader:
@@ -140,7 +139,8 @@ class EventReader:
 
 
 def _not_a_chunk() -> ModelCallError:
-    return ModelCallError("the endpoint's stream is not of chat completion chunks", cause_type=None)
+    msg = "the endpoint's stream is not of chat completion chunks"
+    return ModelCallError(msg, cause_type=None)
 
 
 class ChunkReader:
