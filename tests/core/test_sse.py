@@ -5,8 +5,9 @@ and malformed lines; the streamed request through the real class against a loopb
 (llama.cpp's chunk shape over HTTP/1.1 chunked encoding, OpenAI's over HTTP/1.0): one request,
 the body ``generate`` posts with ``stream`` set (and ``stream_options`` where the profile's
 ``stream_usage`` says), the usage read from the chunk that carries it, each chunk's
-log-probabilities joined, a tool call refused; an error status, a redirect, the timeout and a
-closed stream; and the same result as ``answer_from_evidence`` on the same reply.
+log-probabilities joined, a tool call refused; an error status, a redirect, the timeout, a
+cancellation and a closed stream; and the same result as ``answer_from_evidence`` on the same
+reply.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import pytest
 from _support import RawServer
 
 from evidence_first import (
+    AnswerCancelledError,
     AnswerTimeoutError,
     DecisionEvent,
     Evidence,
@@ -416,6 +418,21 @@ def test_closing_the_stream_closes_the_connection_within_a_second(serve):
     assert server.closed.wait(1), "the connection was left open"
     assert time.monotonic() - closed_at < 1
     assert _no_thread_left(before), "a thread was left reading"
+
+
+def test_cancelling_raises_from_the_iterator_and_closes_the_connection(serve):
+    before = _reading_threads()
+    server = _stalling(serve)
+    cancel = threading.Event()
+    model = ChatCompletionsModel(server.url)
+    stream = stream_answer_from_evidence(QUESTION, [SOURCE], model, cancel=cancel)
+    while not isinstance(next(stream), DecisionEvent):
+        pass
+    cancel.set()
+    with pytest.raises(AnswerCancelledError):
+        next(stream)
+    assert server.closed.wait(1)
+    assert _no_thread_left(before)
 
 
 def test_the_timeout_bounds_the_whole_stream_and_closes_the_connection(serve):
