@@ -50,6 +50,8 @@ def settings(values: Mapping[str, Any]) -> str:
             # A rule that names no dialect leaves the host to say whether they are asked for.
             where = "" if "dialect" in values else " (asked for on OpenAI's and Azure's hosts)"
             words.append(f"log-probabilities{where}")
+        elif field == "stream_usage":
+            words.append("a stream's usage asked for" if value else "no usage asked of a stream")
         elif field == "output_limit":
             words.append(f"the limit in `{value}`")
         elif field == "output_allowance":

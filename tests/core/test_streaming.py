@@ -36,6 +36,7 @@ from evidence_first import (
     ModelCallError,
     ModelDelta,
     ModelRequest,
+    ModelResponse,
     SourcesEvent,
     TokenChoice,
     TokenLogprob,
@@ -269,6 +270,30 @@ def test_a_reply_past_max_response_chars_stops_reading_as_response_too_large():
     assert final.reason_codes == ("response_too_large",)
     assert 50 < len(final.raw_response) <= 57
     assert not [e for e in events if isinstance(e, FactEvent)]
+
+
+@pytest.mark.parametrize("limit", ["reply_bytes", "logprob_entries"])
+def test_a_transports_limit_mid_stream_stops_reading_as_response_too_large(limit):
+    # A transport that stops reading at its documented limit says so on its last piece; the
+    # result is what a whole reply past the limit gives (`ModelResponse.over_limit`).
+    reply = json.dumps(REPLIES[0])
+
+    class Limited(Pieces):
+        def stream(self, request: ModelRequest) -> Iterator[str | ModelDelta]:
+            self.requests.append(request)
+            yield reply[:60]
+            yield ModelDelta(over_limit=limit)
+            yield reply[60:]  # never read
+
+    model = Limited(reply)
+    _, final = _run(model)
+    whole = answer_from_evidence(
+        QUESTION, SOURCES, _support.ScriptedModel(ModelResponse(text="", over_limit=limit))
+    )
+    assert final.reason_codes == ("response_too_large",)
+    assert final.as_dict() == whole.as_dict()
+    assert final.raw_response == ""
+    assert model.requests[0].cancel.is_set()  # the call was stopped
 
 
 def test_a_decision_below_the_floor_shows_no_text_and_never_stops_reading():

@@ -11,7 +11,6 @@ socket no deadline closed.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import socket
@@ -22,15 +21,18 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from _support import RawServer
 
 from evidence_first import (
     AnswerTimeoutError,
     Evidence,
+    EvidenceAnswer,
     ModelCallError,
     ModelRequest,
     aanswer_from_evidence,
     answer_from_evidence,
     cli,
+    stream_answer_from_evidence,
 )
 from evidence_first.chat_completions import ChatCompletionsModel
 
@@ -53,85 +55,6 @@ LEDGER = json.dumps(
 )
 SECRET = "sk-payload-TOPSECRET-0451"
 MB = 1 << 20
-
-
-class RawServer:
-    """A one-connection-at-a-time HTTP server on 127.0.0.1 that writes what ``respond`` yields.
-
-    It records each request's head, how many bytes it managed to send, and when the client
-    closed the connection.
-    """
-
-    def __init__(self, respond: Callable[[], Iterator[bytes]]) -> None:
-        self.respond = respond
-        self.sent = 0
-        self.heads: list[bytes] = []
-        self.closed = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._stop = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-
-    @property
-    def url(self) -> str:
-        return f"{self.origin}/v1"
-
-    def close(self) -> None:
-        self._stop.set()
-        with contextlib.suppress(OSError):
-            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
-        self._listener.close()
-
-    def _serve(self) -> None:
-        with self._listener:
-            while not self._stop.is_set():
-                try:
-                    connection, _ = self._listener.accept()
-                except OSError:
-                    return
-                self._answer(connection)
-
-    def _answer(self, connection: socket.socket) -> None:
-        with connection:
-            self.heads.append(self._read_request(connection))
-            try:
-                for part in self.respond():
-                    if self._stop.is_set():
-                        return
-                    connection.sendall(part)
-                    self.sent += len(part)
-            except OSError:
-                self.closed.set()
-                return
-            # Everything written: wait for the client to close its end.
-            connection.settimeout(10)
-            try:
-                while connection.recv(65536):
-                    pass
-            except OSError:
-                pass
-            self.closed.set()
-
-    @staticmethod
-    def _read_request(connection: socket.socket) -> bytes:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += connection.recv(65536)
-        head, body = data.split(b"\r\n\r\n", 1)
-        length = next(
-            (
-                int(line.split(b":")[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length")
-            ),
-            0,
-        )
-        while len(body) < length:
-            body += connection.recv(65536)
-        return head
 
 
 @pytest.fixture
@@ -522,3 +445,167 @@ def test_a_sync_model_raising_cancelled_error_by_itself_is_a_model_call_error():
 
     with pytest.raises(ModelCallError):
         answer_from_evidence(QUESTION, [SOURCE], Cancelling())
+
+
+# --- streamed replies: `stream_answer_from_evidence` through `ChatCompletionsModel` ---
+
+SSE_HEAD = b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\n"
+
+
+def _sse(chunk: dict[str, Any] | str) -> bytes:
+    data = chunk if isinstance(chunk, str) else json.dumps(chunk)
+    return f"data: {data}\n\n".encode()
+
+
+def _content(text: str) -> bytes:
+    return _sse({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]})
+
+
+def _streamed(model: ChatCompletionsModel, **options: Any) -> Any:
+    *_, final = stream_answer_from_evidence(QUESTION, [SOURCE], model, **options)
+    return final
+
+
+def _one_streamed_request(server: RawServer) -> bool:
+    (body,) = server.bodies
+    return json.loads(body)["stream"] is True
+
+
+def _stream_threads() -> set[threading.Thread]:
+    names = {"evidence-first-model-stream", "evidence-first-reply-watch"}
+    return {thread for thread in threading.enumerate() if thread.name in names}
+
+
+# "`ChatCompletionsModel` closes its connection when the engine stops waiting, however slowly
+# the server writes, so no thread or socket is left reading; a streamed reply's too, `timeout`
+# bounding the whole stream" (docs/security.md, "Timeouts and cancellation").
+
+
+@pytest.mark.parametrize("trickle", ["events", "one-event", "comments"])
+def test_a_stream_trickling_past_the_deadline_leaves_no_thread_or_socket_reading(
+    raw_server, trickle
+):
+    # Each write keeps a read from timing out: only the deadline of the whole stream stops it.
+    piece = {"events": _content(" "), "one-event": b" ", "comments": b": ping\n"}[trickle]
+
+    opening = b'data: {"choices": [{"delta": {"content": "' if trickle == "one-event" else b""
+
+    def respond() -> Iterator[bytes]:
+        yield SSE_HEAD + opening
+        for _ in range(600):  # every 50 ms, for 30 s
+            time.sleep(0.05)
+            yield piece
+
+    before = _stream_threads()
+    server = raw_server(respond)
+    started = time.monotonic()
+    with pytest.raises(AnswerTimeoutError):
+        _streamed(ChatCompletionsModel(server.url), timeout=0.5)
+    assert time.monotonic() - started < 2
+    assert _one_streamed_request(server)
+    assert server.closed.wait(2), "the connection was left open"
+    deadline = time.monotonic() + 2
+    while _stream_threads() - before and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _stream_threads() - before, "a thread was left reading"
+
+
+# "A streamed reply is read within the same limit and an allowance for each event's envelope;
+# past it the connection is closed and the answer is `response_too_large`" (docs/security.md,
+# "Bounded replies"; docs/providers.md, "What ChatCompletionsModel reads").
+
+
+@pytest.mark.parametrize("endless", ["comments", "empty-chunks", "role-chunks"])
+def test_an_endless_stream_fails_closed_at_its_limit(raw_server, endless):
+    # Nothing here adds to the text, so max_response_chars never stops it: the bytes must.
+    piece = {
+        "comments": b": " + b"x" * 1000 + b"\n",
+        "empty-chunks": _sse({"choices": [{"index": 0, "delta": {}}], "pad": "x" * 1000}),
+        "role-chunks": _sse({"choices": [{"delta": {"role": "assistant", "content": ""}}]}),
+    }[endless]
+
+    def respond() -> Iterator[bytes]:
+        yield SSE_HEAD
+        while True:
+            yield piece * 64
+
+    server = raw_server(respond)
+    started = time.monotonic()
+    answer = _streamed(ChatCompletionsModel(server.url), timeout=30)
+    assert answer.reason_codes == ("response_too_large",)
+    assert answer.raw_response == ""
+    assert time.monotonic() - started < 10
+    assert server.closed.wait(5)
+    assert server.sent < 8 * MB  # the limit's 2.8 MB, and what the sockets buffered
+    assert _one_streamed_request(server)
+
+
+@pytest.mark.parametrize("where", ["data", "comment"])
+def test_a_huge_event_fails_closed_and_is_not_read_further(raw_server, where):
+    line = b"data: " if where == "data" else b": "
+
+    def respond() -> Iterator[bytes]:
+        yield SSE_HEAD + _content("{") + line
+        for _ in range(40):  # 40 MB, never ended by a line end
+            yield b"x" * MB
+
+    server = raw_server(respond)
+    answer = _streamed(ChatCompletionsModel(server.url, logprobs=True), timeout=30)
+    assert answer.reason_codes == ("response_too_large",)
+    assert server.closed.wait(5)
+    assert server.sent < 20 * MB  # the rest was never read
+    assert _one_streamed_request(server)
+
+
+# "Our own transport builds no exception that holds a reply, so none is reachable through
+# `__cause__` or `__context__` either" (docs/security.md, "Errors and logs"): a stream's
+# events are the reply.
+
+MALFORMED_STREAMS = {
+    "json body": b'{"choices": [{"message": {"content": "' + SECRET.encode() + b'"}}]}\n\n',
+    "unknown field": SECRET.encode() + b": x\n\n",
+    "error field": b"error: " + SECRET.encode() + b"\n\n",
+    "error event": b"event: error\ndata: " + SECRET.encode() + b"\n\n",
+    "not json": _sse(f"not json {SECRET}"),
+    "not utf-8": b'data: {"choices": "' + SECRET.encode() + b'\xff\xfe"}\n\n',
+    "choices": _sse({"choices": SECRET}),
+    "delta": _sse({"choices": [{"delta": [SECRET]}]}),
+    "content": _sse({"choices": [{"delta": {"content": {"text": SECRET}}}]}),
+    "error object": _sse({"error": {"message": SECRET, "code": SECRET}}),
+    "refusal": _sse({"choices": [{"delta": {"refusal": f"I will not: {SECRET}"}}]}),
+    "cut off": _content(SECRET),
+}
+
+
+def _chunked(*parts: bytes) -> list[bytes]:
+    """A stream as llama.cpp sends one: HTTP/1.1 chunks, the last ending the body."""
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    return [head, *(b"%x\r\n%s\r\n" % (len(part), part) for part in parts), b"0\r\n\r\n"]
+
+
+@pytest.mark.parametrize("stream", MALFORMED_STREAMS, ids=list(MALFORMED_STREAMS))
+def test_no_payload_of_a_stream_is_reachable_from_the_error(raw_server, stream):
+    parts = _chunked(_content("{"), MALFORMED_STREAMS[stream])
+    server = raw_server(lambda: iter(parts))
+    model = ChatCompletionsModel(server.url, logprobs=True)
+    items: list[Any] = []
+    with pytest.raises(ModelCallError) as raised:
+        items.extend(stream_answer_from_evidence(QUESTION, [SOURCE], model))
+    assert not any(isinstance(item, EvidenceAnswer) for item in items)  # none is made up
+    assert _one_streamed_request(server)
+    for link in _chain(raised.value):
+        shown = [str(link), repr(link), *map(repr, link.args), repr(vars(link))]
+        assert not any(SECRET in text for text in shown), type(link)
+    assert SECRET not in "".join(traceback.format_exception(raised.value))
+
+
+def test_a_usage_count_out_of_bounds_in_a_stream_is_read_as_none(raw_server):
+    usage = {"prompt_tokens": int("9" * 401), "completion_tokens": 1 << 53}
+    events = [_content(LEDGER), _sse({"choices": [], "usage": usage}), _sse("[DONE]")]
+    server = raw_server(lambda: iter([SSE_HEAD, *events]))
+    answer = _streamed(ChatCompletionsModel(server.url))
+    assert answer.status == "answered"
+    assert answer.usage is not None
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (None, None)

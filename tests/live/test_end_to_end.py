@@ -19,7 +19,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.llms.openai_like import OpenAILike
 from llama_index.retrievers.bm25 import BM25Retriever
 
-from evidence_first import answer_from_evidence
+from evidence_first import DecisionEvent, answer_from_evidence, stream_answer_from_evidence
 from evidence_first.cli import DEMO_MIN_SCORE, RECOMMENDED_MODE, load_demo_corpus
 from langchain_evidence_first import EvidenceAnswerer
 from llama_index.response_synthesizers.evidence_first import EvidenceQueryEngine
@@ -120,6 +120,34 @@ def test_core_calls_the_tiny_model_once_in_each_mode(tiny_model, invariants, mod
     invariants(answer)
     assert calls == 1
     assert answer.model_called
+
+
+class CountingStream(CountingModel):
+    """:class:`CountingModel` that streams, as the local model does."""
+
+    def stream(self, request):
+        self.calls += 1
+        yield from self.model.stream(request)
+
+
+def test_the_tiny_model_streams_one_request_with_its_usage_and_log_probabilities(
+    tiny_model, invariants
+):
+    counting = CountingStream(tiny_model)
+    sources = [SOURCES[hit["id"]] for hit in QUESTION["retrieved"]]
+    *events, answer = stream_answer_from_evidence(
+        QUESTION["question"], sources, counting, max_output_tokens=384, timeout=LIVE_TIMEOUT
+    )
+    invariants(answer)
+    assert counting.calls == 1
+    assert answer.model_called
+    # Asked for (stream_usage): llama.cpp streams its usage chunk only then.
+    assert answer.usage is not None
+    assert answer.usage.output_tokens
+    # Each chunk's log-probabilities, joined, spell the ledger: its decision has a confidence.
+    for event in events:
+        if isinstance(event, DecisionEvent):
+            assert event.reader_confidence is not None
 
 
 @pytest.fixture

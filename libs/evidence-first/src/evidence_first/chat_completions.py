@@ -3,8 +3,9 @@
 It makes exactly one HTTP request per call (no retries, and a redirect is a failure, never
 followed), asks for the request's JSON schema as the response format (and, where the server
 returns them, the output's token log-probabilities), and maps the reply to a
-:class:`~evidence_first.ModelResponse`. Use it for llama.cpp, vLLM, Ollama's OpenAI endpoint,
-or a hosted API. What it sends a model follows the model's profile
+:class:`~evidence_first.ModelResponse`, or, streamed, its server-sent events to
+:class:`~evidence_first.ModelDelta` pieces. Use it for llama.cpp, vLLM, Ollama's OpenAI
+endpoint, or a hosted API. What it sends a model follows the model's profile
 (:func:`~evidence_first.profile_for`): found from the host and the model's name by the rule
 table, or given.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 from evidence_first._models.dialects import DIALECTS, DialectName
@@ -32,11 +34,11 @@ from evidence_first._models.strict import (
 )
 from evidence_first._shapes.errors import InvalidRequestError, ModelCallError
 from evidence_first._shapes.limits import MAX_OUTPUT_TOKENS
-from evidence_first._shapes.model import ModelRequest, ModelResponse, TokenChoice, TokenLogprob
-from evidence_first._shapes.parts import TokenUsage
+from evidence_first._shapes.model import ModelDelta, ModelRequest, ModelResponse, TokenLogprob
 from evidence_first._shapes.public import publish
 from evidence_first._transport.reading import ReplyLimits, read_reply, reply_limits
-from evidence_first._transport.stated import decoded, reply_count
+from evidence_first._transport.sse import read_deltas
+from evidence_first._transport.stated import OVER_LIMIT, decoded, logprob_entries, reply_usage
 
 __all__ = [
     "SCHEMA_NAME",
@@ -166,6 +168,39 @@ class ChatCompletionsModel:
             request, model=self.model, seed=self.seed, profile=self.profile
         )
 
+    def stream_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body :meth:`stream` posts: :meth:`body`'s, streamed.
+
+        ``"stream": true``, and ``"stream_options": {"include_usage": true}`` where the
+        profile's ``stream_usage`` says the server takes it; nothing else differs.
+        """
+        body = self.body(request)
+        body["stream"] = True
+        if self.profile.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        """Send ``request`` once, streamed, and yield the reply's pieces as they arrive.
+
+        The same one request as :meth:`generate` (:meth:`stream_body`), its server-sent events
+        read (:mod:`evidence_first._transport.sse`) within the reply's limits and an allowance
+        for each event's envelope: past it the connection is closed and the last piece has
+        ``over_limit`` set, which the engine fails closed as ``response_too_large``. The usage
+        is read from the event that carries it (else none), and the log-probabilities from each
+        event. The connection is closed when ``request.cancel`` is set (the engine stops
+        waiting, or its stream is closed), at ``request.timeout``, which bounds the whole
+        stream, and when this iterator is closed. The async entry points run it on a worker
+        thread.
+
+        Raises:
+            ModelCallError: An HTTP error status, a redirect (never followed), a stream that
+                broke off, is malformed, or reports an error or a refusal.
+            TimeoutError: The stream did not end within ``request.timeout``.
+            AnswerCancelledError: ``request.cancel`` was set before it ended.
+        """
+        yield from read_deltas(self._http_request(self.stream_body(request)), request)
+
     def generate(self, request: ModelRequest) -> ModelResponse:
         """Send ``request`` and return the message text, finish reason, tool calls and usage.
 
@@ -182,21 +217,22 @@ class ChatCompletionsModel:
             TimeoutError: No reply within ``request.timeout``.
             AnswerCancelledError: ``request.cancel`` was set before the reply was read.
         """
+        limits = reply_limits(request)
+        raw = read_reply(self._http_request(self.body(request)), request, limits)
+        if raw is None:
+            return ModelResponse(text="", over_limit="reply_bytes")
+        return _parse_reply(decoded(raw), limits)
+
+    def _http_request(self, body: dict[str, Any]) -> urllib.request.Request:
         headers = {"Content-Type": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        body = self.body(request)
-        http_request = urllib.request.Request(
+        return urllib.request.Request(
             f"{self.base_url}/chat/completions",
             data=json.dumps(body).encode("utf-8"),
             headers=headers,
             method="POST",
         )
-        limits = reply_limits(request)
-        raw = read_reply(http_request, request, limits)
-        if raw is None:
-            return ModelResponse(text="", over_limit="reply_bytes")
-        return _parse_reply(decoded(raw), limits)
 
 
 def _checked_base_url(base_url: object) -> str:
@@ -232,7 +268,7 @@ def _parse_reply(payload: Any, limits: ReplyLimits | None = None) -> ModelRespon
     logprobs = None
     if limits is None or limits.alternatives:
         read = _logprobs(choice.get("logprobs"), limits or _CONTRACT_LIMITS)
-        if read is _OVER_LIMIT:
+        if read is OVER_LIMIT:
             return ModelResponse(text="", over_limit="logprob_entries")
         logprobs = read if isinstance(read, tuple) else None
     return ModelResponse(
@@ -240,7 +276,7 @@ def _parse_reply(payload: Any, limits: ReplyLimits | None = None) -> ModelRespon
         text=text or "",
         tool_calls=tool_calls,
         finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        usage=_usage(payload.get("usage")),
+        usage=reply_usage(payload.get("usage")),
     )
 
 
@@ -250,7 +286,7 @@ def _first_choice(payload: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     Raises:
         ModelCallError: The reply is not a chat completion.
     """
-    choices = _field(payload, "choices") if isinstance(payload, dict) else None
+    choices = payload.get("choices") if isinstance(payload, dict) else None
     choice = choices[0] if isinstance(choices, list) and choices else None
     message = choice.get("message") if isinstance(choice, dict) else None
     text = message.get("content") if isinstance(message, dict) else None
@@ -260,21 +296,8 @@ def _first_choice(payload: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return choice, message
 
 
-def _usage(usage: object) -> TokenUsage:
-    """The token counts the reply reports, each a count (:func:`reply_count`) or ``None``."""
-    usage = usage if isinstance(usage, dict) else {}
-    details = usage.get("prompt_tokens_details")
-    details = details if isinstance(details, dict) else {}
-    return TokenUsage(
-        input_tokens=reply_count(usage.get("prompt_tokens")),
-        output_tokens=reply_count(usage.get("completion_tokens")),
-        cached_input_tokens=reply_count(details.get("cached_tokens")),
-    )
-
-
 # With no request at hand (the integrations read a framework's reply): the contract's largest.
 _CONTRACT_LIMITS = ReplyLimits(bytes=0, tokens=MAX_OUTPUT_TOKENS, alternatives=TOP_LOGPROBS)
-_OVER_LIMIT = object()
 
 
 def token_logprobs(logprobs: object) -> tuple[TokenLogprob, ...] | None:
@@ -290,48 +313,7 @@ def token_logprobs(logprobs: object) -> tuple[TokenLogprob, ...] | None:
 
 
 def _logprobs(logprobs: object, limits: ReplyLimits) -> tuple[TokenLogprob, ...] | object | None:
-    """:func:`token_logprobs` within ``limits``: the tokens, ``None``, or :data:`_OVER_LIMIT`.
-
-    The counts are checked before any entry is built, so a reply past them costs nothing more.
-    """
-    content = _field(logprobs, "content")
-    if not isinstance(content, (list, tuple)) or not content:
-        return None
-    if len(content) > limits.tokens:
-        return _OVER_LIMIT
-    tokens: list[TokenLogprob] = []
-    for item in content:
-        top = _field(item, "top_logprobs") or ()
-        if not isinstance(top, (list, tuple)):
-            return None
-        if len(top) > limits.alternatives:
-            return _OVER_LIMIT
-        token, logprob = _field(item, "token"), _field(item, "logprob")
-        choices = [(_field(choice, "token"), _field(choice, "logprob")) for choice in top]
-        if not all(_is_entry(t, lp) for t, lp in [(token, logprob), *choices]):
-            return None
-        tokens.append(
-            TokenLogprob(
-                token=token,
-                logprob=logprob,
-                top=tuple(TokenChoice(t, lp) for t, lp in choices),
-            )
-        )
-    return tuple(tokens)
-
-
-def _is_entry(token: object, logprob: object) -> bool:
-    """A token and its log-probability as the core's types take them, checked beforehand.
-
-    A JSON integer too large for a float would fail in the type's conversion: none is taken.
-    """
-    if isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
-        return False
-    return isinstance(token, str) and (isinstance(logprob, float) or abs(logprob) < 1 << 1000)
-
-
-def _field(source: object, name: str) -> Any:
-    return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
+    return logprob_entries(logprobs, tokens=limits.tokens, alternatives=limits.alternatives)
 
 
 publish(globals())

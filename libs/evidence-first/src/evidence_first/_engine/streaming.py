@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from typing_extensions import Unpack
 
@@ -165,7 +165,8 @@ class Reading:
 
     Attributes:
         stopped: Why reading stopped before the reply ended, if it did: ``"too_large"`` (the
-            text passed ``max_response_chars``) or ``"failed_citation"``.
+            text passed ``max_response_chars``, or the transport its limit) or
+            ``"failed_citation"``.
     """
 
     def __init__(self, plan: AnswerPlan) -> None:
@@ -183,6 +184,7 @@ class Reading:
         self._finish_reason: str | None = None
         self._usage: TokenUsage | None = None
         self._tool_calls: list[Any] = []
+        self._over_limit: Literal["reply_bytes", "logprob_entries"] | None = None
         self._whole: ModelResponse | None = None  # the reply of a model that does not stream
         self._facts: list[Fact] = []
         self._checks: list[CitationCheck] = []
@@ -210,7 +212,7 @@ class Reading:
             self._gather(piece)
         self._parts.append(text)
         self._length += len(text)
-        if self._length > self._plan.options.max_response_chars:
+        if self._length > self._plan.options.max_response_chars or self._over_limit:
             self.stopped = "too_large"  # settled: the reply cannot be read
             return []
         events: list[StreamEvent] = []
@@ -226,6 +228,7 @@ class Reading:
         self._finish_reason = piece.finish_reason or self._finish_reason
         self._usage = piece.usage or self._usage
         self._tool_calls += piece.tool_calls
+        self._over_limit = piece.over_limit or self._over_limit
 
     def _settle(self, item: ScanItem) -> list[StreamEvent]:
         if isinstance(item, DecisionRead):
@@ -320,6 +323,8 @@ class Reading:
         text = "".join(self._parts)
         if self._whole is not None:
             return self._whole
+        if self._over_limit is not None:  # as a transport's whole reply past its limit reads
+            return ModelResponse(text="", over_limit=self._over_limit)
         return ModelResponse(
             text=text,
             tool_calls=tuple(self._tool_calls),

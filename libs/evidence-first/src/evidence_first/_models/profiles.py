@@ -6,8 +6,9 @@ and what pays for that model (the reader's confidence floors, the answer policie
 citation mode). :func:`profile_for_name` finds it from the provider family a model is reached
 through and the model's name, by the rules of :mod:`evidence_first._models.rules`, each
 naming the documentation it follows. What a model refuses follows its name wherever it is
-reached (a gateway, a proxy, a loopback server); only the schema dialect, and whether
-log-probabilities come back, depend on where it is reached.
+reached (a gateway, a proxy, a loopback server); only the schema dialect, whether
+log-probabilities come back and whether a stream's usage is asked for depend on where it is
+reached.
 """
 
 from __future__ import annotations
@@ -88,6 +89,10 @@ class ModelProfile:
             against the same limit).
         logprobs: Whether token log-probabilities come back when asked, so the engine asks
             for them and reads the reader's confidence.
+        stream_usage: Whether a streamed request asks for its token usage
+            (``stream_options: {"include_usage": true}``), which the server then sends in a
+            last chunk; ``False``: nothing is asked, and a server that sends usage anyway is
+            still read.
         api: The API surface the call goes through.
         confidence_floors: The floor for the reader's confidence by citation mode, used when
             the caller leaves ``min_reader_confidence`` unset (``None``: no floor).
@@ -111,6 +116,7 @@ class ModelProfile:
     output_limit: OutputLimitField = "max_tokens"
     output_allowance: int = 0
     logprobs: bool = False
+    stream_usage: bool = False
     api: ApiSurface = "chat-completions"
     confidence_floors: Mapping[CitationMode, float | None] = dataclasses.field(default_factory=dict)
     flagged_floors: Mapping[CitationMode, float | None] = dataclasses.field(default_factory=dict)
@@ -158,7 +164,7 @@ def _field_checks(profile: ModelProfile) -> Iterator[tuple[str, str, bool]]:
     """Each field, what it must be and whether it is, checked in order as it is reached."""
     dialect, allowance, policies = profile.dialect, profile.output_allowance, profile.policies
     yield "dialect", f"None or one of {', '.join(DIALECTS)}", dialect is None or dialect in DIALECTS
-    for name in ("structured_output", "temperature", "logprobs", "cautious"):
+    for name in ("structured_output", "temperature", "logprobs", "stream_usage", "cautious"):
         yield name, "a bool", isinstance(getattr(profile, name), bool)
     limits = get_args(OutputLimitField)
     yield "output_limit", "max_tokens or max_completion_tokens", profile.output_limit in limits
@@ -205,6 +211,14 @@ _FAMILY_API: dict[ProviderFamily, ApiSurface] = {
 # and Azure OpenAI's chat completions; a server a rule names (the embedded reader's llama.cpp)
 # sets its own dialect and keeps them anywhere.
 _LOGPROB_FAMILIES = frozenset({"openai", "azure-openai"})
+# Where a streamed request asks for its usage: OpenAI's own API, for every chat model
+# (platform.openai.com/docs/api-reference/chat/create, stream_options.include_usage: "an
+# additional chunk will be streamed before the data: [DONE] message" holding the usage; without
+# it a stream carries none). Not Azure OpenAI's: its API versions before 2024-08-01-preview
+# refuse `stream_options` as an unrecognized argument (github.com/openai/openai-python/issues/
+# 1469), and a deployment's version is not known here; nor any other host, cautiously. A server
+# a rule names (the embedded models' llama.cpp) sets its own and keeps it anywhere.
+_STREAM_USAGE_FAMILIES = frozenset({"openai"})
 
 _VENDOR_NAMES: dict[Vendor, str] = {
     "openai": "OpenAI",
@@ -272,7 +286,10 @@ def profile_for_name(
 
 
 def _reached_through(family: ProviderFamily | None, key: str, settings: dict[str, Any]) -> None:
-    """Set what ``family`` decides where no rule did: the API, the dialect, log-probabilities."""
+    """Set what ``family`` decides where no rule did: the API, the dialect, the extras asked.
+
+    The extras: log-probabilities, and a streamed request's usage.
+    """
     names_dialect = "dialect" in settings
     if family is not None:
         settings.setdefault("api", _FAMILY_API.get(family, "chat-completions"))
@@ -280,6 +297,7 @@ def _reached_through(family: ProviderFamily | None, key: str, settings: dict[str
             settings["dialect"] = _family_dialect(family, key, settings)
             if family not in _LOGPROB_FAMILIES:
                 settings["logprobs"] = False
+            settings["stream_usage"] = family in _STREAM_USAGE_FAMILIES
     elif not names_dialect:
         settings["logprobs"] = False  # a caller's own model declares its own
 

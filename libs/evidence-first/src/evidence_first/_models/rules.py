@@ -68,10 +68,13 @@ _OPENAI_REASONING: dict[str, Any] = {
     "output_allowance": 25_000,
 }
 
-# The embedded models' server: llama.cpp's own documentation of its HTTP API.
+# The embedded models' server: llama.cpp's own documentation of its HTTP API, which sends the
+# chat completions options to OpenAI's; its source reads stream_options.include_usage and
+# streams the usage chunk only when it is set.
 _LLAMA_CPP_SERVER = (
     "github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md (json_schema as a "
-    "grammar; n_probs before sampling)"
+    "grammar; n_probs before sampling; a stream's usage as OpenAI's), tools/server/"
+    "server-task.cpp (stream_options.include_usage: the usage chunk only when set)"
 )
 
 PROFILE_RULES: tuple[ProfileRule, ...] = (
@@ -90,6 +93,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
             # (docs/local-reader.md, "Where the time goes").
             "dialect": "full",
             "logprobs": True,
+            "stream_usage": True,
             "citation_mode": "passage",
             # Chosen by benchmarks/reader_policies.py --choose on the tune runs (the project's
             # tune half, NQ-open's and ClapNQ's tune slices together, passage mode; quote mode
@@ -113,7 +117,7 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         "gemma-3-270m",
         "embedded",
         re.compile(r"^gemma-3-270m$"),
-        {"dialect": "llguidance", "logprobs": True},
+        {"dialect": "llguidance", "logprobs": True, "stream_usage": True},
         _LLAMA_CPP_SERVER,
         example="gemma-3-270m",
     ),

@@ -146,6 +146,9 @@ class ModelDelta:
         finish_reason: The provider's finish reason, on the last piece.
         usage: Token counts, on the piece that carries them (often the last).
         tool_calls: Tool calls, which make the reply invalid.
+        over_limit: Set by a transport that stopped reading the stream at its documented
+            limit, as :attr:`ModelResponse.over_limit`, on the last piece: the engine reads no
+            further and the answer fails closed as ``response_too_large``.
     """
 
     text: StrictStr = ""
@@ -153,6 +156,7 @@ class ModelDelta:
     finish_reason: str | None = None
     usage: TokenUsage | None = None
     tool_calls: tuple[Any, ...] = ()
+    over_limit: Literal["reply_bytes", "logprob_entries"] | None = None
 
 
 @runtime_checkable

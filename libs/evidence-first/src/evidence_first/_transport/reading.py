@@ -5,8 +5,11 @@ line and headers included, only up to :func:`reply_limits`, derived from the req
 ``max_response_chars``, ``max_tokens`` and the log-probabilities it asks for). Past the limit
 it stops and the connection is closed. A watch shuts the call's sockets when ``request.cancel``
 is set or ``request.timeout`` passes, however slowly the server writes, so no worker thread or
-socket outlives the wait. No exception it raises carries the reply's bytes, as a message, a
-cause or a context (:mod:`evidence_first._transport.stated` reads what the reply states).
+socket outlives the wait. :func:`read_stream` is the same exchange for a reply read as it
+arrives, handed to a parser (a streamed reply's server-sent events,
+:mod:`evidence_first._transport.sse`), the watch running while its caller holds the iterator.
+No exception either raises carries the reply's bytes, as a message, a cause or a context
+(:mod:`evidence_first._transport.stated` reads what the reply states).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, TypeVar
 
 from evidence_first._models.strict import TOP_LOGPROBS, connection_failure
 from evidence_first._shapes.errors import AnswerCancelledError, ModelCallError
@@ -33,7 +37,9 @@ __all__ = [
     "REPLY_BYTES_PER_TOKEN",
     "REPLY_ENVELOPE_BYTES",
     "ReplyLimits",
+    "StreamParser",
     "read_reply",
+    "read_stream",
     "reply_limits",
 ]
 
@@ -92,6 +98,10 @@ def reply_limits(request: ModelRequest) -> ReplyLimits:
 _WATCH_SECONDS = 0.05
 _CHUNK_BYTES = 65_536
 _TIMED_OUT = object()
+_ENDED = object()
+_PARSED = object()
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class _Sockets:
@@ -164,7 +174,7 @@ class _Watch:
 
 
 class _OverLimit(Exception):
-    """The reply passed its byte limit: raised by its reader, caught in :func:`_exchange`."""
+    """The reply passed its byte limit: raised by its reader, caught where it is read."""
 
 
 class _Counted(io.RawIOBase):
@@ -250,20 +260,84 @@ def _opener(sockets: _Sockets) -> urllib.request.OpenerDirector:
     return opener
 
 
-def _exchange(
-    opener: urllib.request.OpenerDirector,
+class StreamParser(Protocol[T_co]):
+    """What :func:`read_stream` hands a reply's body to, as it arrives.
+
+    ``feed`` takes each chunk of the body and gives the items it completes (it may raise a
+    ``ModelCallError`` on a malformed body, built of no reply byte); once ``done``, nothing more
+    is read. ``end`` is called when the body ended before the parser was done, and raises if
+    that cut it short.
+    """
+
+    @property
+    def done(self) -> bool:
+        """Whether the parser has read all it needs."""
+        ...
+
+    def feed(self, chunk: bytes) -> Iterable[T_co]:
+        """The items ``chunk`` completes."""
+        ...
+
+    def end(self) -> None:
+        """The body ended: raise if that is too early."""
+        ...
+
+
+def read_stream(
     http_request: urllib.request.Request,
-    timeout: float,
+    request: ModelRequest,
     limit: int,
-) -> bytes | ModelCallError | object | None:
-    """Post and read the reply's body: its bytes, ``None`` past ``limit``, or the failure.
+    parser: StreamParser[T],
+) -> Generator[T | None, None, None]:
+    """Post ``http_request`` and yield the items ``parser`` reads of the reply as it arrives.
+
+    The reply, its status line and headers included, is read up to ``limit`` bytes: past it the
+    connection is closed and ``None`` is the last item. The watch runs while the caller holds
+    the iterator, so ``request.timeout`` bounds the whole read and ``request.cancel`` stops it
+    at any time; closing the iterator closes the connection.
+
+    Raises:
+        ModelCallError: An HTTP error status, a failed connection, a broken-off or malformed
+            reply.
+        TimeoutError: The reply did not end within ``request.timeout``.
+        AnswerCancelledError: ``request.cancel`` was set before the reply ended.
+    """
+    sockets = _Sockets(limit)
+    with _Watch(request, sockets) as watch:
+        outcome = _open(_opener(sockets), http_request, request.timeout)
+        if not _is_failure(outcome):
+            with outcome as reply:  # closing the reply closes the connection (one request each)
+                outcome = yield from _parsed(reply, limit, parser)
+    # Each failure is raised here, after its handler ran: no exception of the exchange, which
+    # may hold the reply's bytes, is reachable as a cause or a context.
+    if watch.stopped == "cancel":
+        msg = "the model call was cancelled while its reply was read"
+        raise AnswerCancelledError(msg)
+    if watch.stopped == "deadline" or outcome is _TIMED_OUT:
+        msg = f"the endpoint did not reply within {request.timeout:g} s"
+        raise TimeoutError(msg)
+    if isinstance(outcome, ModelCallError):
+        raise outcome
+    if outcome is _ENDED:
+        parser.end()
+    if outcome is None:
+        yield None
+
+
+def _is_failure(outcome: object) -> bool:
+    return outcome is None or outcome is _TIMED_OUT or isinstance(outcome, ModelCallError)
+
+
+def _open(
+    opener: urllib.request.OpenerDirector, http_request: urllib.request.Request, timeout: float
+) -> Any:
+    """Post and open the reply: the reply, ``None`` past the limit, or the failure.
 
     A failure is returned, never raised here, so that the caller raises it outside every
-    handler: the exceptions caught below may hold the reply's bytes (an incomplete read's
-    ``partial``, a bad status line).
+    handler: the exceptions caught below may hold the reply's bytes (a bad status line).
     """
     try:
-        reply = opener.open(http_request, timeout=timeout)
+        return opener.open(http_request, timeout=timeout)
     except _OverLimit:
         return None
     except urllib.error.HTTPError as exc:
@@ -278,12 +352,14 @@ def _exchange(
         )
     except (OSError, http.client.HTTPException) as exc:
         return _broken_off(exc)
-    with reply:  # closing the reply closes the connection (urllib asks for one request each)
-        return _body(reply, limit)
 
 
-def _body(reply: http.client.HTTPResponse, limit: int) -> bytes | ModelCallError | object | None:
-    """:func:`_exchange`'s reading of the body, its failures returned likewise."""
+def _parsed(reply: Any, limit: int, parser: StreamParser[T]) -> Generator[T, None, object]:
+    """The items of the reply's body as it arrives; returns how reading ended.
+
+    ``_ENDED`` (the body ended), ``_PARSED`` (the parser was done first), ``None`` (past
+    ``limit``) or the failure, returned like :func:`_open`'s.
+    """
     declared = reply.headers.get("Content-Length")
     length = None if declared is None else reply_count(declared)
     if declared is not None and length is None:
@@ -291,15 +367,25 @@ def _body(reply: http.client.HTTPResponse, limit: int) -> bytes | ModelCallError
         return ModelCallError(msg, cause_type=None)
     if length is not None and length > limit:
         return None
-    chunks: list[bytes] = []
+    while not parser.done:
+        chunk = _chunk(reply)
+        if not isinstance(chunk, bytes):
+            return chunk
+        if not chunk:
+            return _ENDED
+        yield from parser.feed(chunk)
+    return _PARSED
+
+
+def _chunk(reply: Any) -> bytes | ModelCallError | object | None:
+    """The next bytes of the body: ``b""`` at its end, ``None`` past the limit, or a failure."""
     try:
-        while chunk := reply.read1(_CHUNK_BYTES):
-            chunks.append(chunk)
+        chunk: bytes = reply.read1(_CHUNK_BYTES)
     except _OverLimit:
         return None
     except (OSError, ValueError, http.client.HTTPException) as exc:
         return _broken_off(exc)
-    return b"".join(chunks)
+    return chunk
 
 
 def _broken_off(exc: Exception) -> ModelCallError | object:
@@ -312,6 +398,22 @@ def _broken_off(exc: Exception) -> ModelCallError | object:
     )
 
 
+class _Whole:
+    """The body as one piece: what :func:`read_reply` reads."""
+
+    done = False
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def feed(self, chunk: bytes) -> tuple[()]:
+        self.parts.append(chunk)
+        return ()
+
+    def end(self) -> None:
+        pass
+
+
 def read_reply(
     http_request: urllib.request.Request, request: ModelRequest, limits: ReplyLimits
 ) -> bytes | None:
@@ -322,17 +424,6 @@ def read_reply(
         TimeoutError: No whole reply within ``request.timeout``.
         AnswerCancelledError: ``request.cancel`` was set before the reply was read.
     """
-    sockets = _Sockets(limits.bytes)
-    with _Watch(request, sockets) as watch:
-        outcome = _exchange(_opener(sockets), http_request, request.timeout, limits.bytes)
-    # Each failure is raised here, after its handler ran: no exception of the exchange, which
-    # may hold the reply's bytes, is reachable as a cause or a context.
-    if watch.stopped == "cancel":
-        msg = "the model call was cancelled while its reply was read"
-        raise AnswerCancelledError(msg)
-    if watch.stopped == "deadline" or outcome is _TIMED_OUT:
-        msg = f"the endpoint did not reply within {request.timeout:g} s"
-        raise TimeoutError(msg)
-    if isinstance(outcome, ModelCallError):
-        raise outcome
-    return outcome if isinstance(outcome, bytes) else None
+    whole = _Whole()
+    past_limit = list(read_stream(http_request, request, limits.bytes, whole))  # [None] or []
+    return None if past_limit else b"".join(whole.parts)

@@ -1,9 +1,11 @@
 """What a reply states, read so that no exception carries its bytes.
 
-Its JSON (:func:`decoded`), its counts and where a redirect points. Every number a reply
-states (a usage count, ``Content-Length``, a redirect's port) is read by :func:`reply_count`
-alone, and a redirect is named by its origin alone: a hostile reply's bytes reach no message,
-cause or context.
+Its JSON (:func:`decoded`), its counts, its token usage and log-probabilities, and where a
+redirect points. Every number a reply states (a usage count, ``Content-Length``, a redirect's
+port) is read by :func:`reply_count` alone, and a redirect is named by its origin alone: a
+hostile reply's bytes reach no message, cause or context. Nothing here builds a value that
+could fail on what it reads (pydantic's errors quote their input): each part is checked by its
+type first, and a malformed ``usage`` or ``logprobs`` is read as none.
 """
 
 from __future__ import annotations
@@ -15,14 +17,20 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 from evidence_first._shapes.errors import ModelCallError
+from evidence_first._shapes.model import TokenChoice, TokenLogprob
+from evidence_first._shapes.parts import TokenUsage
 
 __all__ = [
     "LARGEST_COUNT",
+    "OVER_LIMIT",
     "acall_refusing_redirects",
     "call_refusing_redirects",
     "decoded",
+    "logprob_entries",
     "refused_redirect",
     "reply_count",
+    "reply_field",
+    "reply_usage",
     "status_failure",
 ]
 
@@ -57,6 +65,74 @@ def decoded(raw: bytes) -> Any:
         pass
     msg = "the endpoint's reply is not JSON"
     raise ModelCallError(msg, cause_type=None)
+
+
+def reply_usage(usage: object) -> TokenUsage:
+    """The token counts of a reply's ``usage``, each a count (:func:`reply_count`) or ``None``."""
+    usage = usage if isinstance(usage, dict) else {}
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    return TokenUsage(
+        input_tokens=reply_count(usage.get("prompt_tokens")),
+        output_tokens=reply_count(usage.get("completion_tokens")),
+        cached_input_tokens=reply_count(details.get("cached_tokens")),
+    )
+
+
+OVER_LIMIT = object()
+"""What :func:`logprob_entries` gives for more entries than its limits allow."""
+
+
+def logprob_entries(
+    logprobs: object, *, tokens: int, alternatives: int
+) -> tuple[TokenLogprob, ...] | object | None:
+    """A choice's ``logprobs`` as the core's tokens: the tokens, ``None``, or :data:`OVER_LIMIT`.
+
+    OpenAI and llama.cpp give ``{"content": [{"token", "logprob", "top_logprobs": [...]}]}``,
+    as JSON or as the openai SDK's objects; anything else in that place is read as none. More
+    than ``tokens`` entries, or an entry of more than ``alternatives`` most likely tokens, is
+    :data:`OVER_LIMIT`: the counts are checked before any entry is built, so a reply past them
+    costs nothing more.
+    """
+    content = reply_field(logprobs, "content")
+    if not isinstance(content, (list, tuple)) or not content:
+        return None
+    if len(content) > tokens:
+        return OVER_LIMIT
+    read: list[TokenLogprob] = []
+    for item in content:
+        top = reply_field(item, "top_logprobs") or ()
+        if not isinstance(top, (list, tuple)):
+            return None
+        if len(top) > alternatives:
+            return OVER_LIMIT
+        token, logprob = reply_field(item, "token"), reply_field(item, "logprob")
+        choices = [(reply_field(choice, "token"), reply_field(choice, "logprob")) for choice in top]
+        if not all(_is_entry(t, lp) for t, lp in [(token, logprob), *choices]):
+            return None
+        read.append(
+            TokenLogprob(
+                token=token,
+                logprob=logprob,
+                top=tuple(TokenChoice(t, lp) for t, lp in choices),
+            )
+        )
+    return tuple(read)
+
+
+def _is_entry(token: object, logprob: object) -> bool:
+    """A token and its log-probability as the core's types take them, checked beforehand.
+
+    A JSON integer too large for a float would fail in the type's conversion: none is taken.
+    """
+    if isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+        return False
+    return isinstance(token, str) and (isinstance(logprob, float) or abs(logprob) < 1 << 1000)
+
+
+def reply_field(source: object, name: str) -> Any:
+    """``source[name]`` of a JSON object, or the attribute of an SDK's object; else ``None``."""
+    return source.get(name) if isinstance(source, dict) else getattr(source, name, None)
 
 
 def status_failure(code: int, location: str | None, url: str) -> ModelCallError:

@@ -29,6 +29,7 @@ import json
 import os
 import threading
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -36,7 +37,7 @@ from typing import Any
 from evidence_first._models.dialects import DialectName
 from evidence_first._models.profiles import ModelProfile, profile_for_name
 from evidence_first._shapes.errors import LocalModelError
-from evidence_first._shapes.model import ModelRequest, ModelResponse
+from evidence_first._shapes.model import ModelDelta, ModelRequest, ModelResponse
 from evidence_first._shapes.public import publish
 from evidence_first._shapes.vocabulary import CitationMode
 from evidence_first.chat_completions import ChatCompletionsModel
@@ -274,6 +275,19 @@ class LocalModel:
         if prompts is not None:
             prompts.after(request.system)
         return response
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        """:meth:`generate`, streamed: one request, its reply's pieces as they arrive.
+
+        Through its server's server-sent events (:meth:`ChatCompletionsModel.stream`), the
+        system prompt's saved state restored before and saved after a stream read to its end.
+        """
+        prompts = self._prompts
+        if prompts is not None:
+            prompts.before(request.system)
+        yield from self.reader.stream(request)
+        if prompts is not None:
+            prompts.after(request.system)
 
     def tokenize(self, text: str) -> list[int]:
         """Tokenize ``text`` with the model's own tokenizer (llama.cpp ``/tokenize``)."""
