@@ -37,6 +37,7 @@ from evidence_first import (
     ModelCallError,
     ModelRequest,
     SourcesEvent,
+    TokenUsage,
     answer_from_evidence,
     astream_answer_from_evidence,
     stream_answer_from_evidence,
@@ -322,11 +323,11 @@ def test_the_streamed_answer_is_the_answer_to_the_same_reply_in_one_request(shap
     assert sent == {**posted, "stream": True}  # a loopback host: no stream_options
 
 
-def test_without_a_usage_chunk_the_usage_is_none(serve):
+def test_without_a_usage_chunk_the_usage_counts_nothing_as_a_whole_reply_without_usage(serve):
     server = serve([SSE_HEAD, *openai_events(usage=None)])
     _, final = _stream(ChatCompletionsModel(server.url))
     assert final.status == "answered"
-    assert final.usage is None
+    assert final.usage == TokenUsage()  # each count unknown, as a whole reply reads
 
 
 def test_a_tool_call_delta_makes_the_reply_invalid(serve):
@@ -347,13 +348,12 @@ def test_a_finish_reason_of_length_is_output_truncated(serve):
     ("chunk", "says"),
     [
         ({"error": {"message": SECRET, "type": "server_error"}}, "reported an error"),
-        ({**BASE, **_choice({"refusal": SECRET})}, "refused"),
         ({**BASE, "choices": SECRET}, "not of chat completion chunks"),
         ({**BASE, **_choice({"content": ["x", SECRET]})}, "not of chat completion chunks"),
     ],
-    ids=["error", "refusal", "choices", "content"],
+    ids=["error", "choices", "content"],
 )
-def test_an_error_or_refusal_mid_stream_is_a_model_call_error_naming_nothing(chunk, says, serve):
+def test_an_error_mid_stream_is_a_model_call_error_naming_nothing(chunk, says, serve):
     parts = openai_events()
     server = serve([SSE_HEAD, *parts[:3], _event(chunk), *parts[3:]])
     items: list[Any] = []
@@ -597,3 +597,12 @@ def test_the_usage_is_asked_for_where_the_profile_says(base_url, name, usage, mo
     assert sent == _streamed(posted, usage=usage)
     _, final = _stream(model)
     assert final.usage is not None  # OpenAI's shape, its usage chunk read
+
+
+def test_a_refusal_in_the_stream_is_no_content_as_in_a_whole_reply(serve):
+    # A refusal carries no ledger: the reply is judged on its content alone, whole or streamed.
+    refusal = {**BASE, **_choice({"refusal": SECRET})}
+    server = serve([SSE_HEAD, _event(refusal), *openai_events("")])
+    _, final = _stream(ChatCompletionsModel(server.url))
+    assert (final.status, final.reason_codes) == ("invalid_response", ("invalid_json",))
+    assert SECRET not in json.dumps(final.as_dict())

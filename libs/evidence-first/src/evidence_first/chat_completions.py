@@ -195,7 +195,7 @@ class ChatCompletionsModel:
 
         Raises:
             ModelCallError: An HTTP error status, a redirect (never followed), a stream that
-                broke off, is malformed, or reports an error or a refusal.
+                broke off, is malformed, or reports an error.
             TimeoutError: The stream did not end within ``request.timeout``.
             AnswerCancelledError: ``request.cancel`` was set before it ended.
         """

@@ -395,7 +395,13 @@ def merged(pieces: list[object]) -> ModelDelta:
 
 
 def _joined(deltas: list[ModelDelta]) -> ModelDelta:
-    """Deltas as one: texts and tokens joined, the last finish reason and usage given kept."""
+    """Deltas as one: texts and tokens joined, the last finish reason and usage given kept.
+
+    A piece at which a transport stopped reading ends them: what follows it is not read.
+    """
+    stop = next((i for i, delta in enumerate(deltas) if delta.over_limit is not None), None)
+    if stop is not None:
+        return ModelDelta(over_limit=deltas[stop].over_limit)
     logprobs = [delta.logprobs for delta in deltas if delta.logprobs is not None]
     return ModelDelta(
         text="".join(delta.text for delta in deltas),

@@ -159,8 +159,7 @@ class ChunkReader:
         """The event's delta, or ``None`` if it carries nothing (a role, an empty chunk).
 
         Raises:
-            ModelCallError: The event is no chat completion chunk, or reports an error or a
-                refusal.
+            ModelCallError: The event is no chat completion chunk, or reports an error.
         """
         chunk = decoded(data)
         if not isinstance(chunk, dict):
@@ -172,9 +171,7 @@ class ChunkReader:
         text = delta.get("content")
         if not isinstance(text, (str, type(None))):
             raise _not_a_chunk()
-        if delta.get("refusal"):
-            msg = "the model refused to answer (a refusal in its stream)"
-            raise ModelCallError(msg, cause_type=None)
+        # A refusal is no content: as in a whole reply, the ledger is judged without it.
         logprobs = self._logprobs(choice.get("logprobs"))
         if logprobs is OVER_LIMIT:
             return ModelDelta(over_limit="logprob_entries")
@@ -226,16 +223,21 @@ def read_deltas(
 
     Raises:
         ModelCallError: An HTTP error status, a redirect (never followed), a failed connection,
-            a stream that broke off, is malformed or reports an error or a refusal.
+            a stream that broke off, is malformed or reports an error.
         TimeoutError: The stream did not end within ``request.timeout``.
         AnswerCancelledError: ``request.cancel`` was set before it ended.
     """
     chunks = ChunkReader(reply_limits(request))
     events = read_stream(http_request, request, stream_limit(request), EventReader())
+    counted = False
     with contextlib.closing(events):  # closed on any exit: the connection with it
         for data in events:
             piece = ModelDelta(over_limit="reply_bytes") if data is None else chunks.read(data)
             if piece is not None:
+                counted = counted or piece.usage is not None
                 yield piece
                 if piece.over_limit is not None:
                     return
+    if not counted:
+        # As a whole reply without ``usage`` reads: counts, each unknown.
+        yield ModelDelta(usage=reply_usage(None))
