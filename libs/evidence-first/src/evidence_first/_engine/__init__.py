@@ -1,5 +1,5 @@
-"""One answer.
+"""One answer: the request checked and planned, the model called once, the reply judged.
 
-The request planned and checked, the model called once, the reply judged, the result built and
-judged again when stored.
+The result built from the judgment, and judged again however else it is built; the same, as
+the reply streams.
 """

@@ -1,5 +1,5 @@
-"""What a reply says.
+"""What a reply says: the ledger parsed, whole or as it streams, each citation verified.
 
-The ledger parsed, each citation verified and flagged, the fact-words and question-words checks,
-the reader's confidence.
+And flagged; whether a verified citation supports its fact and the question; the reader's
+confidence.
 """

@@ -1,5 +1,5 @@
-"""What every layer shares.
+"""What every layer shares: the vocabularies, limits, errors and the contract's shapes.
 
-The vocabularies and limits, Unicode text, the errors, `Evidence`, the parts of a result, the
+Unicode text, `Evidence`, the parts of a result and their offsets, the stream's events, the
 fact markers, the model contract, the ledger's models and verified spans.
 """

@@ -1,7 +1,5 @@
-"""The transport: what goes on the wire, below the engine.
+"""The wire: one request posted, its reply read within limits derived from the request.
 
-The schema dialects each provider accepts, the strict call's settings shared by every
-framework, and the provider-table shape the integrations fill in. It imports nothing of the
-engine or the citation styles, so the OpenAI-compatible client and the local reader build on
-it alone.
+Whole or as server-sent events, the connection closed past the limits or when the engine stops
+waiting; what a reply states (its numbers, its JSON, a redirect's origin) read strictly.
 """
