@@ -371,24 +371,26 @@ class Received:
 @dataclass
 class ServerSentEvents:
     """A streamed answer: each of ``events`` (a whole event, its blank line included) as it is,
-    ``interval`` seconds apart, the body ended by closing the connection.
+    ``interval`` seconds apart, the body ended by closing the connection; or
+    ``events(body)``, the events for the request's JSON body.
 
     Between events the server watches the connection: ``closed_at`` (``time.monotonic()``) is
     when it saw the client close it, after ``written`` events; ``None`` if the stream ended.
     """
 
-    events: Sequence[str]
+    events: Sequence[str] | Callable[[Any], Sequence[str]]
     interval: float = 0.0
     written: int = 0
     closed_at: float | None = None
 
-    def write(self, handler: BaseHTTPRequestHandler, status: int) -> None:
+    def write(self, handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
         handler.send_response(status)
         handler.send_header("Content-Type", "text/event-stream")
         handler.send_header("Connection", "close")
         handler.end_headers()
         handler.close_connection = True
-        for index, event in enumerate(self.events):
+        events = self.events(body) if callable(self.events) else self.events
+        for index, event in enumerate(events):
             if index and self._closed(handler.connection, self.interval):
                 return
             try:
@@ -477,6 +479,14 @@ class Loopback:
         self.status, self.reply, self.delay = status, reply, delay
         return self
 
+    def streaming(
+        self, events: Sequence[str] | Callable[[Any], Sequence[str]], interval: float = 0.0
+    ) -> ServerSentEvents:
+        """Answer every later request with 200 and ``events`` (:class:`ServerSentEvents`)."""
+        streamed = ServerSentEvents(events, interval)
+        self.answering(200, streamed)
+        return streamed
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
@@ -512,7 +522,7 @@ class Loopback:
                 time.sleep(server.delay)
                 reply = server._answer_for(self.path, body)
                 if isinstance(reply, ServerSentEvents):
-                    reply.write(self, server.status)
+                    reply.write(self, server.status, body)
                     return
                 payload = json.dumps(reply).encode()
                 try:
