@@ -315,3 +315,20 @@ async def test_a_provider_error_raises_from_the_stream_after_one_request(mode, p
     assert "crafted" not in str(streamed.value)
     del streamed, invoked
     gc.collect()
+
+
+@PROVIDERS
+@MODES
+async def test_a_redirected_stream_is_refused_after_one_request(mode, provider, loopback_server):
+    elsewhere = loopback_server(keep_alive=False)
+    elsewhere.streaming(CLASSES[provider][1])
+    endpoint = loopback_server(keep_alive=False).answering(307, ERRORS[provider])
+    endpoint.headers = {"Location": f"{elsewhere.url}/collect"}
+    answerer = EvidenceAnswerer(llm=CLASSES[provider][0](endpoint.url), output="message")
+    with pytest.raises(ModelCallError) as refused:
+        await _streamed(answerer, mode)
+    assert "HTTP 307" in str(refused.value)
+    assert elsewhere.url in str(refused.value)  # the origin it pointed to, not its path
+    assert "/collect" not in str(refused.value)
+    assert len(endpoint.requests) == 1
+    assert elsewhere.requests == []
