@@ -92,8 +92,9 @@ class EvidenceAnswerer(
     citation names a source that was sent and quotes it exactly (``"answer"``, the default),
     or an ``AIMessage`` holding it, with the call's ``usage_metadata``, for chains that go on
     with a parser or a chat UI (``"message"``). Every Runnable entry point (invoke, ainvoke,
-    batch, abatch, stream and astream, with one final chunk) returns the chosen output, and
-    ``OutputType`` and ``output_schema`` name it.
+    batch, abatch) returns the chosen output, and ``OutputType`` and ``output_schema`` name
+    it; :meth:`stream` and :meth:`astream` yield the final answer, or the message's chunks,
+    its verified text as it arrives, and pass each event on as a custom event.
 
     Example:
         .. code-block:: python
