@@ -47,8 +47,8 @@ from dataclasses import dataclass
 
 from evidence_first._engine.entry_points import arun_plan, run_plan
 from evidence_first._engine.plan import aplan_answer, plan_answer
-from evidence_first._engine.streaming import astream_plan, stream_plan
 from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._engine.streaming import astream_plan, stream_plan
 from evidence_first._models.dialects import DIALECTS, Dialect, DialectName
 from evidence_first._models.once import warn_once
 from evidence_first._models.profiles import (
@@ -118,10 +118,10 @@ __all__ = [
     "UnenforcedSettingsWarning",
     "aanswer_selection",
     "acall_refusing_redirects",
-    "aplan_answer",
-    "astream_plan",
     "answer_metadata",
     "answer_selection",
+    "aplan_answer",
+    "astream_plan",
     "call_refusing_redirects",
     "chat_completions_settings",
     "checked_int",
