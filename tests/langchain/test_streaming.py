@@ -100,6 +100,7 @@ class PiecesChatModel(BaseChatModel):
     pause: float = 0.0
     fail_at: int | None = None
     fail: Exception = RuntimeError("provider said: sk-secret-payload")
+    tool_call: bool = False
 
     @property
     def _llm_type(self) -> str:
@@ -136,6 +137,9 @@ class PiecesChatModel(BaseChatModel):
             if self.pause_from is not None and index >= self.pause_from:
                 time.sleep(self.pause)
             yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+        if self.tool_call:
+            call = {"name": "search", "args": "{}", "id": "call_1", "index": 0}
+            yield ChatGenerationChunk(message=AIMessageChunk(content="", tool_call_chunks=[call]))
         last = AIMessageChunk(
             content="", usage_metadata=USAGE, response_metadata={"finish_reason": "stop"}
         )
@@ -295,6 +299,14 @@ async def test_a_chain_streams_its_input_into_one_call(mode):
     pieces = await _chunks(chain, mode, "When is the launch?")
     assert "".join(pieces) == "The launch is on June 15."
     assert model.calls == ["stream"]
+
+
+@MODES
+async def test_a_tool_call_in_the_stream_makes_the_reply_invalid(mode):
+    chunks = await _chunks(EvidenceAnswerer(llm=_model(ANSWERED, tool_call=True)), mode)
+    (answer,) = chunks
+    assert answer.status == "invalid_response"
+    assert "tool_call_not_allowed" in answer.reason_codes
 
 
 # Each event as it happens.

@@ -206,7 +206,8 @@ class StrictChatModel:
         ``getattr`` until every profile has it), or the chat model is set to ask: ChatOpenAI
         sets its own ``stream_usage`` for OpenAI's API with its default client only, since
         "many non-OpenAI endpoints do not support streaming token usage" (langchain-openai's
-        ``BaseChatOpenAI.openai_api_base``), and ChatAnthropic's is ``True`` by default.
+        ``BaseChatOpenAI.openai_api_base``), and ChatAnthropic's ``stream_usage`` is ``True`` by
+        default (langchain-anthropic).
         """
         own = getattr(self.stream_chat or self.chat, "stream_usage", None)
         if own is False:
@@ -424,9 +425,9 @@ def _response(message: object) -> ModelResponse:
 class _Deltas:
     """A stream's chunks as the core's pieces, each carrying the usage reported so far.
 
-    Providers report usage in parts (Anthropic's input tokens and output tokens come on
-    different events in some releases), which langchain-core adds up as it merges chunks
-    (``add_usage``); the core keeps the last usage a piece gives, so each piece gives the sum.
+    A provider may report usage in parts, over several chunks, which langchain-core adds up
+    as it merges them (``add_usage``); the core keeps the last usage a piece gives, so each
+    piece gives the sum so far.
     """
 
     def __init__(self) -> None:
