@@ -263,6 +263,8 @@ PROVIDER_MODULES = {
 SUBCLASS_HOOKS = {
     "_call_with_config",
     "_acall_with_config",
+    "_transform_stream_with_config",
+    "_atransform_stream_with_config",
     "_get_prompts",
     "_update_prompts",
     "_get_prompt_modules",

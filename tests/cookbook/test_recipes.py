@@ -14,8 +14,10 @@ import logging
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import httpx
 import pytest
@@ -40,6 +42,7 @@ RECIPES = [
     "07_flagged_citations",
     "08_bulk_answering_on_ray",  # runs on a local Ray in test_ray_recipe.py
     "09_follow_up_retrieval",
+    "10_streaming_chat",
 ]
 STATUSES = {"answered", "insufficient_evidence", "invalid_response"}
 
@@ -472,3 +475,91 @@ def test_follow_up_recipe_finds_the_room_on_the_second_hop(capsys):
     assert f"hop 1: queries [{MISSING_ROOM!r}]" in out
     assert "retrieved ['platform-rooms'], new ['platform-rooms']" in out
     assert str(result.answer) in out
+
+
+# 10. A chat that streams verified text in LangGraph.
+
+
+def _standup_ledger(answer: str, quote: str) -> dict[str, Any]:
+    citation = {"source_id": "standup-06-11", "quote": quote}
+    fact = {"subject": "standup", "relation": "says", "object": quote, "citations": [citation]}
+    return {"facts": [fact], "answer": answer, "inference": None, "missing_evidence": []}
+
+
+LAUNCH = _standup_ledger("The launch moved to June 15 [F1].", "the launch moved to June 15")
+OWNER = _standup_ledger("Ravi owns the launch checklist [F1].", "Ravi owns the launch checklist")
+
+
+def _typing_model(*replies: str) -> Any:
+    """``GenericFakeChatModel``, streaming each reply word by word as a model types it."""
+    from langchain_core.language_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+
+    class Typing(GenericFakeChatModel):
+        def _stream(self, *args: Any, **kwargs: Any) -> Any:
+            for chunk in super()._stream(*args, **kwargs):
+                time.sleep(0.01)
+                yield chunk
+
+    return Typing(messages=iter([AIMessage(reply) for reply in replies]))
+
+
+@pytest.mark.filterwarnings("ignore::langchain_evidence_first.UnenforcedSettingsWarning")
+def test_streaming_chat_recipe_streams_verified_text_and_keeps_each_turn(capsys):
+    from langchain_evidence_first import answer_of
+
+    module = recipe("10_streaming_chat")
+
+    messages = module.chat(_typing_model(json.dumps(LAUNCH), json.dumps(OWNER)))
+
+    assert [type(message).__name__ for message in messages] == [
+        "HumanMessage",
+        "AIMessage",
+        "HumanMessage",
+        "AIMessage",
+    ]
+    assert [message.text for message in messages[1::2]] == [
+        "The launch moved to June 15.",
+        "Ravi owns the launch checklist.",
+    ]
+    assert [answer_of(message).status for message in messages[1::2]] == ["answered"] * 2
+    out = capsys.readouterr().out
+    assert "> When is the launch?\nThe launch moved to June 15.\n" in out
+    assert "> Who owns the launch checklist?\nRavi owns the launch checklist.\n" in out
+
+
+@pytest.mark.filterwarnings("ignore::langchain_evidence_first.UnenforcedSettingsWarning")
+def test_streaming_chat_recipe_writes_text_as_it_comes_and_never_the_ledger():
+    from langchain_core.messages import HumanMessage
+
+    module = recipe("10_streaming_chat")
+    graph = module.build_chat(_typing_model(json.dumps(LAUNCH)))
+    turn = {"messages": [HumanMessage("When is the launch?")]}
+    config = {"configurable": {"thread_id": "t"}}
+
+    streamed = list(graph.stream(turn, config, stream_mode=["custom", "messages"]))
+
+    texts = [data["text"] for mode, data in streamed if mode == "custom"]
+    assert len(texts) > 1  # piece by piece, as the model wrote it
+    assert "".join(texts) == "The launch moved to June 15."
+    ((message, metadata),) = [data for mode, data in streamed if mode == "messages"]
+    assert metadata["langgraph_node"] == "answer"  # the node's message, no token of the ledger
+    assert message.text == "The launch moved to June 15."
+
+
+@pytest.mark.filterwarnings("ignore::langchain_evidence_first.UnenforcedSettingsWarning")
+def test_streaming_chat_recipe_replaces_text_a_late_failure_withdrew(capsys):
+    from langchain_evidence_first import answer_of
+
+    module = recipe("10_streaming_chat")
+    whole = json.dumps(LAUNCH)
+    cut = whole[: whole.index('"inference"')]  # the reply ends after its answer
+
+    (_, kept) = module.chat(_typing_model(cut), ["When is the launch?"])
+
+    answer = answer_of(kept)
+    assert answer.status == "invalid_response"
+    assert kept.text.startswith("No answer (invalid_response).")
+    assert "June 15" not in kept.text  # the kept message is the sentence alone
+    out = capsys.readouterr().out
+    assert f"The launch moved to June 15.\n(withdrawn) {kept.text}\n" in out

@@ -8,7 +8,9 @@ that fails verification included) never reaches a chat UI.
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -16,7 +18,12 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    HumanMessage,
+    message_chunk_to_message,
+)
 from langgraph.graph import START, MessagesState, StateGraph
 
 from langchain_evidence_first import EvidenceAnswerer, answer_of
@@ -59,18 +66,19 @@ def _input(question: str) -> dict[str, Any]:
     return {"question": question, "sources": SOURCES}
 
 
-def _last(chunks: list[Any]) -> Any:
-    return chunks[-1]
+def _merged(chunks: list[Any]) -> Any:
+    # A node keeps the message its chunks add up to.
+    return message_chunk_to_message(functools.reduce(operator.add, chunks))
 
 
-async def _alast(answerer: EvidenceAnswerer, question: str) -> Any:
-    return [chunk async for chunk in answerer.astream(_input(question))][-1]
+async def _amerged(answerer: EvidenceAnswerer, question: str) -> Any:
+    return _merged([chunk async for chunk in answerer.astream(_input(question))])
 
 
 SYNC_CALLS: dict[str, Callable[[EvidenceAnswerer, str], Any]] = {
     "invoke": lambda answerer, question: answerer.invoke(_input(question)),
     "batch": lambda answerer, question: answerer.batch([_input(question)])[0],
-    "stream": lambda answerer, question: _last(list(answerer.stream(_input(question)))),
+    "stream": lambda answerer, question: _merged(list(answerer.stream(_input(question)))),
 }
 
 
@@ -82,7 +90,7 @@ async def _abatch(answerer: EvidenceAnswerer, question: str) -> Any:
     return (await answerer.abatch([_input(question)]))[0]
 
 
-ASYNC_CALLS = {"ainvoke": _ainvoke, "abatch": _abatch, "astream": _alast}
+ASYNC_CALLS = {"ainvoke": _ainvoke, "abatch": _abatch, "astream": _amerged}
 
 
 def _sync_graph(answerer: EvidenceAnswerer, call: Callable[..., Any]) -> Any:
@@ -165,10 +173,10 @@ async def test_astream_events_exclude_tags_drops_the_raw_model_tokens():
     ledger_events = [
         event for event in everything if "evidence_first.ledger" in event.get("tags", [])
     ]
+    # The reply is left at its failed citation, so its run ends early, without on_chat_model_end.
     assert {event["event"] for event in ledger_events} >= {
         "on_chat_model_start",
         "on_chat_model_stream",
-        "on_chat_model_end",
     }
 
     kept = [

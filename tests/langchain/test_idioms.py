@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import operator
 from typing import Any
 
 import _support
@@ -10,7 +12,7 @@ import pytest
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.load import dumpd
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, message_chunk_to_message
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
@@ -272,21 +274,30 @@ async def test_abatch_of_a_rag_chain_returns_texts(retriever, quoting_model):
     assert texts == [LAUNCH, "The budget review is on Friday"]
 
 
-def test_stream_yields_one_final_message(quoting_model):
+def _merged(chunks: list[Any]) -> AIMessage:
+    return message_chunk_to_message(functools.reduce(operator.add, chunks))
+
+
+def test_stream_yields_chunks_that_add_up_to_the_invoked_message(quoting_model):
     answerer = EvidenceAnswerer(llm=quoting_model, output="message")
-    (message,) = list(answerer.stream({"question": QUESTION, "context": DOCUMENTS}))
-    assert isinstance(message, AIMessage)
+    inputs = {"question": QUESTION, "context": DOCUMENTS}
+    chunks = list(answerer.stream(inputs))
+    assert all(isinstance(chunk, AIMessageChunk) for chunk in chunks)
+    assert chunks[-1].chunk_position == "last"
+    message = _merged(chunks)
     assert _verified(message).answer == LAUNCH
+    assert message.text == answerer.invoke(inputs).text == LAUNCH
 
 
-async def test_astream_yields_one_final_message(quoting_model):
+async def test_astream_yields_chunks_that_add_up_to_the_invoked_message(quoting_model):
     answerer = EvidenceAnswerer(llm=quoting_model, output="message")
     chunks = [
         chunk async for chunk in answerer.astream({"question": QUESTION, "sources": DOCUMENTS})
     ]
-    (message,) = chunks
-    assert isinstance(message, AIMessage)
+    assert chunks[-1].chunk_position == "last"
+    message = _merged(chunks)
     assert _verified(message).answer == LAUNCH
+    assert message.text == LAUNCH
 
 
 def test_a_streamed_rag_chain_yields_the_answer_text(retriever, quoting_model):
@@ -295,7 +306,7 @@ def test_a_streamed_rag_chain_yields_the_answer_text(retriever, quoting_model):
         | EvidenceAnswerer(llm=quoting_model, output="message")
         | StrOutputParser()
     )
-    assert list(chain.stream(QUESTION)) == [LAUNCH]
+    assert "".join(chain.stream(QUESTION)) == LAUNCH
 
 
 async def test_an_astreamed_rag_chain_yields_the_answer_text(retriever, quoting_model):
@@ -304,7 +315,7 @@ async def test_an_astreamed_rag_chain_yields_the_answer_text(retriever, quoting_
         | EvidenceAnswerer(llm=quoting_model, output="message")
         | StrOutputParser()
     )
-    assert [chunk async for chunk in chain.astream(QUESTION)] == [LAUNCH]
+    assert "".join([chunk async for chunk in chain.astream(QUESTION)]) == LAUNCH
 
 
 def test_from_retriever_returns_messages_when_asked(retriever, quoting_model):

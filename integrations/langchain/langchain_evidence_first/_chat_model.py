@@ -9,18 +9,25 @@ names what could not be enforced; the engine still bounds the wait and the outpu
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.messages.ai import UsageMetadata, add_usage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import RunnableBinding
 
 from evidence_first import (
+    ModelDelta,
     ModelProfile,
     ModelRequest,
     ModelResponse,
@@ -93,6 +100,9 @@ class StrictChatModel:
             with retries off nothing hides that. ``None`` when the caller's own client is used.
         llm: What the caller passed, resolved again per call when it is configurable.
         asked: The settings it was prepared with, to prepare another resolution alike.
+        stream_chat: The strict copy a streamed call goes through: ``chat``, or a copy of it
+            that streams where ``chat`` was set not to (so that ``invoke`` reads the reply
+            whole) and the caller's model was not.
     """
 
     chat: BaseChatModel
@@ -104,6 +114,7 @@ class StrictChatModel:
     async_session: AsyncSession | None = field(default=None, repr=False)
     llm: object = field(default=None, repr=False)
     asked: Asked | None = field(default=None, repr=False)
+    stream_chat: BaseChatModel | None = field(default=None, repr=False)
 
     @property
     def bindings(self) -> tuple[Binding, ...]:
@@ -122,6 +133,11 @@ class StrictChatModel:
     def model(self) -> Runnable[Any, Any]:
         """The chat model to invoke, inside the caller's bindings if there were any."""
         return self._bound(self.chat)
+
+    @property
+    def streaming_model(self) -> Runnable[Any, Any]:
+        """The chat model to stream, inside the caller's bindings if there were any."""
+        return self._bound(self.stream_chat or self.chat)
 
     def _bound(self, chat: BaseChatModel) -> Runnable[Any, Any]:
         model: Runnable[Any, Any] = chat
@@ -147,13 +163,14 @@ class StrictChatModel:
         return _prepared(self.llm, resolved, self.asked)
 
     @asynccontextmanager
-    async def async_model(self) -> AsyncIterator[Runnable[Any, Any]]:
-        """The model for one async call: see ``async_session``."""
+    async def async_model(self, *, streaming: bool = False) -> AsyncIterator[Runnable[Any, Any]]:
+        """The model for one async call (``streaming``: a streamed one): see ``async_session``."""
+        chat = (self.stream_chat or self.chat) if streaming else self.chat
         if self.async_session is None:
-            yield self.model
-            return
-        async with self.async_session(self.chat) as chat:
             yield self._bound(chat)
+            return
+        async with self.async_session(chat) as own:
+            yield self._bound(own)
 
     def call_kwargs(self, request: ModelRequest) -> dict[str, Any]:
         """The per-call keyword arguments, over the caller's bound ``extra_body``.
@@ -166,6 +183,36 @@ class StrictChatModel:
         if isinstance(bound_body, Mapping) and "extra_body" in kwargs:
             kwargs["extra_body"] = {**bound_body, **kwargs["extra_body"]}
         return kwargs
+
+    def stream_kwargs(self, request: ModelRequest) -> dict[str, Any]:
+        """A streamed call's keyword arguments: :meth:`call_kwargs`, and whether to ask for usage.
+
+        ``stream_usage`` goes to the chat models that take it (``ChatOpenAI``, which then sends
+        ``stream_options.include_usage``, and ``ChatAnthropic``, which otherwise drops the
+        usage Anthropic's events carry), as :meth:`streams_usage` decides; not through the
+        Responses API, which reports usage on its own and takes no such argument.
+        """
+        kwargs = self.call_kwargs(request)
+        chat = self.stream_chat or self.chat
+        if "stream_usage" in type(chat).model_fields and self.profile.api != "responses":
+            kwargs["stream_usage"] = self.streams_usage()
+        return kwargs
+
+    def streams_usage(self) -> bool:
+        """Whether a streamed call asks for its usage.
+
+        Never when the caller's chat model is set not to (``stream_usage=False``); otherwise
+        when the profile says the provider gives it (``ModelProfile.stream_usage``, read with
+        ``getattr`` until every profile has it), or the chat model is set to ask: ChatOpenAI
+        sets its own ``stream_usage`` for OpenAI's API with its default client only, since
+        "many non-OpenAI endpoints do not support streaming token usage" (langchain-openai's
+        ``BaseChatOpenAI.openai_api_base``), and ChatAnthropic's ``stream_usage`` is ``True`` by
+        default (langchain-anthropic).
+        """
+        own = getattr(self.stream_chat or self.chat, "stream_usage", None)
+        if own is False:
+            return False
+        return getattr(self.profile, "stream_usage", None) is True or own is True
 
     def reader(self, config: RunnableConfig | None) -> _Reader:
         """An evidence reader that invokes the model with ``config`` (callbacks, tags).
@@ -204,6 +251,45 @@ class _Reader:
                 )
             )
         return _response(message)
+
+    def stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        """The one call, streamed: each chunk of the reply as it arrives.
+
+        The chunks come from the strict copy's ``stream``, under the same settings and run
+        tags as :meth:`generate`; closing this iterator closes the chat model's, which closes
+        its response.
+        """
+        # A generator: closing it closes the chat model's stream and its response.
+        chunks = cast(
+            "Generator[Any, None, None]",
+            self._strict.streaming_model.stream(
+                _messages(request), config=self._config, **self._strict.stream_kwargs(request)
+            ),
+        )
+        deltas = _Deltas()
+        try:
+            while (chunk := call_refusing_redirects(lambda: next(chunks, None))) is not None:
+                yield deltas.of(chunk)
+        finally:
+            chunks.close()
+
+    async def astream(self, request: ModelRequest) -> AsyncIterator[ModelDelta]:
+        """Async :meth:`stream`, on the running event loop."""
+        async with self._strict.async_model(streaming=True) as model:
+            chunks = cast(
+                "AsyncGenerator[Any, None]",
+                model.astream(
+                    _messages(request), config=self._config, **self._strict.stream_kwargs(request)
+                ),
+            )
+            deltas = _Deltas()
+            try:
+                while (
+                    chunk := await acall_refusing_redirects(lambda: anext(chunks, None))
+                ) is not None:
+                    yield deltas.of(chunk)
+            finally:
+                await chunks.aclose()
 
 
 def strict_chat_model(
@@ -270,7 +356,25 @@ def _prepared(llm: object, resolved: Resolved, asked: Asked) -> StrictChatModel:
         async_session=async_session,
         llm=llm,
         asked=asked,
+        stream_chat=_streaming(prepared, model),
     )
+
+
+def _streaming(prepared: BaseChatModel, model: BaseChatModel) -> BaseChatModel:
+    """The strict copy to stream: ``prepared``, streaming again unless the caller's model is not.
+
+    Some allow-list entries set ``streaming=False`` on their copy, so that ``invoke`` reads the
+    reply whole whatever the caller set; langchain-core then refuses to stream that copy at all
+    (``BaseChatModel._streaming_disabled``). A caller's own ``streaming=False`` or
+    ``disable_streaming`` is kept: such a model is called once and its reply read whole.
+    """
+    if _set_not_to_stream(prepared) and not _set_not_to_stream(model):
+        return prepared.model_copy(update={"streaming": True})
+    return prepared
+
+
+def _set_not_to_stream(model: BaseChatModel) -> bool:
+    return "streaming" in model.model_fields_set and getattr(model, "streaming", None) is False
 
 
 def profile_for(llm: object, *, profile: ModelProfile | str | None = None) -> ModelProfile:
@@ -316,6 +420,38 @@ def _response(message: object) -> ModelResponse:
         finish_reason=normalized_finish_reason(metadata),
         usage=_token_usage(usage) if usage else None,
     )
+
+
+class _Deltas:
+    """A stream's chunks as the core's pieces, each carrying the usage reported so far.
+
+    A provider may report usage in parts, over several chunks, which langchain-core adds up
+    as it merges them (``add_usage``); the core keeps the last usage a piece gives, so each
+    piece gives the sum so far.
+    """
+
+    def __init__(self) -> None:
+        self._usage: UsageMetadata | None = None
+
+    def of(self, chunk: object) -> ModelDelta:
+        if not isinstance(chunk, AIMessage):  # AIMessageChunk, or the AIMessage of a fallback
+            msg = f"the chat model streamed {type(chunk).__name__}, not an AIMessageChunk"
+            raise TypeError(msg)
+        if chunk.usage_metadata:
+            self._usage = add_usage(self._usage, chunk.usage_metadata)
+        metadata = chunk.response_metadata or {}
+        calls: tuple[Any, ...] = (
+            tuple(chunk.tool_call_chunks)
+            if isinstance(chunk, AIMessageChunk)
+            else (*chunk.tool_calls, *chunk.invalid_tool_calls)
+        )
+        return ModelDelta(
+            text=str(chunk.text),
+            logprobs=token_logprobs(metadata.get("logprobs")),
+            finish_reason=normalized_finish_reason(metadata),
+            usage=_token_usage(self._usage) if chunk.usage_metadata and self._usage else None,
+            tool_calls=calls + _tool_blocks(chunk),
+        )
 
 
 def _token_usage(usage: UsageMetadata) -> TokenUsage:

@@ -5,16 +5,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
 from langchain_core.messages.ai import InputTokenDetails, OutputTokenDetails, UsageMetadata
-from langchain_core.messages.content import ContentBlock, create_text_block
+from langchain_core.messages.content import TextContentBlock, create_text_block
 from pydantic import ValidationError
 
 from evidence_first import EvidenceAnswer, InvalidRequestError, TokenUsage
 from evidence_first.adapters import answer_metadata, outcome_text
 from langchain_evidence_first.content_blocks import to_content_blocks
 
-__all__ = ["answer_message", "answer_of", "message_metadata", "outcome_text", "usage_metadata"]
+__all__ = [
+    "LATE_FAILURE_SEPARATOR",
+    "MessageChunks",
+    "answer_message",
+    "answer_of",
+    "message_metadata",
+    "outcome_text",
+    "usage_metadata",
+]
+
+LATE_FAILURE_SEPARATOR = "\n\n"
+"""What separates text a stream showed from the final text that does not continue it."""
 
 _FIELD = "message.response_metadata"
 
@@ -66,14 +77,70 @@ def answer_message(answer: EvidenceAnswer) -> AIMessage:
     Otherwise one text block of :func:`outcome_text`, so a non-answer is never an empty
     message. Its ``usage_metadata`` is :func:`usage_metadata`'s.
     """
-    blocks: list[ContentBlock] = [*to_content_blocks(answer)]
-    if not blocks:
-        blocks = [create_text_block(outcome_text(answer))]
     return AIMessage(
-        content_blocks=blocks,
+        content_blocks=[_block(answer)],
         response_metadata=message_metadata(answer),
         usage_metadata=usage_metadata(answer),
     )
+
+
+def _block(answer: EvidenceAnswer) -> TextContentBlock:
+    """The message's one text block: the cited answer, or the sentence stating the outcome."""
+    blocks = to_content_blocks(answer)
+    return blocks[0] if blocks else create_text_block(outcome_text(answer))
+
+
+class MessageChunks:
+    """An ``output="message"`` stream's chunks: the verified text as it comes, then the end.
+
+    As ``langchain-anthropic`` streams a cited answer: every chunk holds a piece of one text
+    block (``{"type": "text", "text": ..., "index": 0}``), and the last one
+    (``chunk_position="last"``) that block's ``annotations``, with the message's
+    ``response_metadata`` and ``usage_metadata``. langchain-core merges blocks of one index, so
+    the chunks added up are :func:`answer_message`'s message whenever the text shown is the
+    beginning of its text: an answer, or a non-answer that showed none. After a late failure
+    (text shown, then the result is not ``answered``) the last chunk adds
+    :data:`LATE_FAILURE_SEPARATOR` and the final text whole (the outcome sentence), its
+    annotations moved to where it stands.
+    """
+
+    def __init__(self, message_id: str | None = None) -> None:
+        self._id = message_id
+        self._shown: list[str] = []
+
+    def text(self, text: str) -> AIMessageChunk:
+        """A chunk of verified answer text."""
+        self._shown.append(text)
+        return AIMessageChunk(content=[{"type": "text", "text": text, "index": 0}], id=self._id)
+
+    def last(self, answer: EvidenceAnswer) -> AIMessageChunk:
+        """The last chunk: what the final text adds, its annotations, the metadata and usage."""
+        shown = "".join(self._shown)
+        block = _block(answer)
+        final = block["text"]
+        if final.startswith(shown) and (answer.status == "answered" or not shown):
+            added, moved = final[len(shown) :], 0
+        else:
+            added = LATE_FAILURE_SEPARATOR + final
+            moved = len(shown) + len(LATE_FAILURE_SEPARATOR)
+        piece: dict[str, Any] = {"type": "text", "text": added, "index": 0}
+        if "annotations" in block:
+            piece["annotations"] = [_moved(note, moved) for note in block["annotations"]]
+        return AIMessageChunk(
+            content=[piece],
+            response_metadata=message_metadata(answer),
+            usage_metadata=usage_metadata(answer),
+            chunk_position="last",
+            id=self._id,
+        )
+
+
+def _moved(annotation: Any, by: int) -> Any:
+    """``annotation`` with its ``start_index`` and ``end_index`` (where it has them) ``by`` on."""
+    if not by:
+        return annotation
+    keys = ("start_index", "end_index")
+    return {**annotation, **{key: annotation[key] + by for key in keys if key in annotation}}
 
 
 def answer_of(message: BaseMessage) -> EvidenceAnswer:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, Literal, cast, overload
+from uuid import UUID
 
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+    adispatch_custom_event,
+    dispatch_custom_event,
+)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.retrievers import BaseRetriever
@@ -25,25 +33,42 @@ from langchain_core.runnables.utils import (
     ConfigurableFieldSpec,
 )
 from langchain_core.tools import BaseTool
+from langchain_core.utils.utils import LC_ID_PREFIX
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile, local
+from evidence_first import (
+    AnswerTextEvent,
+    EvidenceAnswer,
+    InvalidRequestError,
+    ModelProfile,
+    StreamEvent,
+    local,
+)
 from evidence_first.adapters import (
     AnswerOptionFields,
     AnswerOptions,
     SourceSelection,
     aanswer_selection,
     answer_selection,
+    aplan_answer,
+    astream_plan,
     option_error,
+    plan_answer,
     select_sources,
+    stream_plan,
 )
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
 from langchain_evidence_first._documents import DocumentKeys, to_evidence
-from langchain_evidence_first._message import answer_message
+from langchain_evidence_first._message import MessageChunks, answer_message
 from langchain_evidence_first._tools import AnswererInput, QuestionInput, answer_tool, tool_schema
 
-__all__ = ["EvidenceAnswerer"]
+__all__ = ["EVENT_PREFIX", "EvidenceAnswerer"]
 
+EVENT_PREFIX = "evidence_first."
+"""A stream's events reach the callbacks as custom events named ``evidence_first.<kind>``:
+``evidence_first.sources``, ``.decision``, ``.fact`` and ``.answer_text``."""
+
+_Item = StreamEvent | EvidenceAnswer  # what the core's stream yields
 _SOURCE_KEYS = ("sources", "context")
 _LIST_OF_SOURCES = "a list of Documents, Evidence, mappings or strings"
 
@@ -67,8 +92,9 @@ class EvidenceAnswerer(
     citation names a source that was sent and quotes it exactly (``"answer"``, the default),
     or an ``AIMessage`` holding it, with the call's ``usage_metadata``, for chains that go on
     with a parser or a chat UI (``"message"``). Every Runnable entry point (invoke, ainvoke,
-    batch, abatch, stream and astream, with one final chunk) returns the chosen output, and
-    ``OutputType`` and ``output_schema`` name it.
+    batch, abatch) returns the chosen output, and ``OutputType`` and ``output_schema`` name
+    it; :meth:`stream` and :meth:`astream` yield the final answer, or the message's chunks,
+    its verified text as it arrives, and pass each event on as a custom event.
 
     Example:
         .. code-block:: python
@@ -324,6 +350,108 @@ class EvidenceAnswerer(
         """Answer one input without blocking the event loop."""
         return await self._acall_with_config(self._aanswer, input, config, **kwargs)
 
+    def stream(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[EvidenceAnswer | AIMessage]:
+        """Answer one input, streamed: the verified text as it comes (``output="message"``).
+
+        ``output="message"``: ``AIMessageChunk`` chunks, each a piece of one indexed text block of
+        verified answer text, the last (``chunk_position="last"``) with the block's
+        ``annotations``, the ``response_metadata`` and the ``usage_metadata``; added up, the
+        message :meth:`invoke` returns for the same reply, unless text was shown before a late
+        failure (then the last chunk adds a blank line and the outcome sentence).
+        ``output="answer"``: the one final :class:`~evidence_first.EvidenceAnswer`.
+
+        Either way, each event of the stream (the sources sent, the reader's decision, each fact
+        as it verifies, the answer's text) reaches the callbacks as it happens, as a custom
+        event named ``evidence_first.<kind>`` whose data is the event's JSON form, so
+        ``astream_events`` shows it. The chat model is called once, streamed, its run tagged
+        ``nostream`` as :meth:`invoke`'s is; closing the iterator closes the call.
+
+        Raises:
+            InvalidRequestError: The input or a source breaks the contract (nothing was sent).
+            ModelCallError: The chat model failed.
+            AnswerTimeoutError: The reply did not end within ``timeout``.
+        """
+        yield from self.transform(iter([input]), config, **kwargs)
+
+    def transform(
+        self,
+        input: Iterator[dict[str, Any]],
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Iterator[EvidenceAnswer | AIMessage]:
+        """:meth:`stream` on an input that arrives in parts (a chain's), added up first."""
+        yield from self._transform_stream_with_config(input, self._streamed, config, **kwargs)
+
+    async def astream(
+        self, input: dict[str, Any], config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[EvidenceAnswer | AIMessage]:
+        """Async :meth:`stream`; cancelling the task, or closing the iterator, ends the call."""
+
+        async def single() -> AsyncIterator[dict[str, Any]]:
+            yield input
+
+        async with aclosing(self.atransform(single(), config, **kwargs)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    async def atransform(
+        self,
+        input: AsyncIterator[dict[str, Any]],
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> AsyncGenerator[EvidenceAnswer | AIMessage, None]:
+        """Async :meth:`transform`."""
+        chunks = self._atransform_stream_with_config(input, self._astreamed, config, **kwargs)
+        async with aclosing(cast("AsyncGenerator[EvidenceAnswer | AIMessage, None]", chunks)):
+            async for chunk in chunks:
+                yield chunk
+
+    def _streamed(
+        self,
+        inputs: Iterator[dict[str, Any]],
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> Iterator[EvidenceAnswer | AIMessage]:
+        question, selection = self._read_input(_added_up(inputs))
+        model, options = self._reader(config)
+        plan = plan_answer(
+            options, question, selection.sources, model, preomitted=selection.set_aside
+        )
+        output = _StreamOutput(self.output, run_manager.run_id)
+        items = cast("Generator[_Item, None, None]", stream_plan(plan, model))
+        try:
+            for item in items:
+                if not isinstance(item, EvidenceAnswer):
+                    dispatch_custom_event(*_custom_event(item), config=config)
+                yield from output.of(item)
+        finally:
+            items.close()
+
+    async def _astreamed(
+        self,
+        inputs: AsyncIterator[dict[str, Any]],
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> AsyncIterator[EvidenceAnswer | AIMessage]:
+        whole = None
+        async for part in inputs:
+            whole = part if whole is None else _added(whole, part)
+        question, selection = self._read_input(whole)
+        model, options = self._reader(config)
+        plan = await aplan_answer(
+            options, question, selection.sources, model, preomitted=selection.set_aside
+        )
+        output = _StreamOutput(self.output, run_manager.run_id)
+        items = cast("AsyncGenerator[_Item, None]", astream_plan(plan, model))
+        async with aclosing(items):
+            async for item in items:
+                if not isinstance(item, EvidenceAnswer):
+                    await adispatch_custom_event(*_custom_event(item), config=config)
+                for chunk in output.of(item):
+                    yield chunk
+
     def _answer(
         self, input: dict[str, Any], run_manager: Any, config: RunnableConfig
     ) -> EvidenceAnswer | AIMessage:
@@ -387,6 +515,46 @@ class EvidenceAnswerer(
         )
         evidence = [to_evidence(item, index, keys) for index, item in enumerate(sources)]
         return question, select_sources(evidence)
+
+
+class _StreamOutput:
+    """What a stream yields for each item of the core's: message chunks, or the answer alone."""
+
+    def __init__(self, output: Literal["answer", "message"], run_id: UUID) -> None:
+        # One ID for every chunk of the message, as chat models give theirs (lc_run-<run id>).
+        self._chunks = MessageChunks(f"{LC_ID_PREFIX}-{run_id}") if output == "message" else None
+
+    def of(self, item: StreamEvent | EvidenceAnswer) -> Iterator[EvidenceAnswer | AIMessage]:
+        if self._chunks is None:
+            if isinstance(item, EvidenceAnswer):
+                yield item
+        elif isinstance(item, EvidenceAnswer):
+            yield self._chunks.last(item)
+        elif isinstance(item, AnswerTextEvent) and item.text:
+            yield self._chunks.text(item.text)
+
+
+def _custom_event(event: StreamEvent) -> tuple[str, dict[str, Any]]:
+    """The custom event a stream event reaches the callbacks as: its name and JSON data."""
+    return EVENT_PREFIX + event.kind, event.model_dump(mode="json")
+
+
+def _added(whole: Any, part: Any) -> Any:
+    """Parts of a streamed input added up as langchain-core adds them (``Runnable.transform``).
+
+    A chain's ``RunnableParallel`` streams its mapping key by key, as ``AddableDict`` parts.
+    """
+    try:
+        return whole + part
+    except TypeError:
+        return part
+
+
+def _added_up(parts: Iterator[Any]) -> Any:
+    whole = None
+    for part in parts:
+        whole = part if whole is None else _added(whole, part)
+    return whole
 
 
 class _ConfigurableAnswerer(RunnableConfigurableFields[dict[str, Any], EvidenceAnswer | AIMessage]):

@@ -9,6 +9,12 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
     selection = select_sources(to_evidence(doc) for doc in documents)
     answer = answer_selection(question, selection, model, options)
 
+To stream one (an integration's ``stream``), plan it with :func:`plan_answer` (the selection's
+set-aside sources as ``preomitted``) and stream the plan with :func:`stream_plan` (or
+:func:`aplan_answer` and :func:`astream_plan`): the events of
+:func:`~evidence_first.stream_answer_from_evidence`, then the result ``answer_selection`` gives
+for the same reply.
+
 The rest is the glue both integrations share, so they follow one policy: the transport's
 strict-call settings, schema dialects and provider-table shape (defined in
 ``evidence_first._transport``, below the engine, and re-exported here), the failure of a
@@ -42,6 +48,7 @@ from dataclasses import dataclass
 from evidence_first._engine.entry_points import arun_plan, run_plan
 from evidence_first._engine.plan import aplan_answer, plan_answer
 from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._engine.streaming import astream_plan, stream_plan
 from evidence_first._models.dialects import DIALECTS, Dialect, DialectName
 from evidence_first._models.once import warn_once
 from evidence_first._models.profiles import (
@@ -113,6 +120,8 @@ __all__ = [
     "acall_refusing_redirects",
     "answer_metadata",
     "answer_selection",
+    "aplan_answer",
+    "astream_plan",
     "call_refusing_redirects",
     "chat_completions_settings",
     "checked_int",
@@ -127,6 +136,7 @@ __all__ = [
     "option_error",
     "outcome_text",
     "output_format",
+    "plan_answer",
     "positional_id",
     "profile_for_name",
     "profile_of",
@@ -138,6 +148,7 @@ __all__ = [
     "select_sources",
     "source_evidence",
     "status_failure",
+    "stream_plan",
     "token_logprobs",
     "unbracketed",
     "warn_once",
