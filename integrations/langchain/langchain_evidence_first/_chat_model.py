@@ -202,8 +202,8 @@ class StrictChatModel:
         """Whether a streamed call asks for its usage.
 
         Never when the caller's chat model is set not to (``stream_usage=False``); otherwise
-        when the profile says the provider gives it (``ModelProfile.stream_usage``, read with
-        ``getattr`` until every profile has it), or the chat model is set to ask: ChatOpenAI
+        when the profile says the provider gives it (``ModelProfile.stream_usage``), or the
+        chat model is set to ask: ChatOpenAI
         sets its own ``stream_usage`` for OpenAI's API with its default client only, since
         "many non-OpenAI endpoints do not support streaming token usage" (langchain-openai's
         ``BaseChatOpenAI.openai_api_base``), and ChatAnthropic's ``stream_usage`` is ``True`` by
@@ -212,7 +212,7 @@ class StrictChatModel:
         own = getattr(self.stream_chat or self.chat, "stream_usage", None)
         if own is False:
             return False
-        return getattr(self.profile, "stream_usage", None) is True or own is True
+        return self.profile.stream_usage or own is True
 
     def reader(self, config: RunnableConfig | None) -> _Reader:
         """An evidence reader that invokes the model with ``config`` (callbacks, tags).

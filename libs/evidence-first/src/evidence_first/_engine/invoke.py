@@ -29,7 +29,8 @@ from evidence_first._shapes.errors import (
     EvidenceFirstError,
     ModelCallError,
 )
-from evidence_first._shapes.model import ModelDelta, ModelRequest, ModelResponse
+from evidence_first._shapes.model import ModelDelta, ModelRequest, ModelResponse, TokenLogprob
+from evidence_first._shapes.parts import TokenUsage
 
 __all__ = [
     "astream_model",
@@ -399,16 +400,26 @@ def _joined(deltas: list[ModelDelta]) -> ModelDelta:
 
     A piece at which a transport stopped reading ends them: what follows it is not read.
     """
-    stop = next((i for i, delta in enumerate(deltas) if delta.over_limit is not None), None)
-    if stop is not None:
-        return ModelDelta(over_limit=deltas[stop].over_limit)
-    logprobs = [delta.logprobs for delta in deltas if delta.logprobs is not None]
+    texts: list[str] = []
+    tokens: list[TokenLogprob] | None = None
+    finish_reason: str | None = None
+    usage: TokenUsage | None = None
+    calls: list[Any] = []
+    for delta in deltas:
+        if delta.over_limit is not None:
+            return ModelDelta(over_limit=delta.over_limit)
+        texts.append(delta.text)
+        if delta.logprobs is not None:
+            tokens = [*(tokens or ()), *delta.logprobs]
+        finish_reason = delta.finish_reason or finish_reason
+        usage = delta.usage or usage
+        calls += delta.tool_calls
     return ModelDelta(
-        text="".join(delta.text for delta in deltas),
-        logprobs=tuple(token for tokens in logprobs for token in tokens) if logprobs else None,
-        finish_reason=next((d.finish_reason for d in reversed(deltas) if d.finish_reason), None),
-        usage=next((d.usage for d in reversed(deltas) if d.usage is not None), None),
-        tool_calls=tuple(call for delta in deltas for call in delta.tool_calls),
+        text="".join(texts),
+        logprobs=None if tokens is None else tuple(tokens),
+        finish_reason=finish_reason,
+        usage=usage,
+        tool_calls=tuple(calls),
     )
 
 
