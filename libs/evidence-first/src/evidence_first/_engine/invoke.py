@@ -186,31 +186,52 @@ async def _await_worker(worker: _Worker, timeout: float) -> object:
     return worker.result
 
 
-class _Worker:
-    """Runs one model call on a daemon thread and records its outcome."""
+class _OnThread:
+    """A model call on a daemon thread of its own, that the engine may stop waiting for.
+
+    The caller's context variables (tracing) travel with it; an async model runs on the
+    thread's own event loop, and stopping cancels its task there.
+    """
+
+    _thread_name = "evidence-first-model-call"
 
     def __init__(self, model: object, request: ModelRequest) -> None:
         self._model = model
         self._request = request
         self._context = contextvars.copy_context()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[object] | None = None
-        self.done = threading.Event()
-        self.on_done: Callable[[], None] | None = None
-        self.result: object = None
-        self.error: BaseException | None = None
+        self._task: asyncio.Task[Any] | None = None
 
     def start(self) -> None:
-        thread = threading.Thread(target=self._run, name="evidence-first-model-call", daemon=True)
+        thread = threading.Thread(target=self._run, name=self._thread_name, daemon=True)
         thread.start()
 
     def abandon(self) -> None:
-        """Stop waiting: signal the callback, and cancel it if it runs on our event loop."""
+        """Stop waiting: signal the model, and cancel it if it runs on our event loop."""
         self._request.cancel.set()
         loop, task = self._loop, self._task
         if loop is not None and task is not None:
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(task.cancel)
+
+    def _on_loop(self) -> None:
+        """Note the thread's event loop and task, for :meth:`abandon` to cancel."""
+        self._loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task()
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class _Worker(_OnThread):
+    """Runs one model call on a daemon thread and records its outcome."""
+
+    def __init__(self, model: object, request: ModelRequest) -> None:
+        super().__init__(model, request)
+        self.done = threading.Event()
+        self.on_done: Callable[[], None] | None = None
+        self.result: object = None
+        self.error: BaseException | None = None
 
     def _run(self) -> None:
         try:
@@ -228,8 +249,7 @@ class _Worker:
         return asyncio.run(self._call_async())
 
     async def _call_async(self) -> object:
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        self._on_loop()
         if self._request.cancel.is_set():
             raise asyncio.CancelledError
         return await _await_agenerate(self._model, self._request)
@@ -548,29 +568,15 @@ def _piece(item: object) -> ModelDelta:
     raise ModelCallError(msg, cause_type=None)
 
 
-class _StreamWorker:
+class _StreamWorker(_OnThread):
     """Runs one streamed model call on a daemon thread and passes on each piece."""
 
+    _thread_name = "evidence-first-model-stream"
+
     def __init__(self, model: object, request: ModelRequest) -> None:
-        self._model = model
-        self._request = request
-        self._context = contextvars.copy_context()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._task: asyncio.Task[None] | None = None
+        super().__init__(model, request)
         self.pieces = _Pieces()
         self.on_piece: Callable[[object], None] = self.pieces.put
-
-    def start(self) -> None:
-        thread = threading.Thread(target=self._run, name="evidence-first-model-stream", daemon=True)
-        thread.start()
-
-    def abandon(self) -> None:
-        """Stop the stream: signal the model, and cancel it if it runs on our event loop."""
-        self._request.cancel.set()
-        loop, task = self._loop, self._task
-        if loop is not None and task is not None:
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(task.cancel)
 
     def _run(self) -> None:
         try:
@@ -597,8 +603,7 @@ class _StreamWorker:
                 close()
 
     async def _pump_async(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task()
+        self._on_loop()
         pieces = self._model.astream(self._request)  # type: ignore[attr-defined]
         try:
             async for item in pieces:
