@@ -9,6 +9,9 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
     selection = select_sources(to_evidence(doc) for doc in documents)
     answer = answer_selection(question, selection, model, options)
 
+or streams it with :func:`stream_selection` (the events of
+:func:`~evidence_first.stream_answer_from_evidence`, then the result).
+
 The rest is the glue both integrations share, so they follow one policy: the transport's
 strict-call settings, schema dialects and provider-table shape (defined in
 ``evidence_first._transport``, below the engine, and re-exported here), the failure of a
@@ -36,12 +39,13 @@ output), and, for metadata:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 
 from evidence_first._engine.entry_points import arun_plan, run_plan
 from evidence_first._engine.plan import aplan_answer, plan_answer
 from evidence_first._engine.result import EvidenceAnswer
+from evidence_first._engine.streaming import astream_plan, stream_plan
 from evidence_first._models.dialects import DIALECTS, Dialect, DialectName
 from evidence_first._models.once import warn_once
 from evidence_first._models.profiles import (
@@ -75,7 +79,12 @@ from evidence_first._sending.options import (
     checked_int,
     option_error,
 )
-from evidence_first._shapes.errors import ModelProfileWarning, UnenforcedSettingsWarning
+from evidence_first._shapes.errors import (
+    InvalidRequestError,
+    ModelProfileWarning,
+    UnenforcedSettingsWarning,
+)
+from evidence_first._shapes.events import StreamEvent
 from evidence_first._shapes.evidence import Evidence, evidence_error, positional_id, source_evidence
 from evidence_first._shapes.limits import MAX_SOURCES
 from evidence_first._shapes.model import ReaderModel
@@ -113,6 +122,7 @@ __all__ = [
     "acall_refusing_redirects",
     "answer_metadata",
     "answer_selection",
+    "astream_selection",
     "call_refusing_redirects",
     "chat_completions_settings",
     "checked_int",
@@ -138,6 +148,7 @@ __all__ = [
     "select_sources",
     "source_evidence",
     "status_failure",
+    "stream_selection",
     "token_logprobs",
     "unbracketed",
     "warn_once",
@@ -201,6 +212,39 @@ async def aanswer_selection(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )
     return await arun_plan(plan, model)
+
+
+def stream_selection(
+    question: str,
+    selection: SourceSelection,
+    model: ReaderModel,
+    options: AnswerOptions,
+    *,
+    cancel: threading.Event | None = None,
+) -> Iterator[StreamEvent | EvidenceAnswer]:
+    """:func:`answer_selection`, streamed: planned at once, then the events and the result last.
+
+    Same contract, events and errors as :func:`~evidence_first.stream_answer_from_evidence`:
+    an :class:`~evidence_first.InvalidRequestError` is raised here, before anything is sent;
+    the set-aside sources are reported as omitted in the first event and in the result.
+    """
+    plan = plan_answer(options, question, selection.sources, model, preomitted=selection.set_aside)
+    if cancel is not None and not isinstance(cancel, threading.Event):
+        msg = f"cancel must be a threading.Event, got {type(cancel).__name__}"
+        raise InvalidRequestError(msg, field="cancel")
+    return stream_plan(plan, model, cancel=cancel)
+
+
+async def astream_selection(
+    question: str, selection: SourceSelection, model: ReaderModel, options: AnswerOptions
+) -> AsyncIterator[StreamEvent | EvidenceAnswer]:
+    """Async :func:`stream_selection`: planned in its first step (an ``InvalidRequestError``
+    comes from there), as :func:`~evidence_first.astream_answer_from_evidence` is."""
+    plan = await aplan_answer(
+        options, question, selection.sources, model, preomitted=selection.set_aside
+    )
+    async for item in astream_plan(plan, model):
+        yield item
 
 
 publish(globals())
