@@ -386,6 +386,12 @@ class Loopback:
             answer; on an error status without a JSON reply, :data:`CRAFTED_ERROR` is sent.
         delay: Seconds each answer is held back, for timeouts; a client that gave up is no error.
         headers: Headers sent with every answer besides its type and length (a ``Location``).
+
+    A request asking to stream (``"stream": true`` in its JSON body) is answered, on a 200, as
+    server-sent events: each item of the reply (a list; anything else is one item) as one
+    ``data:`` event, ``stream_interval`` seconds apart, then ``data: [DONE]``, the connection
+    closed after it. A client that closes the connection before the end is recorded in
+    ``disconnects`` (the ``time.monotonic()`` at which a write found it closed).
     """
 
     def __init__(
@@ -396,6 +402,8 @@ class Loopback:
         self.delay = delay
         self.headers: dict[str, str] = {}
         self.requests: list[Received] = []
+        self.stream_interval = 0.0
+        self.disconnects: list[float] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(keep_alive))
         self._server.daemon_threads = True
@@ -464,6 +472,9 @@ class Loopback:
                         Received(self.command, self.path, dict(self.headers), raw, body)
                     )
                 time.sleep(server.delay)
+                if server.status == 200 and isinstance(body, dict) and body.get("stream") is True:
+                    self._stream(server._answer_for(self.path, body))
+                    return
                 payload = json.dumps(server._answer_for(self.path, body)).encode()
                 try:
                     self.send_response(server.status)
@@ -475,6 +486,23 @@ class Loopback:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
+
+            def _stream(self, reply: Any) -> None:
+                events = reply if isinstance(reply, list) else [reply]
+                self.close_connection = True  # the end of the events is the end of the body
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for index, event in enumerate([*events, "[DONE]"]):
+                        if index:
+                            time.sleep(server.stream_interval)
+                        data = event if isinstance(event, str) else json.dumps(event)
+                        self.wfile.write(f"data: {data}\n\n".encode())
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    server.disconnects.append(time.monotonic())
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # the test output stays quiet

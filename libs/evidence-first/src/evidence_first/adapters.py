@@ -238,8 +238,11 @@ def stream_selection(
 async def astream_selection(
     question: str, selection: SourceSelection, model: ReaderModel, options: AnswerOptions
 ) -> AsyncIterator[StreamEvent | EvidenceAnswer]:
-    """Async :func:`stream_selection`: planned in its first step (an ``InvalidRequestError``
-    comes from there), as :func:`~evidence_first.astream_answer_from_evidence` is."""
+    """Async :func:`stream_selection`, planned in its first step.
+
+    An :class:`~evidence_first.InvalidRequestError` comes from there, as from
+    :func:`~evidence_first.astream_answer_from_evidence`.
+    """
     plan = await aplan_answer(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )

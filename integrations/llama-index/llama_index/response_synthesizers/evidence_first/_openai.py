@@ -18,6 +18,10 @@ they change):
   (:func:`~evidence_first.adapters.without_redirects`); the httpx client it shares with the
   caller's is not changed
   (``tests/hostile/test_integration_redirects.py``).
+- ``OpenAI._get_model_kwargs`` (called by ``chat`` and ``stream_chat``) sends
+  ``additional_kwargs["stream_options"]`` only with a streamed request: the copy always carries
+  ``{"include_usage": True}``, so a streamed reply states its usage as ``chat``'s does.
+
 What the LLM accepts is its profile, found from the host its client calls and the model's name
 by the rule table: the schema's dialect (``"openai"`` for OpenAI's own API, ``"azure-openai"``
 for Azure OpenAI, ``"json-schema"`` for any other server: vLLM, llama.cpp, a gateway; ``"full"``
@@ -126,6 +130,9 @@ def strict_openai_call(
 
         additional_kwargs["temperature"] = NOT_GIVEN
     additional_kwargs.update(settings)  # max_completion_tokens
+    # A stream states its usage only when asked, in a last chunk. LlamaIndex sends
+    # stream_options with a streamed request alone (stream_chat), dropping it from chat's.
+    additional_kwargs["stream_options"] = {"include_usage": True}
     strict = llm.model_copy(update=update)
     # The call goes through a retry-free, redirect-free view of the client: with reuse_client,
     # the one the caller's LLM caches, so no pool is opened per call.
