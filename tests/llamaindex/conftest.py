@@ -251,6 +251,12 @@ class FakeOpenAI:
 
 
 @pytest.fixture
+def openai_chunks() -> Callable[..., list[dict[str, Any]]]:
+    """Return :func:`chunks`: a message as the chat-completion chunks a server streams."""
+    return chunks
+
+
+@pytest.fixture
 def fake_openai() -> FakeOpenAI:
     return FakeOpenAI()
 

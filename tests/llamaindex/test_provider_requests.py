@@ -9,9 +9,11 @@ the requests arrive, so every attempt a client makes (retries included) is seen.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import sys
+import time
 import types
 import warnings
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from llama_index.core.base.response.schema import AsyncStreamingResponse
 from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
@@ -728,3 +731,210 @@ def test_the_floor_holds_for_an_openai_llm(
         "No answer (insufficient_evidence). Missing evidence: the reader's confidence"
     )
     assert answer.facts  # the verified facts are kept
+
+
+# Streaming (`EvidenceSynthesizer(streaming=True)`): the same strict request through
+# `stream_chat`/`astream_chat`, answered with server-sent events by the loopback server.
+
+STREAMING_CLASSES = pytest.mark.parametrize("cls", [OpenAI, OpenAILike])
+TWO_SENTENCES = "The launch moved to June 15 [F1]. Ravi owns it [F1]."
+
+
+def loopback_openai(cls: type[OpenAI], loopback: Any) -> OpenAI:
+    """The real class, unpatched, pointed at the loopback server."""
+    settings: dict[str, Any] = {"is_chat_model": True} if cls is OpenAILike else {}
+    return cls(model="gpt-4.1-mini", api_base=f"{loopback.url}/v1", api_key="sk-test", **settings)
+
+
+def streamed_ledger(openai_chunks: Any, ledger_for: Any, *, answer: str = TWO_SENTENCES) -> Any:
+    """A loopback reply: the ledger for the sources sent, as one completion or, to a request
+    that streams, in chunks of a few characters."""
+
+    def reply(path: str, body: dict[str, Any]) -> Any:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        content = json.dumps({"answerable": "yes", **json.loads(ledger_for(user, answer=answer))})
+        if body.get("stream"):
+            return openai_chunks(content, 9)
+        message = {"role": "assistant", "content": content}
+        choice = {"index": 0, "finish_reason": "stop", "message": message}
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        return {
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "id": "c",
+            "choices": [choice],
+            "usage": usage,
+        }
+
+    return reply
+
+
+async def streamed(response: Any) -> list[str]:
+    """Every piece a streaming response yields."""
+    if isinstance(response, AsyncStreamingResponse):
+        return [text async for text in response.async_response_gen()]
+    return list(response.response_gen)
+
+
+@STREAMING_CLASSES
+@MODES
+async def test_a_streamed_answer_is_one_request_with_the_strict_settings(
+    cls, mode, loopback, launch_nodes, ledger_for, openai_chunks
+):
+    loopback.reply = streamed_ledger(openai_chunks, ledger_for)
+    plain = await synthesize(
+        EvidenceSynthesizer(llm=loopback_openai(cls, loopback)), launch_nodes, mode
+    )
+    chat_body = loopback.body
+    loopback.requests.clear()
+
+    response = await synthesize(
+        EvidenceSynthesizer(llm=loopback_openai(cls, loopback), streaming=True), launch_nodes, mode
+    )
+    assert loopback.posts == []  # returned once planned
+    pieces = await streamed(response)
+
+    (received,) = loopback.posts  # one HTTP request, whatever the chunking
+    assert received.path == "/v1/chat/completions"
+    # chat's body, strict settings and all (schema, limit, temperature, no tools), streamed.
+    assert received.body == {
+        **chat_body,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    assert not {"tools", "tool_choice", "functions"} & set(received.body)
+    assert received.headers.get("x-stainless-retry-count") == "0"
+    assert len(pieces) >= 2
+    assert "".join(pieces) == plain.response == "The launch moved to June 15. Ravi owns it."
+    final = response.get_response() if mode == "sync" else await response.get_response()
+    assert (
+        final.metadata["evidence_answer"].as_dict() == plain.metadata["evidence_answer"].as_dict()
+    )
+
+
+@FAILURES
+@STREAMING_CLASSES
+@MODES
+async def test_a_streamed_answer_is_one_request_on_a_provider_error(
+    status, cls, mode, loopback, launch_nodes
+):
+    loopback.answering(status, None)
+    llm = loopback_openai(cls, loopback)
+    assert llm.max_retries == 3
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    with pytest.raises(ModelCallError) as raised:
+        await streamed(response)
+
+    assert len(loopback.posts) == 1
+    assert "crafted failure" not in str(raised.value)
+
+
+@MODES
+async def test_an_error_event_mid_stream_raises_without_its_payload(
+    mode, loopback, launch_nodes, ledger_for, openai_chunks
+):
+    secret = "payload-TOPSECRET-1138"
+
+    def reply(path: str, body: dict[str, Any]) -> Any:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        first = openai_chunks(ledger_for(user), 40)[:3]
+        return [*first, {"error": {"message": secret, "type": "server_error"}}]
+
+    loopback.reply = reply
+    llm = loopback_openai(OpenAILike, loopback)
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+
+    with pytest.raises(ModelCallError) as raised:
+        await streamed(response)
+
+    assert len(loopback.posts) == 1
+    assert secret not in str(raised.value)
+    assert raised.value.cause_type == "openai.APIError"
+
+
+@MODES
+async def test_a_redirect_answering_a_streamed_request_is_not_followed(
+    mode, loopback_server, launch_nodes
+):
+    elsewhere = loopback_server(keep_alive=False)
+    endpoint = loopback_server(keep_alive=False).answering(302, None)
+    endpoint.headers = {"Location": f"{elsewhere.url}/collect?key=sk-test"}
+    llm = loopback_openai(OpenAILike, endpoint)
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    with pytest.raises(ModelCallError) as raised:
+        await streamed(response)
+
+    assert "302" in str(raised.value)
+    assert elsewhere.url.removeprefix("http://") in str(raised.value)
+    assert "collect" not in str(raised.value)
+    # Nothing chained: the SDK's error, holding the redirect's body, is not kept.
+    assert {raised.value.__cause__, raised.value.__context__} <= {None, raised.value}
+    assert len(endpoint.posts) == 1
+    assert elsewhere.requests == []
+
+
+@MODES
+async def test_closing_the_stream_closes_the_connection_within_a_second(
+    mode, loopback, launch_nodes, ledger_for, openai_chunks
+):
+    def reply(path: str, body: dict[str, Any]) -> Any:
+        # The facts at once, then the answer a character at a time: a long stream.
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        answer = "June 15 [F1]." + " It moved [F1]." * 200
+        content = ledger_for(user, answer=answer)
+        at = content.index('"answer"') + 30
+        chunked = openai_chunks(content, 1)
+        return [chunked[0], *openai_chunks(content[:at], at)[1:2], *chunked[at + 1 :]]
+
+    loopback.reply = reply
+    loopback.stream_interval = 0.02
+    llm = loopback_openai(OpenAILike, loopback)
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+
+    if mode == "sync":
+        first = next(response.response_gen)
+        response.response_gen.close()
+    else:
+        stream = response.async_response_gen()
+        first = await stream.__anext__()
+        await stream.aclose()
+    closed = time.monotonic()
+    while not loopback.disconnects and time.monotonic() < closed + 5:
+        await asyncio.sleep(0.01)
+
+    assert first.startswith("June 15")
+    assert loopback.disconnects, "the connection was still open 5 s later"
+    assert loopback.disconnects[0] - closed < 1.0
+    assert len(loopback.posts) == 1
+
+
+@MODES
+async def test_a_streamed_reply_gives_its_log_probabilities_as_chat_does(
+    mode, loopback, launch_nodes, ledger_for, logprobs_of, openai_chunks
+):
+    def reply(path: str, body: dict[str, Any]) -> Any:
+        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+        content = json.dumps({"answerable": "yes", **json.loads(ledger_for(user))})
+        tokens = logprobs_of(content, 0.75)["content"]
+        chunked = openai_chunks(content, len(content) + 1)[:1]
+        for token in tokens:  # one chunk per token, each with its log-probabilities
+            chunk = openai_chunks(token["token"], len(token["token"]) + 1)[1]
+            chunk["choices"][0]["logprobs"] = {"content": [token]}
+            chunked.append(chunk)
+        return [*chunked, *openai_chunks("", 1)[-2:]]
+
+    loopback.reply = reply
+    llm = OpenAI(
+        model="gpt-4.1-mini", api_base=f"{loopback.url}/v1", api_key="sk-test", logprobs=True
+    )
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+
+    await streamed(response)
+
+    assert (loopback.body["logprobs"], loopback.body["top_logprobs"]) == (True, 10)
+    answer = response.metadata["evidence_answer"]
+    assert answer.status == "answered"
+    assert answer.reader_confidence == pytest.approx(0.75)

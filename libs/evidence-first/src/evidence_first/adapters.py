@@ -246,8 +246,13 @@ async def astream_selection(
     plan = await aplan_answer(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )
-    async for item in astream_plan(plan, model):
-        yield item
+    items = astream_plan(plan, model)
+    try:
+        async for item in items:
+            yield item
+    finally:
+        # Closing this iterator closes the call now, not when the collector finds the stream.
+        await items.aclose()  # type: ignore[attr-defined]
 
 
 publish(globals())

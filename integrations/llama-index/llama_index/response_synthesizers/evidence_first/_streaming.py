@@ -140,12 +140,19 @@ class EvidenceAsyncStreamingResponse(AsyncStreamingResponse):
     """LlamaIndex's `AsyncStreamingResponse`, read as :class:`EvidenceStreamingResponse` is."""
 
     async def async_response_gen(self) -> AsyncGenerator[str, None]:
-        """The stream's pieces, or its final text whole once it has ended."""
+        """The stream's pieces, or its final text whole once it has ended.
+
+        Closing it before the end (or cancelling the task reading it) closes the stream, which
+        cancels the call, as closing ``response_gen`` does.
+        """
         if self.response_txt is not None:
             yield self.response_txt
             return
-        async for text in self.response_gen:
-            yield text
+        try:
+            async for text in self.response_gen:
+                yield text
+        finally:
+            await self.response_gen.aclose()
 
     async def get_response(self) -> Response:
         """The response once the stream has ended: the answer, or a non-answer's sentence."""

@@ -42,7 +42,11 @@ from llama_index.response_synthesizers.evidence_first._anthropic import PROVIDER
 from llama_index.response_synthesizers.evidence_first._google import PROVIDER as GOOGLE
 from llama_index.response_synthesizers.evidence_first._ollama import PROVIDER as OLLAMA
 from llama_index.response_synthesizers.evidence_first._openai import PROVIDER as OPENAI
-from llama_index.response_synthesizers.evidence_first._provider import Prepare, Provider
+from llama_index.response_synthesizers.evidence_first._provider import (
+    Prepare,
+    Provider,
+    opened_streams,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -115,33 +119,50 @@ class LLMReader:
         return self._astream if streams else None
 
     def _stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
-        """Call ``stream_chat`` once and yield each piece of the reply as it arrives."""
+        """Call ``stream_chat`` once and yield each piece of the reply as it arrives.
+
+        Closing it closes the provider's response, and so its connection, at once.
+        """
         llm, kwargs = self._prepare(request, self.llm, False, self.profile)
-        chunks = call_refusing_redirects(lambda: llm.stream_chat(_messages(request), **kwargs))
-        deltas = _Deltas()
+        opened: list[Any] = []  # the responses the copy opened to stream
+        chunks: Any = None
         try:
-            # A redirect is refused when the request is sent, at the first chunk.
-            while (chunk := call_refusing_redirects(lambda: next(chunks, None))) is not None:
+            # The request is sent by stream_chat or at the first chunk; a redirect is refused.
+            with opened_streams(opened):
+                chunks = call_refusing_redirects(
+                    lambda: llm.stream_chat(_messages(request), **kwargs)
+                )
+                chunk = call_refusing_redirects(lambda: next(chunks, None))
+            deltas = _Deltas()
+            while chunk is not None:
                 yield deltas.of(chunk)
+                chunk = call_refusing_redirects(lambda: next(chunks, None))
         finally:
-            _close(chunks)  # the provider's response, and so its connection
+            _close(chunks, "close")
+            for response in opened:
+                response.close()
 
     async def _astream(self, request: ModelRequest) -> AsyncIterator[ModelDelta]:
         """Await ``astream_chat`` once and yield each piece of the reply as it arrives."""
         llm, kwargs = self._prepare(request, self.llm, True, self.profile)
-        chunks = await acall_refusing_redirects(
-            lambda: llm.astream_chat(_messages(request), **kwargs)
-        )
-        deltas = _Deltas()
+        opened: list[Any] = []
+        chunks: Any = None
         try:
-            while (
-                chunk := await acall_refusing_redirects(lambda: anext(chunks, None))
-            ) is not None:
+            with opened_streams(opened):
+                chunks = await acall_refusing_redirects(
+                    lambda: llm.astream_chat(_messages(request), **kwargs)
+                )
+                chunk = await acall_refusing_redirects(lambda: anext(chunks, None))
+            deltas = _Deltas()
+            while chunk is not None:
                 yield deltas.of(chunk)
+                chunk = await acall_refusing_redirects(lambda: anext(chunks, None))
         finally:
-            close = getattr(chunks, "aclose", None)
-            if callable(close):
-                await close()
+            closing = _close(chunks, "aclose")
+            if closing is not None:
+                await closing
+            for response in opened:
+                await response.aclose()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({type(self.llm).__name__})"
@@ -311,10 +332,10 @@ def _prompt_only_call(
     return llm, {}
 
 
-def _close(chunks: object) -> None:
-    close = getattr(chunks, "close", None)
-    if callable(close):
-        close()
+def _close(chunks: object, method: str) -> Any:
+    """Call ``chunks.<method>()`` if it has one (a generator's ``close``, ``aclose``)."""
+    close = getattr(chunks, method, None)
+    return close() if callable(close) else None
 
 
 def _has_native_achat(llm: object) -> bool:
