@@ -75,11 +75,20 @@ class EvidenceSynthesizer(BaseSynthesizer):
         response.metadata["reader_confidence"]  # the reader's own confidence, or None
 
     With ``streaming=True`` it returns LlamaIndex's ``StreamingResponse`` (from
-    ``asynthesize``, ``AsyncStreamingResponse``), so ``response.print_response_stream()`` and
-    ``for text in response.response_gen`` work. Verification needs the whole ledger, so
-    nothing streams token by token: the generator yields the verified answer in one chunk
-    once every citation has been checked, or the sentence of a non-answer; ``source_nodes``
-    and ``metadata`` are as above.
+    ``asynthesize``, ``AsyncStreamingResponse``) once the answer is planned, so
+    ``response.print_response_stream()`` and ``for text in response.response_gen`` work.
+    ``source_nodes`` are the nodes to be sent; the generator makes the one call (through the
+    LLM's ``stream_chat``, under the same strict settings) and yields the answer's text as it
+    arrives, each part only once the facts it rests on are verified (under ``number_sources``
+    a segment at a time, its numbers after it). ``metadata`` is filled when the result
+    arrives. A non-answer ends the stream with its sentence; if a check of the whole reply
+    fails after text was passed on, the sentence follows it on a paragraph of its own, and
+    ``get_response().response`` and ``str(response)`` are the sentence alone: the
+    non-streaming ``response``, never the pieces joined. The reader's decision and each fact
+    are also instrumentation events (``EvidenceDecisionEvent``, ``EvidenceFactEvent``),
+    dispatched as they arrive. An error of the call
+    (``ModelCallError``, ``AnswerTimeoutError``) raises from the generator; closing it, or
+    cancelling the task reading it, cancels the call and closes its connection.
 
     A non-answer's ``response`` (and so ``str(response)``, what a ``QueryEngineTool`` hands an
     agent) is one sentence stating its status and what is missing or why it failed, the words
@@ -286,16 +295,19 @@ class EvidenceSynthesizer(BaseSynthesizer):
                 since the prompt is fixed.
 
         Returns:
-            A ``Response`` whose ``response`` is the answer (``None`` unless answered), whose
+            A ``Response`` whose ``response`` is the answer, or a non-answer's sentence, whose
             ``source_nodes`` are the nodes sent, and whose ``metadata["evidence_answer"]`` is
-            the :class:`~evidence_first.EvidenceAnswer`. With ``streaming=True``, a
-            ``StreamingResponse`` with the same ``source_nodes`` and ``metadata``, whose
-            generator yields the verified answer in one chunk (nothing unless answered).
+            the :class:`~evidence_first.EvidenceAnswer`. With ``streaming=True``, once
+            planned, a ``StreamingResponse`` with the nodes to be sent, whose generator makes
+            the call and yields the verified text as it arrives, and whose ``metadata`` is
+            filled when the result arrives (see the class).
 
         Raises:
             InvalidRequestError: The question or a node breaks the contract; nothing was sent.
-            ModelCallError: The LLM call failed (HTTP errors included).
-            AnswerTimeoutError: The LLM did not answer within ``timeout``.
+            ModelCallError: The LLM call failed (HTTP errors included); with
+                ``streaming=True``, from the generator.
+            AnswerTimeoutError: The LLM did not answer within ``timeout``; with
+                ``streaming=True``, from the generator.
         """
         with self._synthesis(query, nodes, additional_source_nodes) as run:
             selection = run.selected.selection
@@ -318,7 +330,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
 
         An LLM without a native ``achat`` runs on a worker thread. Cancelling the task
         propagates ``asyncio.CancelledError``. With ``streaming=True`` it returns an
-        ``AsyncStreamingResponse``, as LlamaIndex's own synthesizers do in async streaming.
+        ``AsyncStreamingResponse`` once planned, as LlamaIndex's own synthesizers do in async
+        streaming; its generator awaits the LLM's ``astream_chat`` (an LLM without a native
+        one streams on a worker thread).
         """
         with self._synthesis(query, nodes, additional_source_nodes) as run:
             selection = run.selected.selection
