@@ -938,3 +938,106 @@ async def test_a_streamed_reply_gives_its_log_probabilities_as_chat_does(
     answer = response.metadata["evidence_answer"]
     assert answer.status == "answered"
     assert answer.reader_confidence == pytest.approx(0.75)
+
+
+def ndjson(*lines: dict[str, Any]) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+@MODES
+async def test_ollama_streams_the_same_strict_request(mode, launch_nodes, ledger_for):
+    # ollama's clients take an httpx transport: Ollama's own stream is NDJSON lines.
+    import ollama
+
+    bodies: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        answer = ollama_answer(ledger_for, body)
+        if not body["stream"]:
+            return httpx.Response(200, json=answer)
+        content = answer["message"]["content"]
+        lines = [
+            {
+                **answer,
+                "message": {"role": "assistant", "content": content[at : at + 7]},
+                "done": False,
+                "done_reason": None,
+                "prompt_eval_count": None,
+                "eval_count": None,
+            }
+            for at in range(0, len(content), 7)
+        ]
+        last = {**answer, "message": {"role": "assistant", "content": ""}}
+        return httpx.Response(200, content=ndjson(*lines, last))
+
+    transport = httpx.MockTransport(handle)
+    llm = ollama_llm(
+        "http://ollama.test",
+        client=ollama.Client(host="http://ollama.test", transport=transport),
+        async_client=ollama.AsyncClient(host="http://ollama.test", transport=transport),
+    )
+    plain = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    pieces = await streamed(response)
+
+    chat_body, stream_body = bodies  # one request each
+    assert stream_body == {**chat_body, "stream": True}  # format, options: the same
+    assert "".join(pieces) == plain.response == "June 15"
+    answer = response.metadata["evidence_answer"]
+    assert answer.as_dict() == plain.metadata["evidence_answer"].as_dict()
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (11, 7)  # the last line's
+
+
+@AIOHTTP_SUBCLASS
+@MODES
+async def test_gemini_streams_the_same_strict_request(mode, launch_nodes, ledger_for):
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = json.loads(request.content) if request.content else None
+        if body is None:
+            return httpx.Response(200, json=GEMINI_META)
+        answer = gemini_answer(ledger_for, body)
+        if ":streamGenerateContent" not in request.url.path:
+            return httpx.Response(200, json=answer)
+        text = answer["candidates"][0]["content"]["parts"][0]["text"]
+        events = [
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": text[at : at + 9]}]}}]}
+            for at in range(0, len(text), 9)
+        ]
+        events[-1] = {**events[-1], "usageMetadata": answer["usageMetadata"]}
+        events[-1]["candidates"][0]["finishReason"] = "STOP"
+        sse = "".join(f"data: {json.dumps(event)}\r\n\r\n" for event in events)
+        return httpx.Response(
+            200, content=sse.encode(), headers={"content-type": "text/event-stream"}
+        )
+
+    transport = httpx.MockTransport(handle)
+    from llama_index.llms.google_genai import GoogleGenAI
+
+    llm = GoogleGenAI(
+        model=GEMINI_MODEL,
+        api_key="test-key",
+        http_options={
+            "httpx_client": httpx.Client(transport=transport),
+            "httpx_async_client": httpx.AsyncClient(transport=transport),
+        },
+    )
+    plain = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
+    chat_body = json.loads(seen[-1].content)
+    seen.clear()
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    pieces = await streamed(response)
+
+    (request,) = seen  # one request
+    assert request.url.path == f"/v1beta/models/{GEMINI_MODEL}:streamGenerateContent"
+    assert json.loads(request.content) == chat_body  # the schema, limit, temperature: the same
+    assert chat_body["generationConfig"]["responseMimeType"] == "application/json"
+    assert "".join(pieces) == plain.response == "June 15"
+    answer = response.metadata["evidence_answer"]
+    assert answer.as_dict() == plain.metadata["evidence_answer"].as_dict()

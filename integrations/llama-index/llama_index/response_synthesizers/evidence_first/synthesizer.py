@@ -86,9 +86,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
     ``get_response().response`` and ``str(response)`` are the sentence alone: the
     non-streaming ``response``, never the pieces joined. The reader's decision and each fact
     are also instrumentation events (``EvidenceDecisionEvent``, ``EvidenceFactEvent``),
-    dispatched as they arrive. An error of the call
-    (``ModelCallError``, ``AnswerTimeoutError``) raises from the generator; closing it, or
-    cancelling the task reading it, cancels the call and closes its connection.
+    dispatched as they arrive. An error of the call (``ModelCallError``,
+    ``AnswerTimeoutError``) raises from the generator; closing it, or cancelling the task
+    reading it, cancels the call and closes its connection.
 
     A non-answer's ``response`` (and so ``str(response)``, what a ``QueryEngineTool`` hands an
     agent) is one sentence stating its status and what is missing or why it failed, the words
