@@ -387,11 +387,11 @@ class Loopback:
         delay: Seconds each answer is held back, for timeouts; a client that gave up is no error.
         headers: Headers sent with every answer besides its type and length (a ``Location``).
 
-    A request asking to stream (``"stream": true`` in its JSON body) is answered, on a 200, as
-    server-sent events: each item of the reply (a list; anything else is one item) as one
-    ``data:`` event, ``stream_interval`` seconds apart, then ``data: [DONE]``, the connection
-    closed after it. A client that closes the connection before the end is recorded in
-    ``disconnects`` (the ``time.monotonic()`` at which a write found it closed).
+    A reply that is a list, to a request asking to stream (``"stream": true`` in its JSON
+    body), is sent on a 200 as server-sent events: each item as one ``data:`` event,
+    ``stream_interval`` seconds apart, then ``data: [DONE]``, the connection closed after it.
+    A client that closes the connection before the end is recorded in ``disconnects`` (the
+    ``time.monotonic()`` at which a write found it closed). Any other reply is sent as JSON.
     """
 
     def __init__(
@@ -472,10 +472,12 @@ class Loopback:
                         Received(self.command, self.path, dict(self.headers), raw, body)
                     )
                 time.sleep(server.delay)
-                if server.status == 200 and isinstance(body, dict) and body.get("stream") is True:
-                    self._stream(server._answer_for(self.path, body))
+                reply = server._answer_for(self.path, body)
+                streams = isinstance(body, dict) and body.get("stream") is True
+                if server.status == 200 and streams and isinstance(reply, list):
+                    self._stream(reply)
                     return
-                payload = json.dumps(server._answer_for(self.path, body)).encode()
+                payload = json.dumps(reply).encode()
                 try:
                     self.send_response(server.status)
                     self.send_header("Content-Type", "application/json")
@@ -487,8 +489,7 @@ class Loopback:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-            def _stream(self, reply: Any) -> None:
-                events = reply if isinstance(reply, list) else [reply]
+            def _stream(self, events: list[Any]) -> None:
                 self.close_connection = True  # the end of the events is the end of the body
                 try:
                     self.send_response(200)
