@@ -463,6 +463,27 @@ def test_a_non_answer_in_condense_question_chat_reads_as_its_sentence(index, cha
     ]
 
 
+def test_stream_chat_writes_what_it_streamed_to_the_history_after_a_late_failure(
+    index, chat_openai
+):
+    # The facts verify and the answer streams; the last chunk says the output was cut at its
+    # token limit: LlamaIndex keeps what the stream yielded, the sentence after the text.
+    answer_launch = chat_openai.reply
+    chat_openai.reply = lambda body: {**answer_launch(body), "finish_reason": "length"}
+    engine = condense_engine(index, chat_openai.llm())
+
+    streamed = engine.stream_chat("When is the launch?")
+    text = "".join(streamed.response_gen)
+
+    raw = streamed.sources[0].raw_output
+    assert evidence_answer(raw).status == "invalid_response"
+    sentence = outcome_text(evidence_answer(raw))
+    assert sentence.endswith("output_truncated.")
+    assert text == "June 15\n\n" + sentence
+    assert raw.get_response().response == sentence
+    assert [m.content for m in engine.chat_history] == ["When is the launch?", text]
+
+
 @pytest.mark.parametrize("chat_mode", ["best", "context", "condense_plus_context", "simple"])
 def test_the_other_chat_modes_never_use_the_synthesizer(chat_mode, index, chat_openai):
     llm = chat_openai.llm()

@@ -416,3 +416,27 @@ def test_closing_the_stream_cancels_the_call(fake_openai, monkeypatch):
     assert requests[0].cancel.is_set()
     assert "evidence_answer" not in response.metadata
     assert response.get_response().response is None  # nothing half-streamed is made final
+
+
+@MODES
+async def test_a_tool_call_in_the_stream_makes_the_answer_invalid(mode, fake_openai):
+    call = {
+        "index": 0,
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "lookup", "arguments": "{}"},
+    }
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        return {"message": {"role": "assistant", "content": ledger(), "tool_calls": [call]}}
+
+    fake_openai.reply = reply
+    plain = await synthesize(synthesizer(fake_openai), mode)
+
+    response = await synthesize(synthesizer(fake_openai, streaming=True), mode)
+    pieces = await pieces_of(response)
+
+    answer = evidence_answer(response)
+    assert (answer.status, answer.reason_codes) == ("invalid_response", ("tool_call_not_allowed",))
+    assert pieces[-1].endswith(outcome_text(answer))
+    assert (await final_of(response)).response == plain.response == outcome_text(answer)
