@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, ChatResponseGen
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.bridge.pydantic import Field
@@ -32,6 +35,7 @@ from llama_index.response_synthesizers.evidence_first import (
     EvidenceDecisionEvent,
     EvidenceFactEvent,
     EvidenceSynthesizer,
+    UnenforcedSettingsWarning,
 )
 from llama_index.response_synthesizers.evidence_first._strict_call import LLMReader
 
@@ -326,25 +330,66 @@ class StreamingLedgerLLM:
     """Builds a ``CustomLLM`` with its own ``stream_chat``, yielding a ledger in pieces."""
 
     @staticmethod
-    def build(ledger_llm_class: type, content: str, size: int = 4) -> Any:
+    def build(ledger_llm_class: type, content: str, sizes: tuple[int, ...] = (4,)) -> Any:
         class Streaming(ledger_llm_class):  # type: ignore[misc,valid-type]
             streamed: int = 0
+
+            @llm_chat_callback()
+            def chat(self, messages: Any, **kwargs: Any) -> ChatResponse:
+                self.received.append(list(messages))
+                return ChatResponse(message=ChatMessage(role="assistant", content=content))
 
             @llm_chat_callback()
             def stream_chat(self, messages: Any, **kwargs: Any) -> ChatResponseGen:
                 self.streamed += 1
 
                 def gen() -> ChatResponseGen:
-                    so_far = ""
-                    for at in range(0, len(content), size):
-                        delta = content[at : at + size]
-                        so_far += delta
+                    so_far, at, index = "", 0, 0
+                    while at < len(content):
+                        delta = content[at : at + sizes[index % len(sizes)]]
+                        so_far, at, index = so_far + delta, at + len(delta), index + 1
                         message = ChatMessage(role="assistant", content=so_far)
                         yield ChatResponse(message=message, delta=delta)
 
                 return gen()
 
         return Streaming(received=[])
+
+
+ANSWERS = [
+    TWO_SENTENCES,
+    "Friday [F2]. June 15 [F1]",
+    "June 15 [F1][F2], not [2]. Then more.",
+    "It [F1] moved, [F1] to June 15 [F1] . Review: Friday [F2]!  ",
+    "No markers at all, [1] and [ 2 ] only.",
+]
+
+
+# The fixture is a class, the same for every example.
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    answer=st.sampled_from(ANSWERS),
+    sizes=st.lists(st.integers(min_value=1, max_value=12), min_size=1, max_size=8),
+    number_sources=st.booleans(),
+)
+def test_any_pieces_join_to_the_non_streaming_text(answer, sizes, number_sources, ledger_llm_class):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnenforcedSettingsWarning)
+        llm = StreamingLedgerLLM.build(ledger_llm_class, ledger(answer), tuple(sizes))
+        plain = EvidenceSynthesizer(llm=llm, number_sources=number_sources)
+        streaming = EvidenceSynthesizer(llm=llm, streaming=True, number_sources=number_sources)
+    whole = plain.synthesize(QUESTION, NODES)  # chat: the whole reply at once
+    response = streaming.synthesize(QUESTION, NODES)
+
+    pieces = list(response.response_gen)
+
+    assert "".join(pieces) == whole.response
+    assert response.get_response().response == whole.response
+    assert response.metadata == whole.metadata
 
 
 @MODES

@@ -61,11 +61,11 @@ __all__ = [
 
 dispatcher = get_dispatcher(__name__)
 
-Final = Callable[[EvidenceAnswer], tuple[str, dict[str, Any]]]
+FinalText = Callable[[EvidenceAnswer], tuple[str, dict[str, Any]]]
 """Given the final result: the non-streaming response's text and metadata."""
 
 # Between text already passed on and the sentence of a non-answer that a later check made.
-LATE_OUTCOME_SEPARATOR = "\n\n"
+_LATE_OUTCOME_SEPARATOR = "\n\n"
 
 _NOT_STREAMING = (
     "this response does not stream: its EvidenceSynthesizer was built without streaming=True. "
@@ -187,7 +187,7 @@ class StreamedText:
     def __init__(
         self,
         selected: NodeSelection,
-        final: Final,
+        final: FinalText,
         *,
         number_sources: bool,
         metadata: dict[str, Any],
@@ -232,7 +232,7 @@ class StreamedText:
             return ""  # held until its segment closes, which its numbers follow
         # Cut where the non-streaming text is numbered: at the segment's end, even where the
         # core passed on text beyond it before the segment settled.
-        end = event.segment.char_end
+        end = max(self._cursor, event.segment.char_end)
         numbers = segment_numbers(event.segment, self._facts, self._number_of)
         piece = unbracketed(self._plain[self._cursor : end]) + label(numbers)
         self._cursor = end
@@ -248,7 +248,7 @@ class StreamedText:
             return self._passed_on(rest)
         # A non-answer ends with its sentence; after text a later check of the whole reply
         # withdrew, on a paragraph of its own.
-        return [(LATE_OUTCOME_SEPARATOR if self._yielded else "") + self.text]
+        return [(_LATE_OUTCOME_SEPARATOR if self._yielded else "") + self.text]
 
     def _passed_on(self, text: str) -> list[str]:
         if not text:

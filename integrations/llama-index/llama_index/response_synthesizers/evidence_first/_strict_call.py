@@ -62,7 +62,7 @@ PROVIDERS: tuple[Provider, ...] = (OPENAI, ANTHROPIC, GOOGLE, OLLAMA)
 
 
 class LLMReader:
-    """A reader model that calls a LlamaIndex ``LLM`` once per request, synchronously.
+    """A reader model that calls a LlamaIndex ``LLM`` once per request, whole or streamed.
 
     Args:
         llm: The LLM the caller configured; it is never modified.
