@@ -168,13 +168,13 @@ def chunks(
     return pieces
 
 
-def sse_body(choice: dict[str, Any], body: dict[str, Any], size: int) -> bytes:
-    """The message of ``choice`` streamed as server-sent events, then ``[DONE]``."""
-    usage = bool((body.get("stream_options") or {}).get("include_usage"))
+def sse_body(choice: dict[str, Any], size: int) -> bytes:
+    """The message of ``choice`` streamed as server-sent events, then ``[DONE]``: its usage in
+    a last chunk, as a server sends it when asked (this one always does, as some do)."""
     message = choice["message"]
-    events = chunks(message["content"], size, finish_reason=choice["finish_reason"], usage=usage)
+    events = chunks(message["content"], size, finish_reason=choice["finish_reason"])
     if message.get("tool_calls"):
-        events[-2 if usage else -1]["choices"][0]["delta"]["tool_calls"] = message["tool_calls"]
+        events[-2]["choices"][0]["delta"]["tool_calls"] = message["tool_calls"]
     lines = [f"data: {json.dumps(event)}\n\n" for event in events] + ["data: [DONE]\n\n"]
     return "".join(lines).encode()
 
@@ -220,7 +220,7 @@ class FakeOpenAI:
         if body.get("stream"):
             return httpx.Response(
                 200,
-                content=sse_body(choice, body, self.chunk_size),
+                content=sse_body(choice, self.chunk_size),
                 headers={"content-type": "text/event-stream"},
             )
         return httpx.Response(

@@ -115,9 +115,10 @@ def test_additional_kwargs_stand_over_the_class_own_temperature_and_output_limit
 
 
 def test_stream_options_reach_a_streamed_request_alone(fake_openai):
-    # The strict copy always carries stream_options (include_usage); LlamaIndex's
+    # A strict copy for OpenAI's API carries stream_options (include_usage); LlamaIndex's
     # _get_model_kwargs keeps them only beside `stream`, which stream_chat alone passes.
-    strict, _ = strict_openai_call(REQUEST, fake_openai.llm(), False, ModelProfile())
+    llm = fake_openai.llm(api_base="https://api.openai.com/v1")
+    strict, _ = strict_openai_call(REQUEST, llm, False, ModelProfile())
 
     strict.chat(MESSAGES)
     list(strict.stream_chat(MESSAGES))

@@ -798,11 +798,7 @@ async def test_a_streamed_answer_is_one_request_with_the_strict_settings(
     (received,) = loopback.posts  # one HTTP request, whatever the chunking
     assert received.path == "/v1/chat/completions"
     # chat's body, strict settings and all (schema, limit, temperature, no tools), streamed.
-    assert received.body == {
-        **chat_body,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    assert received.body == {**chat_body, "stream": True}
     assert not {"tools", "tool_choice", "functions"} & set(received.body)
     assert received.headers.get("x-stainless-retry-count") == "0"
     assert len(pieces) >= 2
@@ -1041,3 +1037,32 @@ async def test_gemini_streams_the_same_strict_request(mode, launch_nodes, ledger
     assert "".join(pieces) == plain.response == "June 15"
     answer = response.metadata["evidence_answer"]
     assert answer.as_dict() == plain.metadata["evidence_answer"].as_dict()
+
+
+@MODES
+async def test_the_openai_api_is_asked_for_a_streams_usage_and_no_other_host(
+    mode, fake_openai, launch_nodes, monkeypatch
+):
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for llm, asked in (
+        (openai_llm(fake_openai, OpenAI), True),  # api.openai.com
+        (fake_openai.llm(), False),  # another server
+        (
+            fake_openai.llm(
+                model="gpt-4.1-mini", api_base="https://my-resource.openai.azure.com/openai/v1"
+            ),
+            False,  # Azure OpenAI: API versions before 2024-08-01-preview refuse it
+        ),
+    ):
+        fake_openai.requests.clear()
+        response = await synthesize(
+            EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode
+        )
+        await streamed(response)
+
+        (body,) = fake_openai.bodies
+        assert body["stream"] is True
+        assert ("stream_options" in body) is asked
+        if asked:
+            assert body["stream_options"] == {"include_usage": True}

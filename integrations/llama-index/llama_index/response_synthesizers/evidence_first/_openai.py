@@ -25,8 +25,9 @@ they change):
   LlamaIndex's ``stream_chat`` generator never closes the ``Stream``; the caller's httpx client
   is not changed.
 - ``OpenAI._get_model_kwargs`` (called by ``chat`` and ``stream_chat``) sends
-  ``additional_kwargs["stream_options"]`` only with a streamed request: the copy always carries
-  ``{"include_usage": True}``, so a streamed reply states its usage as ``chat``'s does.
+  ``additional_kwargs["stream_options"]`` only with a streamed request: a copy for OpenAI's own
+  API carries ``{"include_usage": True}``, so a streamed reply states its usage as ``chat``'s
+  does.
 
 What the LLM accepts is its profile, found from the host its client calls and the model's name
 by the rule table: the schema's dialect (``"openai"`` for OpenAI's own API, ``"azure-openai"``
@@ -140,9 +141,13 @@ def strict_openai_call(
 
         additional_kwargs["temperature"] = NOT_GIVEN
     additional_kwargs.update(settings)  # max_completion_tokens
-    # A stream states its usage only when asked, in a last chunk. LlamaIndex sends
-    # stream_options with a streamed request alone (stream_chat), dropping it from chat's.
-    additional_kwargs["stream_options"] = {"include_usage": True}
+    if family_for(llm) == "openai":
+        # OpenAI's stream states its usage only when asked, in a last chunk
+        # (platform.openai.com/docs/api-reference/chat/create, stream_options.include_usage).
+        # Not elsewhere: Azure OpenAI's API versions before 2024-08-01-preview refuse the
+        # argument, and another server may. LlamaIndex sends it with a streamed request alone
+        # (stream_chat), dropping it from chat's.
+        additional_kwargs["stream_options"] = {"include_usage": True}
     strict = llm.model_copy(update=update)
     # The call goes through a retry-free, redirect-free view of the client: with reuse_client,
     # the one the caller's LLM caches, so no pool is opened per call.
