@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+import time
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -132,7 +134,7 @@ async def test_a_two_sentence_answer_streams_in_pieces_and_ends_as_the_non_strea
     assert response.source_nodes == plain.source_nodes
     assert response.metadata == {}
     pieces = await pieces_of(response)
-    assert len(pieces) >= 2  # as the endpoint's chunks arrive, once the facts are verified
+    assert len(pieces) >= 2  # each sentence once its facts are verified, as it arrives
     assert (
         "".join(pieces) == plain.response == "The launch moved to June 15. Budget review is Friday."
     )
@@ -440,7 +442,8 @@ async def test_cancelling_the_task_reading_the_stream_cancels_the_call(fake_open
     assert fake_openai.attempts == 0
 
 
-def test_closing_the_stream_cancels_the_call(fake_openai, monkeypatch):
+@pytest.mark.filterwarnings("ignore::evidence_first.adapters.UnenforcedSettingsWarning")
+def test_closing_the_stream_cancels_the_call(ledger_llm_class, monkeypatch):
     requests: list[ModelRequest] = []
     original = LLMReader._stream
 
@@ -449,14 +452,36 @@ def test_closing_the_stream_cancels_the_call(fake_openai, monkeypatch):
         yield from original(self, request)
 
     monkeypatch.setattr(LLMReader, "_stream", recording)
-    fake_openai.reply = replying(ledger())
-    response = synthesizer(fake_openai, streaming=True).synthesize(QUESTION, NODES)
+    content = ledger()
+    held = content.index("Budget review is Friday [F2]")
+    closed = threading.Event()
 
+    class Slow(ledger_llm_class):  # type: ignore[misc,valid-type]
+        """Streams the ledger up to its second sentence, then holds the rest back."""
+
+        @llm_chat_callback()
+        def stream_chat(self, messages: Any, **kwargs: Any) -> ChatResponseGen:
+            def gen() -> ChatResponseGen:
+                try:
+                    yield ChatResponse(message=ChatMessage(content=""), delta=content[:held])
+                    for _ in range(500):  # ten seconds of nothing new
+                        time.sleep(0.02)
+                        yield ChatResponse(message=ChatMessage(content=""), delta="")
+                    yield ChatResponse(message=ChatMessage(content=""), delta=content[held:])
+                finally:
+                    closed.set()
+
+            return gen()
+
+    response = EvidenceSynthesizer(llm=Slow(received=[]), streaming=True).synthesize(
+        QUESTION, NODES
+    )
     first = next(response.response_gen)
     response.response_gen.close()
 
     assert "The launch moved to June 15.".startswith(first)
     assert requests[0].cancel.is_set()
+    assert closed.wait(1.0)  # the LLM's own stream was closed, well before its end
     assert "evidence_answer" not in response.metadata
     assert response.get_response().response is None  # nothing half-streamed is made final
 
