@@ -13,10 +13,12 @@ import functools
 import json
 import math
 import re
+import select
+import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -366,6 +368,51 @@ class Received:
     body: Any
 
 
+@dataclass
+class ServerSentEvents:
+    """A streamed answer: each of ``events`` (a whole event, its blank line included) as it is,
+    ``interval`` seconds apart, the body ended by closing the connection; or
+    ``events(body)``, the events for the request's JSON body.
+
+    Between events the server watches the connection: ``closed_at`` (``time.monotonic()``) is
+    when it saw the client close it, after ``written`` events; ``None`` if the stream ended.
+    """
+
+    events: Sequence[str] | Callable[[Any], Sequence[str]]
+    interval: float = 0.0
+    written: int = 0
+    closed_at: float | None = None
+
+    def write(self, handler: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "text/event-stream")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        handler.close_connection = True
+        events = self.events(body) if callable(self.events) else self.events
+        for index, event in enumerate(events):
+            if index and self._closed(handler.connection, self.interval):
+                return
+            try:
+                handler.wfile.write(event.encode())
+                handler.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                self.closed_at = time.monotonic()
+                return
+            self.written += 1
+
+    def _closed(self, connection: socket.socket, wait: float) -> bool:
+        """Whether the client closed ``connection`` within ``wait`` seconds."""
+        readable, _, _ = select.select([connection], [], [], wait)
+        try:
+            closed = bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            closed = True
+        if closed:
+            self.closed_at = time.monotonic()
+        return closed
+
+
 # What a loopback server sends on an error status when no reply was scripted: a body every
 # provider SDK here can read, carrying "crafted failure".
 CRAFTED_ERROR = {
@@ -383,15 +430,10 @@ class Loopback:
             one (a retry then opens a new connection the server sees).
         status: The status of every answer; change it on the object to fail later requests.
         reply: The JSON answered whatever the status, or ``reply(path, body)`` giving each 200
-            answer; on an error status without a JSON reply, :data:`CRAFTED_ERROR` is sent.
+            answer; on an error status without a JSON reply, :data:`CRAFTED_ERROR` is sent. A
+            :class:`ServerSentEvents` reply is streamed.
         delay: Seconds each answer is held back, for timeouts; a client that gave up is no error.
         headers: Headers sent with every answer besides its type and length (a ``Location``).
-
-    A reply that is a list, to a request asking to stream (``"stream": true`` in its JSON
-    body), is sent on a 200 as server-sent events: each item as one ``data:`` event,
-    ``stream_interval`` seconds apart, then ``data: [DONE]``, the connection closed after it.
-    A client that closes the connection before the end is recorded in ``disconnects`` (the
-    ``time.monotonic()`` at which a write found it closed). Any other reply is sent as JSON.
     """
 
     def __init__(
@@ -402,8 +444,6 @@ class Loopback:
         self.delay = delay
         self.headers: dict[str, str] = {}
         self.requests: list[Received] = []
-        self.stream_interval = 0.0
-        self.disconnects: list[float] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler(keep_alive))
         self._server.daemon_threads = True
@@ -439,6 +479,14 @@ class Loopback:
         self.status, self.reply, self.delay = status, reply, delay
         return self
 
+    def streaming(
+        self, events: Sequence[str] | Callable[[Any], Sequence[str]], interval: float = 0.0
+    ) -> ServerSentEvents:
+        """Answer every later request with 200 and ``events`` (:class:`ServerSentEvents`)."""
+        streamed = ServerSentEvents(events, interval)
+        self.answering(200, streamed)
+        return streamed
+
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
@@ -473,9 +521,8 @@ class Loopback:
                     )
                 time.sleep(server.delay)
                 reply = server._answer_for(self.path, body)
-                streams = isinstance(body, dict) and body.get("stream") is True
-                if server.status == 200 and streams and isinstance(reply, list):
-                    self._stream(reply)
+                if isinstance(reply, ServerSentEvents):
+                    reply.write(self, server.status, body)
                     return
                 payload = json.dumps(reply).encode()
                 try:
@@ -488,22 +535,6 @@ class Loopback:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
-
-            def _stream(self, events: list[Any]) -> None:
-                self.close_connection = True  # the end of the events is the end of the body
-                try:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "text/event-stream")
-                    self.send_header("Connection", "close")
-                    self.end_headers()
-                    for index, event in enumerate([*events, "[DONE]"]):
-                        if index:
-                            time.sleep(server.stream_interval)
-                        data = event if isinstance(event, str) else json.dumps(event)
-                        self.wfile.write(f"data: {data}\n\n".encode())
-                        self.wfile.flush()
-                except (BrokenPipeError, ConnectionResetError):
-                    server.disconnects.append(time.monotonic())
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass  # the test output stays quiet

@@ -28,14 +28,16 @@ from evidence_first.adapters import (
     UnenforcedSettingsWarning,
     aanswer_selection,
     answer_selection,
-    astream_selection,
+    aplan_answer,
+    astream_plan,
     json_safe_metadata,
     limits_in,
     metadata_fields,
     normalized_finish_reason,
     openai_response_format,
+    plan_answer,
     select_sources,
-    stream_selection,
+    stream_plan,
     warn_unenforced_once,
     without_strict_keys,
 )
@@ -117,17 +119,22 @@ def launch_selection() -> tuple[SourceSelection, str]:
 
 
 def test_a_streamed_selection_gives_the_events_then_the_result_answer_selection_gives():
+    # What an integration's stream does: the selection planned (its set-aside sources as
+    # preomitted), then the plan streamed.
     selection, reply = launch_selection()
     model = Streamed(reply)
+    plan = plan_answer(
+        AnswerOptions(), "When?", selection.sources, model, preomitted=selection.set_aside
+    )
 
-    items = list(stream_selection("When is the launch?", selection, model, AnswerOptions()))
+    items = list(stream_plan(plan, model))
 
     assert model.calls == 1
     first, final = items[0], items[-1]
     assert isinstance(first, SourcesEvent)
     assert first.omissions == {"a": "duplicate_id"}  # the set-aside source, from the start
     assert isinstance(final, EvidenceAnswer)
-    whole = answer_selection("When is the launch?", selection, Streamed(reply), AnswerOptions())
+    whole = answer_selection("When?", selection, Streamed(reply), AnswerOptions())
     assert final.as_dict() == whole.as_dict()
     texts = [item.text for item in items if isinstance(item, AnswerTextEvent)]
     assert len([text for text in texts if text]) >= 2
@@ -138,27 +145,23 @@ def test_a_streamed_selection_is_planned_before_anything_is_sent():
     selection, reply = launch_selection()
     model = Streamed(reply)
     with pytest.raises(InvalidRequestError):
-        stream_selection("", selection, model, AnswerOptions())
-    with pytest.raises(InvalidRequestError) as raised:
-        stream_selection("q?", selection, model, AnswerOptions(), cancel=True)  # type: ignore[arg-type]
-    assert raised.value.field == "cancel"
+        plan_answer(AnswerOptions(), "", selection.sources, model, preomitted=selection.set_aside)
     assert model.calls == 0
 
 
 async def test_an_async_streamed_selection_answers_the_same_way():
     selection, reply = launch_selection()
     model = Streamed(reply)
+    plan = await aplan_answer(
+        AnswerOptions(), "When?", selection.sources, model, preomitted=selection.set_aside
+    )
 
-    items = [item async for item in astream_selection("When?", selection, model, AnswerOptions())]
+    items = [item async for item in astream_plan(plan, model)]
 
     assert model.calls == 1
     assert isinstance(items[0], SourcesEvent)
     whole = answer_selection("When?", selection, Streamed(reply), AnswerOptions())
     assert items[-1].as_dict() == whole.as_dict()
-    stream = astream_selection("", selection, model, AnswerOptions())
-    with pytest.raises(InvalidRequestError):
-        await stream.__anext__()  # planned in its first step
-    assert model.calls == 1
 
 
 def test_options_are_checked_when_created():

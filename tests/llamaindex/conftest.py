@@ -168,6 +168,11 @@ def chunks(
     return pieces
 
 
+def as_events(pieces: list[dict[str, Any]]) -> list[str]:
+    """Chunks as a server's server-sent events, each with its blank line, then ``[DONE]``."""
+    return [f"data: {json.dumps(piece)}\n\n" for piece in pieces] + ["data: [DONE]\n\n"]
+
+
 def sse_body(choice: dict[str, Any], size: int) -> bytes:
     """The message of ``choice`` streamed as server-sent events, then ``[DONE]``: its usage in
     a last chunk, as a server sends it when asked (this one always does, as some do)."""
@@ -175,8 +180,7 @@ def sse_body(choice: dict[str, Any], size: int) -> bytes:
     events = chunks(message["content"], size, finish_reason=choice["finish_reason"])
     if message.get("tool_calls"):
         events[-2]["choices"][0]["delta"]["tool_calls"] = message["tool_calls"]
-    lines = [f"data: {json.dumps(event)}\n\n" for event in events] + ["data: [DONE]\n\n"]
-    return "".join(lines).encode()
+    return "".join(as_events(events)).encode()
 
 
 class FakeOpenAI:
@@ -254,6 +258,12 @@ class FakeOpenAI:
 def openai_chunks() -> Callable[..., list[dict[str, Any]]]:
     """Return :func:`chunks`: a message as the chat-completion chunks a server streams."""
     return chunks
+
+
+@pytest.fixture
+def openai_events() -> Callable[[list[dict[str, Any]]], list[str]]:
+    """Return :func:`as_events`: chunks as the events a loopback server streams."""
+    return as_events
 
 
 @pytest.fixture

@@ -135,7 +135,7 @@ def test_stream_options_reach_a_streamed_request_alone(fake_openai):
 
 @MODES
 async def test_a_stream_closed_early_leaves_its_response_open_until_the_strict_call_closes_it(
-    mode, loopback, openai_chunks
+    mode, loopback, openai_chunks, openai_events
 ):
     # Why the copy's view notes each response opened to stream: closing LlamaIndex's
     # stream_chat generator early does not close openai's Stream (it holds itself in a
@@ -145,7 +145,7 @@ async def test_a_stream_closed_early_leaves_its_response_open_until_the_strict_c
 
     from llama_index.response_synthesizers.evidence_first._provider import opened_streams
 
-    loopback.reply = openai_chunks("x" * 50, 1)
+    loopback.streaming(openai_events(openai_chunks("x" * 50, 1)), interval=0.01)
     llm = OpenAILike(model="m", api_base=f"{loopback.url}/v1", api_key="k", is_chat_model=True)
     opened: list[httpx.Response] = []
     strict, _ = strict_openai_call(REQUEST, llm, mode == "async", ModelProfile())

@@ -746,28 +746,25 @@ def loopback_openai(cls: type[OpenAI], loopback: Any) -> OpenAI:
     return cls(model="gpt-4.1-mini", api_base=f"{loopback.url}/v1", api_key="sk-test", **settings)
 
 
-def streamed_ledger(openai_chunks: Any, ledger_for: Any, *, answer: str = TWO_SENTENCES) -> Any:
-    """A loopback reply: the ledger for the sources sent, as one completion or, to a request
-    that streams, in chunks of a few characters."""
+def ledger_content(ledger_for: Any, body: dict[str, Any], answer: str = TWO_SENTENCES) -> str:
+    """The ledger answering from the sources a request's user message holds."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return json.dumps({"answerable": "yes", **json.loads(ledger_for(user, answer=answer))})
 
-    def reply(path: str, body: dict[str, Any]) -> Any:
-        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        content = json.dumps({"answerable": "yes", **json.loads(ledger_for(user, answer=answer))})
-        if body.get("stream"):
-            return openai_chunks(content, 9)
-        message = {"role": "assistant", "content": content}
-        choice = {"index": 0, "finish_reason": "stop", "message": message}
-        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
-        return {
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "id": "c",
-            "choices": [choice],
-            "usage": usage,
-        }
 
-    return reply
+def completion(content: str) -> dict[str, Any]:
+    """A chat completion holding ``content``, with its usage."""
+    message = {"role": "assistant", "content": content}
+    choice = {"index": 0, "finish_reason": "stop", "message": message}
+    usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    return {
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "id": "c",
+        "choices": [choice],
+        "usage": usage,
+    }
 
 
 async def streamed(response: Any) -> list[str]:
@@ -780,14 +777,17 @@ async def streamed(response: Any) -> list[str]:
 @STREAMING_CLASSES
 @MODES
 async def test_a_streamed_answer_is_one_request_with_the_strict_settings(
-    cls, mode, loopback, launch_nodes, ledger_for, openai_chunks
+    cls, mode, loopback, launch_nodes, ledger_for, openai_chunks, openai_events
 ):
-    loopback.reply = streamed_ledger(openai_chunks, ledger_for)
+    loopback.reply = lambda path, body: completion(ledger_content(ledger_for, body))
     plain = await synthesize(
         EvidenceSynthesizer(llm=loopback_openai(cls, loopback)), launch_nodes, mode
     )
     chat_body = loopback.body
     loopback.requests.clear()
+    loopback.streaming(
+        lambda body: openai_events(openai_chunks(ledger_content(ledger_for, body), 9))
+    )
 
     response = await synthesize(
         EvidenceSynthesizer(llm=loopback_openai(cls, loopback), streaming=True), launch_nodes, mode
@@ -829,16 +829,15 @@ async def test_a_streamed_answer_is_one_request_on_a_provider_error(
 
 @MODES
 async def test_an_error_event_mid_stream_raises_without_its_payload(
-    mode, loopback, launch_nodes, ledger_for, openai_chunks
+    mode, loopback, launch_nodes, ledger_for, openai_chunks, openai_events
 ):
     secret = "payload-TOPSECRET-1138"
 
-    def reply(path: str, body: dict[str, Any]) -> Any:
-        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        first = openai_chunks(ledger_for(user), 40)[:3]
-        return [*first, {"error": {"message": secret, "type": "server_error"}}]
+    def events(body: dict[str, Any]) -> list[str]:
+        first = openai_chunks(ledger_content(ledger_for, body), 40)[:3]
+        return openai_events([*first, {"error": {"message": secret, "type": "server_error"}}])
 
-    loopback.reply = reply
+    loopback.streaming(events)
     llm = loopback_openai(OpenAILike, loopback)
     response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
 
@@ -874,19 +873,19 @@ async def test_a_redirect_answering_a_streamed_request_is_not_followed(
 
 @MODES
 async def test_closing_the_stream_closes_the_connection_within_a_second(
-    mode, loopback, launch_nodes, ledger_for, openai_chunks
+    mode, loopback, launch_nodes, ledger_for, openai_chunks, openai_events
 ):
-    def reply(path: str, body: dict[str, Any]) -> Any:
+    def events(body: dict[str, Any]) -> list[str]:
         # The facts at once, then the answer a character at a time: a long stream.
-        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
         answer = "June 15 [F1]." + " It moved [F1]." * 200
-        content = ledger_for(user, answer=answer)
+        content = ledger_content(ledger_for, body, answer)
         at = content.index('"answer"') + 30
         chunked = openai_chunks(content, 1)
-        return [chunked[0], *openai_chunks(content[:at], at)[1:2], *chunked[at + 1 :]]
+        return openai_events(
+            [chunked[0], *openai_chunks(content[:at], at)[1:2], *chunked[at + 1 :]]
+        )
 
-    loopback.reply = reply
-    loopback.stream_interval = 0.02
+    stream = loopback.streaming(events, interval=0.02)
     llm = loopback_openai(OpenAILike, loopback)
     response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
 
@@ -894,35 +893,35 @@ async def test_closing_the_stream_closes_the_connection_within_a_second(
         first = next(response.response_gen)
         response.response_gen.close()
     else:
-        stream = response.async_response_gen()
-        first = await stream.__anext__()
-        await stream.aclose()
+        pieces = response.async_response_gen()
+        first = await pieces.__anext__()
+        await pieces.aclose()
     closed = time.monotonic()
-    while not loopback.disconnects and time.monotonic() < closed + 5:
+    while stream.closed_at is None and time.monotonic() < closed + 5:
         await asyncio.sleep(0.01)
 
     assert first.startswith("June 15")
-    assert loopback.disconnects, "the connection was still open 5 s later"
-    assert loopback.disconnects[0] - closed < 1.0
+    assert stream.closed_at is not None, "the connection was still open 5 s later"
+    assert stream.closed_at - closed < 1.0
+    assert stream.written < 100  # of more than 2,800 events
     assert len(loopback.posts) == 1
 
 
 @MODES
 async def test_a_streamed_reply_gives_its_log_probabilities_as_chat_does(
-    mode, loopback, launch_nodes, ledger_for, logprobs_of, openai_chunks
+    mode, loopback, launch_nodes, ledger_for, logprobs_of, openai_chunks, openai_events
 ):
-    def reply(path: str, body: dict[str, Any]) -> Any:
-        user = next(m["content"] for m in body["messages"] if m["role"] == "user")
-        content = json.dumps({"answerable": "yes", **json.loads(ledger_for(user))})
+    def events(body: dict[str, Any]) -> list[str]:
+        content = ledger_content(ledger_for, body, "June 15")
         tokens = logprobs_of(content, 0.75)["content"]
         chunked = openai_chunks(content, len(content) + 1)[:1]
         for token in tokens:  # one chunk per token, each with its log-probabilities
             chunk = openai_chunks(token["token"], len(token["token"]) + 1)[1]
             chunk["choices"][0]["logprobs"] = {"content": [token]}
             chunked.append(chunk)
-        return [*chunked, *openai_chunks("", 1)[-2:]]
+        return openai_events([*chunked, *openai_chunks("", 1)[-2:]])
 
-    loopback.reply = reply
+    loopback.streaming(events)
     llm = OpenAI(
         model="gpt-4.1-mini", api_base=f"{loopback.url}/v1", api_key="sk-test", logprobs=True
     )

@@ -9,8 +9,11 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
     selection = select_sources(to_evidence(doc) for doc in documents)
     answer = answer_selection(question, selection, model, options)
 
-or streams it with :func:`stream_selection` (the events of
-:func:`~evidence_first.stream_answer_from_evidence`, then the result).
+To stream one (an integration's ``stream``), plan it with :func:`plan_answer` (the selection's
+set-aside sources as ``preomitted``) and stream the plan with :func:`stream_plan` (or
+:func:`aplan_answer` and :func:`astream_plan`): the events of
+:func:`~evidence_first.stream_answer_from_evidence`, then the result ``answer_selection`` gives
+for the same reply.
 
 The rest is the glue both integrations share, so they follow one policy: the transport's
 strict-call settings, schema dialects and provider-table shape (defined in
@@ -39,7 +42,7 @@ output), and, for metadata:
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from evidence_first._engine.entry_points import arun_plan, run_plan
@@ -79,12 +82,7 @@ from evidence_first._sending.options import (
     checked_int,
     option_error,
 )
-from evidence_first._shapes.errors import (
-    InvalidRequestError,
-    ModelProfileWarning,
-    UnenforcedSettingsWarning,
-)
-from evidence_first._shapes.events import StreamEvent
+from evidence_first._shapes.errors import ModelProfileWarning, UnenforcedSettingsWarning
 from evidence_first._shapes.evidence import Evidence, evidence_error, positional_id, source_evidence
 from evidence_first._shapes.limits import MAX_SOURCES
 from evidence_first._shapes.model import ReaderModel
@@ -122,7 +120,8 @@ __all__ = [
     "acall_refusing_redirects",
     "answer_metadata",
     "answer_selection",
-    "astream_selection",
+    "aplan_answer",
+    "astream_plan",
     "call_refusing_redirects",
     "chat_completions_settings",
     "checked_int",
@@ -137,6 +136,7 @@ __all__ = [
     "option_error",
     "outcome_text",
     "output_format",
+    "plan_answer",
     "positional_id",
     "profile_for_name",
     "profile_of",
@@ -148,7 +148,7 @@ __all__ = [
     "select_sources",
     "source_evidence",
     "status_failure",
-    "stream_selection",
+    "stream_plan",
     "token_logprobs",
     "unbracketed",
     "warn_once",
@@ -212,47 +212,6 @@ async def aanswer_selection(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )
     return await arun_plan(plan, model)
-
-
-def stream_selection(
-    question: str,
-    selection: SourceSelection,
-    model: ReaderModel,
-    options: AnswerOptions,
-    *,
-    cancel: threading.Event | None = None,
-) -> Iterator[StreamEvent | EvidenceAnswer]:
-    """:func:`answer_selection`, streamed: planned at once, then the events and the result last.
-
-    Same contract, events and errors as :func:`~evidence_first.stream_answer_from_evidence`:
-    an :class:`~evidence_first.InvalidRequestError` is raised here, before anything is sent;
-    the set-aside sources are reported as omitted in the first event and in the result.
-    """
-    plan = plan_answer(options, question, selection.sources, model, preomitted=selection.set_aside)
-    if cancel is not None and not isinstance(cancel, threading.Event):
-        msg = f"cancel must be a threading.Event, got {type(cancel).__name__}"
-        raise InvalidRequestError(msg, field="cancel")
-    return stream_plan(plan, model, cancel=cancel)
-
-
-async def astream_selection(
-    question: str, selection: SourceSelection, model: ReaderModel, options: AnswerOptions
-) -> AsyncIterator[StreamEvent | EvidenceAnswer]:
-    """Async :func:`stream_selection`, planned in its first step.
-
-    An :class:`~evidence_first.InvalidRequestError` comes from there, as from
-    :func:`~evidence_first.astream_answer_from_evidence`.
-    """
-    plan = await aplan_answer(
-        options, question, selection.sources, model, preomitted=selection.set_aside
-    )
-    items = astream_plan(plan, model)
-    try:
-        async for item in items:
-            yield item
-    finally:
-        # Closing this iterator closes the call now, not when the collector finds the stream.
-        await items.aclose()  # type: ignore[attr-defined]
 
 
 publish(globals())

@@ -31,9 +31,11 @@ from evidence_first.adapters import (
     aanswer_selection,
     answer_metadata,
     answer_selection,
-    astream_selection,
+    aplan_answer,
+    astream_plan,
     outcome_text,
-    stream_selection,
+    plan_answer,
+    stream_plan,
 )
 from llama_index.response_synthesizers.evidence_first._nodes import (
     DocumentTexts,
@@ -312,8 +314,15 @@ class EvidenceSynthesizer(BaseSynthesizer):
         with self._synthesis(query, nodes, additional_source_nodes) as run:
             selection = run.selected.selection
             if self._streaming:
-                items = stream_selection(run.question, selection, self._reader, self._options)
-                # The plan, read before anything is sent: the nodes the call will send.
+                plan = plan_answer(
+                    self._options,
+                    run.question,
+                    selection.sources,
+                    self._reader,
+                    preomitted=selection.set_aside,
+                )
+                items = stream_plan(plan, self._reader)
+                # The plan's event, read before anything is sent: the nodes the call sends.
                 return run.respond(streaming_response(items, run.reading(next(items))))
             answer = answer_selection(run.question, selection, self._reader, self._options)
             return run.respond(run.response_to(answer))
@@ -337,8 +346,15 @@ class EvidenceSynthesizer(BaseSynthesizer):
         with self._synthesis(query, nodes, additional_source_nodes) as run:
             selection = run.selected.selection
             if self._streaming:
-                items = astream_selection(run.question, selection, self._reader, self._options)
-                planned = await anext(items)  # planned here: an InvalidRequestError raises now
+                plan = await aplan_answer(
+                    self._options,
+                    run.question,
+                    selection.sources,
+                    self._reader,
+                    preomitted=selection.set_aside,
+                )
+                items = astream_plan(plan, self._reader)
+                planned = await anext(items)
                 return run.respond(async_streaming_response(items, run.reading(planned)))
             answer = await aanswer_selection(run.question, selection, self._reader, self._options)
             return run.respond(run.response_to(answer))
