@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import warnings
 from datetime import datetime, timezone
@@ -9,22 +10,34 @@ from types import SimpleNamespace
 
 import pytest
 
-from evidence_first import Evidence, InvalidRequestError, ModelRequest
+from evidence_first import (
+    AnswerTextEvent,
+    Evidence,
+    EvidenceAnswer,
+    InvalidRequestError,
+    ModelRequest,
+    SourcesEvent,
+)
 from evidence_first._models.strict import tool_keys_in
 from evidence_first.adapters import (
     SCHEMA_NAME,
     STRICT_KEYS,
     TOOL_KEYS,
     AnswerOptions,
+    SourceSelection,
     UnenforcedSettingsWarning,
     aanswer_selection,
     answer_selection,
+    aplan_answer,
+    astream_plan,
     json_safe_metadata,
     limits_in,
     metadata_fields,
     normalized_finish_reason,
     openai_response_format,
+    plan_answer,
     select_sources,
+    stream_plan,
     warn_unenforced_once,
     without_strict_keys,
 )
@@ -68,6 +81,87 @@ async def test_async_selection_answers_the_same_way(scripted, make_ledger):
     )
     assert answer.status == "insufficient_evidence"
     assert model.calls == 1
+
+
+class Streamed:
+    """A model streaming a fixed reply three characters at a time, counting its calls."""
+
+    def __init__(self, reply: str) -> None:
+        self.reply = reply
+        self.calls = 0
+
+    def generate(self, request: ModelRequest) -> str:
+        self.calls += 1
+        return self.reply
+
+    def stream(self, request: ModelRequest):
+        self.calls += 1
+        for at in range(0, len(self.reply), 3):
+            yield self.reply[at : at + 3]
+
+
+def launch_selection() -> tuple[SourceSelection, str]:
+    """Three sources, one a repeated ID set aside, and a ledger citing the first."""
+    items = [
+        Evidence(id="a", text="The launch moved to June 15."),
+        Evidence(id="a", text="repeat"),
+        Evidence(id="b", text="Budget review is Friday."),
+    ]
+    quote = "The launch moved to June 15."
+    fact = {"subject": "launch", "relation": "moved to", "object": "June 15"}
+    ledger = {
+        "facts": [{**fact, "citations": [{"source_id": "a", "quote": quote}]}],
+        "answer": "It moved [F1]. It is June 15 [F1].",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    return select_sources(items), json.dumps(ledger)
+
+
+def test_a_streamed_selection_gives_the_events_then_the_result_answer_selection_gives():
+    # What an integration's stream does: the selection planned (its set-aside sources as
+    # preomitted), then the plan streamed.
+    selection, reply = launch_selection()
+    model = Streamed(reply)
+    plan = plan_answer(
+        AnswerOptions(), "When?", selection.sources, model, preomitted=selection.set_aside
+    )
+
+    items = list(stream_plan(plan, model))
+
+    assert model.calls == 1
+    first, final = items[0], items[-1]
+    assert isinstance(first, SourcesEvent)
+    assert first.omissions == {"a": "duplicate_id"}  # the set-aside source, from the start
+    assert isinstance(final, EvidenceAnswer)
+    whole = answer_selection("When?", selection, Streamed(reply), AnswerOptions())
+    assert final.as_dict() == whole.as_dict()
+    texts = [item.text for item in items if isinstance(item, AnswerTextEvent)]
+    assert len([text for text in texts if text]) >= 2
+    assert "".join(texts) == final.answer == "It moved. It is June 15."
+
+
+def test_a_streamed_selection_is_planned_before_anything_is_sent():
+    selection, reply = launch_selection()
+    model = Streamed(reply)
+    with pytest.raises(InvalidRequestError):
+        plan_answer(AnswerOptions(), "", selection.sources, model, preomitted=selection.set_aside)
+    assert model.calls == 0
+
+
+async def test_an_async_streamed_selection_answers_the_same_way():
+    selection, reply = launch_selection()
+    model = Streamed(reply)
+    plan = await aplan_answer(
+        AnswerOptions(), "When?", selection.sources, model, preomitted=selection.set_aside
+    )
+
+    items = [item async for item in astream_plan(plan, model)]
+
+    assert model.calls == 1
+    assert isinstance(items[0], SourcesEvent)
+    whole = answer_selection("When?", selection, Streamed(reply), AnswerOptions())
+    assert items[-1].as_dict() == whole.as_dict()
 
 
 def test_options_are_checked_when_created():

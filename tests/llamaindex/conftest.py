@@ -138,11 +138,57 @@ def ledger_for(user_message: str, quote: str | None = LAUNCH_QUOTE, answer: str 
     )
 
 
+USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+
+
+def chunks(
+    content: str, size: int, *, finish_reason: str | None = "stop", usage: bool = True
+) -> list[dict[str, Any]]:
+    """``content`` as OpenAI's chat-completion chunks of ``size`` characters, as a server
+    streams them: the role first, the finish reason on the last, then (``usage``, as
+    ``stream_options.include_usage`` asks) a chunk of no choices with the usage."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": "fake",
+            "choices": [choice],
+        }
+
+    pieces = [chunk({"role": "assistant", "content": ""})]
+    pieces += [chunk({"content": content[at : at + size]}) for at in range(0, len(content), size)]
+    pieces.append(chunk({}, finish_reason))
+    if usage:
+        last = chunk({})
+        last["choices"], last["usage"] = [], USAGE
+        pieces.append(last)
+    return pieces
+
+
+def as_events(pieces: list[dict[str, Any]]) -> list[str]:
+    """Chunks as a server's server-sent events, each with its blank line, then ``[DONE]``."""
+    return [f"data: {json.dumps(piece)}\n\n" for piece in pieces] + ["data: [DONE]\n\n"]
+
+
+def sse_body(choice: dict[str, Any], size: int) -> bytes:
+    """The message of ``choice`` streamed as server-sent events, then ``[DONE]``: its usage in
+    a last chunk, as a server sends it when asked (this one always does, as some do)."""
+    message = choice["message"]
+    events = chunks(message["content"], size, finish_reason=choice["finish_reason"])
+    if message.get("tool_calls"):
+        events[-2]["choices"][0]["delta"]["tool_calls"] = message["tool_calls"]
+    return "".join(as_events(events)).encode()
+
+
 class FakeOpenAI:
     """An OpenAI-compatible endpoint in process: records each attempt, answers as scripted.
 
     By default it answers the launch question from the sources it was sent. Set ``status`` to
-    fail every request, or ``reply`` to control the message and finish reason.
+    fail every request, or ``reply`` to control the message and finish reason. A request that
+    streams is answered with the same message as server-sent chunks (:func:`chunks`).
     """
 
     def __init__(self) -> None:
@@ -150,6 +196,7 @@ class FakeOpenAI:
         self.status = 200
         self.reply: Callable[[dict[str, Any]], dict[str, Any]] = self.answer_launch
         self.raise_error: Exception | None = None
+        self.chunk_size = 5  # characters of the message per chunk, when a request streams
 
     @property
     def attempts(self) -> int:
@@ -172,7 +219,14 @@ class FakeOpenAI:
         if self.status != 200:
             error = {"error": {"message": "crafted failure", "type": "server_error"}}
             return httpx.Response(self.status, json=error)
-        choice = {"index": 0, "finish_reason": "stop", **self.reply(json.loads(request.content))}
+        body = json.loads(request.content)
+        choice = {"index": 0, "finish_reason": "stop", **self.reply(body)}
+        if body.get("stream"):
+            return httpx.Response(
+                200,
+                content=sse_body(choice, self.chunk_size),
+                headers={"content-type": "text/event-stream"},
+            )
         return httpx.Response(
             200,
             json={
@@ -181,7 +235,7 @@ class FakeOpenAI:
                 "created": 0,
                 "model": "fake",
                 "choices": [choice],
-                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                "usage": USAGE,
             },
         )
 
@@ -198,6 +252,18 @@ class FakeOpenAI:
         }
         settings.update(kwargs)
         return OpenAILike(**settings)
+
+
+@pytest.fixture
+def openai_chunks() -> Callable[..., list[dict[str, Any]]]:
+    """Return :func:`chunks`: a message as the chat-completion chunks a server streams."""
+    return chunks
+
+
+@pytest.fixture
+def openai_events() -> Callable[[list[dict[str, Any]]], list[str]]:
+    """Return :func:`as_events`: chunks as the events a loopback server streams."""
+    return as_events
 
 
 @pytest.fixture

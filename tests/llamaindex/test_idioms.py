@@ -134,7 +134,7 @@ STREAMING_ENGINES = ["as_query_engine", "EvidenceQueryEngine.from_args", "Retrie
 
 
 @pytest.mark.parametrize("kind", STREAMING_ENGINES)
-def test_a_streaming_synthesizer_yields_the_verified_answer_in_one_chunk(
+def test_a_streaming_synthesizer_returns_once_planned_and_streams_the_verified_answer(
     kind, index, retriever, fake_openai
 ):
     llm = fake_openai.llm()
@@ -145,15 +145,18 @@ def test_a_streaming_synthesizer_yields_the_verified_answer_in_one_chunk(
     response = engine.query(QUESTION)
 
     assert isinstance(response, StreamingResponse)
-    # The answer was judged before the response was returned: one call, already verified.
+    # Returned once planned: the nodes to be sent are known, nothing is sent yet, and the
+    # metadata is filled when the stream ends.
+    assert fake_openai.attempts == 0
+    assert response.metadata == {}
+    assert [n.node_id for n in response.source_nodes] == [n.node_id for n in expected.source_nodes]
+    assert "".join(response.response_gen) == "June 15"  # as it arrives
     assert fake_openai.attempts == 1
     answer = evidence_answer(response)
     assert answer.status == "answered"
     assert answer.citations_verified
-    assert list(response.response_gen) == ["June 15"]
-    assert [n.node_id for n in response.source_nodes] == [n.node_id for n in expected.source_nodes]
     assert answer.as_dict() == evidence_answer(expected).as_dict()
-    assert fake_openai.attempts == 1
+    assert response.get_response().response == expected.response == "June 15"
 
 
 def test_print_response_stream_prints_the_verified_answer(index, fake_openai, capsys):
@@ -165,7 +168,7 @@ def test_print_response_stream_prints_the_verified_answer(index, fake_openai, ca
     response = engine.query(QUESTION)
     response.print_response_stream()
 
-    assert capsys.readouterr().out == "June 15"
+    assert capsys.readouterr().out == "June 15"  # each piece printed as it came
     assert str(response) == "June 15"
     final = response.get_response()
     assert type(final) is Response
@@ -182,9 +185,10 @@ async def test_async_streaming_gives_an_async_streaming_response(
     response = await engine.aquery(QUESTION)
 
     assert isinstance(response, AsyncStreamingResponse)
+    assert fake_openai.attempts == 0  # planned; the call is made as the stream is read
+    assert "".join([text async for text in response.async_response_gen()]) == "June 15"
     assert fake_openai.attempts == 1
     assert evidence_answer(response).status == "answered"
-    assert [text async for text in response.async_response_gen()] == ["June 15"]
     final = await response.get_response()
     assert final.response == "June 15"
     assert final.source_nodes == response.source_nodes
@@ -238,19 +242,19 @@ def test_a_streamed_non_answer_yields_its_sentence_and_keeps_its_metadata(
     for consume in ("iterate", "print", "str", "get_response"):
         response = engine.query(QUESTION)
         assert isinstance(response, StreamingResponse)
-        assert evidence_answer(response).as_dict() == evidence_answer(plain).as_dict()
-        assert evidence_answer(response).status == case.split(",")[0]
         assert response.source_nodes == plain.source_nodes
-        # The stream ends with the sentence, in one chunk, as an answer streams.
+        # Nothing was passed on before the outcome was settled: the stream is the sentence.
         if consume == "iterate":
             assert list(response.response_gen) == [sentence]
         elif consume == "print":
             response.print_response_stream()
             assert capsys.readouterr().out == sentence
         elif consume == "str":
-            assert str(response) == sentence  # LlamaIndex's StreamingResponse.__str__
+            assert str(response) == sentence
         else:
             assert response.get_response().response == sentence
+        assert evidence_answer(response).as_dict() == evidence_answer(plain).as_dict()
+        assert evidence_answer(response).status == case.split(",")[0]
 
 
 @pytest.mark.parametrize("case", sorted(NON_ANSWERS))
@@ -265,9 +269,9 @@ async def test_an_async_streamed_non_answer_yields_its_sentence(case, index, fak
     response = await engine.aquery(QUESTION)
 
     assert isinstance(response, AsyncStreamingResponse)
-    sentence = outcome_text(evidence_answer(response))
+    (sentence,) = [text async for text in response.async_response_gen()]
+    assert sentence == outcome_text(evidence_answer(response))
     assert sentence.startswith(SENTENCES[case])
-    assert [text async for text in response.async_response_gen()] == [sentence]
     assert (await response.get_response()).response == sentence
 
 
@@ -315,9 +319,9 @@ def test_str_of_a_response_is_the_answer_or_the_sentence_of_its_outcome(
 
     response = index.as_query_engine(llm=llm, response_synthesizer=synthesizer).query(QUESTION)
 
+    text = str(response)  # a stream is read to its end first
     answer = evidence_answer(response)
     assert answer.status == case.split(",")[0]
-    text = str(response)
     assert text.startswith(printed)
     assert text == (answer.answer if case == "answered" else outcome_text(answer))
     final = response.get_response() if streaming else response
@@ -404,7 +408,7 @@ def test_condense_question_stream_chat_streams_even_a_non_streaming_synthesizer(
     streamed = engine.stream_chat("When is the launch?")
 
     assert isinstance(streamed, StreamingAgentChatResponse)
-    assert list(streamed.response_gen) == ["June 15"]
+    assert "".join(streamed.response_gen) == "June 15"
     assert streamed.response == "June 15"
     raw = streamed.sources[0].raw_output
     assert isinstance(raw, StreamingResponse)
@@ -425,7 +429,7 @@ async def test_condense_question_achat_and_astream_chat_answer_through_the_synth
     assert isinstance(first.sources[0].raw_output, Response)  # achat turns streaming off
 
     streamed = await engine.astream_chat("And who reported it?")
-    assert [text async for text in streamed.async_response_gen()] == ["June 15"]
+    assert "".join([text async for text in streamed.async_response_gen()]) == "June 15"
     raw = streamed.sources[0].raw_output
     assert isinstance(raw, AsyncStreamingResponse)
     assert evidence_answer(raw).question == CONDENSED
@@ -453,6 +457,27 @@ def test_a_non_answer_in_condense_question_chat_reads_as_its_sentence(index, cha
         "When is the launch?",
         sentence,
     ]
+
+
+def test_stream_chat_writes_what_it_streamed_to_the_history_after_a_late_failure(
+    index, chat_openai
+):
+    # The facts verify and the answer streams; the last chunk says the output was cut at its
+    # token limit: LlamaIndex keeps what the stream yielded, the sentence after the text.
+    answer_launch = chat_openai.reply
+    chat_openai.reply = lambda body: {**answer_launch(body), "finish_reason": "length"}
+    engine = condense_engine(index, chat_openai.llm())
+
+    streamed = engine.stream_chat("When is the launch?")
+    text = "".join(streamed.response_gen)
+
+    raw = streamed.sources[0].raw_output
+    assert evidence_answer(raw).status == "invalid_response"
+    sentence = outcome_text(evidence_answer(raw))
+    assert sentence.endswith("output_truncated.")
+    assert text == "June 15\n\n" + sentence
+    assert raw.get_response().response == sentence
+    assert [m.content for m in engine.chat_history] == ["When is the launch?", text]
 
 
 @pytest.mark.parametrize("chat_mode", ["best", "context", "condense_plus_context", "simple"])

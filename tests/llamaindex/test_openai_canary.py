@@ -8,6 +8,7 @@ silently bring retries back.
 from __future__ import annotations
 
 import dataclasses
+import gc
 
 import httpx
 import openai
@@ -111,3 +112,63 @@ def test_additional_kwargs_stand_over_the_class_own_temperature_and_output_limit
     assert "max_tokens" not in sent
     assert sent["max_completion_tokens"] == 16 + profile.output_allowance
     assert strict.max_retries == 0
+
+
+def test_stream_options_reach_a_streamed_request_alone(fake_openai):
+    # A strict copy for OpenAI's API carries stream_options (include_usage); LlamaIndex's
+    # _get_model_kwargs keeps them only beside `stream`, which stream_chat alone passes.
+    llm = fake_openai.llm(api_base="https://api.openai.com/v1")
+    strict, _ = strict_openai_call(REQUEST, llm, False, ModelProfile())
+
+    strict.chat(MESSAGES)
+    list(strict.stream_chat(MESSAGES))
+
+    chat_body, stream_body = fake_openai.bodies
+    assert "stream_options" not in chat_body
+    assert chat_body.get("stream") in (None, False)
+    assert stream_body["stream"] is True
+    assert stream_body["stream_options"] == {"include_usage": True}
+    assert {k: v for k, v in stream_body.items() if not k.startswith("stream")} == {
+        k: v for k, v in chat_body.items() if not k.startswith("stream")
+    }
+
+
+@MODES
+async def test_a_stream_closed_early_leaves_its_response_open_until_the_strict_call_closes_it(
+    mode, loopback, openai_chunks, openai_events
+):
+    # Why the copy's view notes each response opened to stream: closing LlamaIndex's
+    # stream_chat generator early does not close openai's Stream (it holds itself in a
+    # reference cycle), nor so its HTTP response. The view's httpx client is its `_client`,
+    # and openai sends through its `send(..., stream=True)`.
+    from llama_index.llms.openai_like import OpenAILike
+
+    from llama_index.response_synthesizers.evidence_first._provider import opened_streams
+
+    loopback.streaming(openai_events(openai_chunks("x" * 50, 1)), interval=0.01)
+    llm = OpenAILike(model="m", api_base=f"{loopback.url}/v1", api_key="k", is_chat_model=True)
+    opened: list[httpx.Response] = []
+    strict, _ = strict_openai_call(REQUEST, llm, mode == "async", ModelProfile())
+    gc.disable()  # the collector, which would close it, does not run here
+    try:
+        with opened_streams(opened):
+            if mode == "sync":
+                chunks = strict.stream_chat(MESSAGES)
+                next(chunks)
+            else:
+                chunks = await strict.astream_chat(MESSAGES)
+                await chunks.__anext__()
+        if mode == "sync":
+            chunks.close()
+        else:
+            await chunks.aclose()
+        (response,) = opened
+        assert isinstance(response, httpx.Response)
+        assert not response.is_closed  # left to the garbage collector
+    finally:
+        gc.enable()
+    if mode == "sync":
+        response.close()
+    else:
+        await response.aclose()
+    assert response.is_closed

@@ -14,6 +14,8 @@ PACKAGE_ROOT = ROOT / "integrations" / "llama-index"
 
 def test_public_names_are_pinned():
     assert sorted(package.__all__) == [
+        "EvidenceDecisionEvent",
+        "EvidenceFactEvent",
         "EvidenceQueryEngine",
         "EvidenceSynthesizer",
         "StreamingNotEnabledError",

@@ -9,9 +9,11 @@ the requests arrive, so every attempt a client makes (retries included) is seen.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import sys
+import time
 import types
 import warnings
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from llama_index.core.base.response.schema import AsyncStreamingResponse
 from llama_index.llms.openai import OpenAI
 from llama_index.llms.openai_like import OpenAILike
 
@@ -728,3 +731,337 @@ def test_the_floor_holds_for_an_openai_llm(
         "No answer (insufficient_evidence). Missing evidence: the reader's confidence"
     )
     assert answer.facts  # the verified facts are kept
+
+
+# Streaming (`EvidenceSynthesizer(streaming=True)`): the same strict request through
+# `stream_chat`/`astream_chat`, answered with server-sent events by the loopback server.
+
+STREAMING_CLASSES = pytest.mark.parametrize("cls", [OpenAI, OpenAILike])
+TWO_SENTENCES = "The launch moved to June 15 [F1]. Ravi owns it [F1]."
+
+
+def loopback_openai(cls: type[OpenAI], loopback: Any) -> OpenAI:
+    """The real class, unpatched, pointed at the loopback server."""
+    settings: dict[str, Any] = {"is_chat_model": True} if cls is OpenAILike else {}
+    return cls(model="gpt-4.1-mini", api_base=f"{loopback.url}/v1", api_key="sk-test", **settings)
+
+
+def ledger_content(ledger_for: Any, body: dict[str, Any], answer: str = TWO_SENTENCES) -> str:
+    """The ledger answering from the sources a request's user message holds."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    return json.dumps({"answerable": "yes", **json.loads(ledger_for(user, answer=answer))})
+
+
+def completion(content: str) -> dict[str, Any]:
+    """A chat completion holding ``content``, with its usage."""
+    message = {"role": "assistant", "content": content}
+    choice = {"index": 0, "finish_reason": "stop", "message": message}
+    usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+    return {
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "id": "c",
+        "choices": [choice],
+        "usage": usage,
+    }
+
+
+async def streamed(response: Any) -> list[str]:
+    """Every piece a streaming response yields."""
+    if isinstance(response, AsyncStreamingResponse):
+        return [text async for text in response.async_response_gen()]
+    return list(response.response_gen)
+
+
+@STREAMING_CLASSES
+@MODES
+async def test_a_streamed_answer_is_one_request_with_the_strict_settings(
+    cls, mode, loopback, launch_nodes, ledger_for, openai_chunks, openai_events
+):
+    loopback.reply = lambda path, body: completion(ledger_content(ledger_for, body))
+    plain = await synthesize(
+        EvidenceSynthesizer(llm=loopback_openai(cls, loopback)), launch_nodes, mode
+    )
+    chat_body = loopback.body
+    loopback.requests.clear()
+    loopback.streaming(
+        lambda body: openai_events(openai_chunks(ledger_content(ledger_for, body), 9))
+    )
+
+    response = await synthesize(
+        EvidenceSynthesizer(llm=loopback_openai(cls, loopback), streaming=True), launch_nodes, mode
+    )
+    assert loopback.posts == []  # returned once planned
+    pieces = await streamed(response)
+
+    (received,) = loopback.posts  # one HTTP request, whatever the chunking
+    assert received.path == "/v1/chat/completions"
+    # chat's body, strict settings and all (schema, limit, temperature, no tools), streamed.
+    assert received.body == {**chat_body, "stream": True}
+    assert not {"tools", "tool_choice", "functions"} & set(received.body)
+    assert received.headers.get("x-stainless-retry-count") == "0"
+    assert len(pieces) >= 2
+    assert "".join(pieces) == plain.response == "The launch moved to June 15. Ravi owns it."
+    final = response.get_response() if mode == "sync" else await response.get_response()
+    assert (
+        final.metadata["evidence_answer"].as_dict() == plain.metadata["evidence_answer"].as_dict()
+    )
+
+
+@FAILURES
+@STREAMING_CLASSES
+@MODES
+async def test_a_streamed_answer_is_one_request_on_a_provider_error(
+    status, cls, mode, loopback, launch_nodes
+):
+    loopback.answering(status, None)
+    llm = loopback_openai(cls, loopback)
+    assert llm.max_retries == 3
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    with pytest.raises(ModelCallError) as raised:
+        await streamed(response)
+
+    assert len(loopback.posts) == 1
+    assert "crafted failure" not in str(raised.value)
+
+
+@MODES
+async def test_an_error_event_mid_stream_raises_without_its_payload(
+    mode, loopback, launch_nodes, ledger_for, openai_chunks, openai_events
+):
+    secret = "payload-TOPSECRET-1138"
+
+    def events(body: dict[str, Any]) -> list[str]:
+        first = openai_chunks(ledger_content(ledger_for, body), 40)[:3]
+        return openai_events([*first, {"error": {"message": secret, "type": "server_error"}}])
+
+    loopback.streaming(events)
+    llm = loopback_openai(OpenAILike, loopback)
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+
+    with pytest.raises(ModelCallError) as raised:
+        await streamed(response)
+
+    assert len(loopback.posts) == 1
+    assert secret not in str(raised.value)
+    assert raised.value.cause_type == "openai.APIError"
+
+
+@MODES
+async def test_a_redirect_answering_a_streamed_request_is_not_followed(
+    mode, loopback_server, launch_nodes
+):
+    elsewhere = loopback_server(keep_alive=False)
+    endpoint = loopback_server(keep_alive=False).answering(302, None)
+    endpoint.headers = {"Location": f"{elsewhere.url}/collect?key=sk-test"}
+    llm = loopback_openai(OpenAILike, endpoint)
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    with pytest.raises(ModelCallError) as raised:
+        await streamed(response)
+
+    assert "302" in str(raised.value)
+    assert elsewhere.url.removeprefix("http://") in str(raised.value)
+    assert "collect" not in str(raised.value)
+    # Nothing chained: the SDK's error, holding the redirect's body, is not kept.
+    assert {raised.value.__cause__, raised.value.__context__} <= {None, raised.value}
+    assert len(endpoint.posts) == 1
+    assert elsewhere.requests == []
+
+
+@MODES
+async def test_closing_the_stream_closes_the_connection_within_a_second(
+    mode, loopback, launch_nodes, ledger_for, openai_chunks, openai_events
+):
+    def events(body: dict[str, Any]) -> list[str]:
+        # The facts at once, then the answer a character at a time: a long stream.
+        answer = "June 15 [F1]." + " It moved [F1]." * 200
+        content = ledger_content(ledger_for, body, answer)
+        at = content.index('"answer"') + 30
+        chunked = openai_chunks(content, 1)
+        return openai_events(
+            [chunked[0], *openai_chunks(content[:at], at)[1:2], *chunked[at + 1 :]]
+        )
+
+    stream = loopback.streaming(events, interval=0.02)
+    llm = loopback_openai(OpenAILike, loopback)
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+
+    if mode == "sync":
+        first = next(response.response_gen)
+        response.response_gen.close()
+    else:
+        pieces = response.async_response_gen()
+        first = await pieces.__anext__()
+        await pieces.aclose()
+    closed = time.monotonic()
+    while stream.closed_at is None and time.monotonic() < closed + 5:
+        await asyncio.sleep(0.01)
+
+    assert first.startswith("June 15")
+    assert stream.closed_at is not None, "the connection was still open 5 s later"
+    assert stream.closed_at - closed < 1.0
+    assert stream.written < 100  # of more than 2,800 events
+    assert len(loopback.posts) == 1
+
+
+@MODES
+async def test_a_streamed_reply_gives_its_log_probabilities_as_chat_does(
+    mode, loopback, launch_nodes, ledger_for, logprobs_of, openai_chunks, openai_events
+):
+    def events(body: dict[str, Any]) -> list[str]:
+        content = ledger_content(ledger_for, body, "June 15")
+        tokens = logprobs_of(content, 0.75)["content"]
+        chunked = openai_chunks(content, len(content) + 1)[:1]
+        for token in tokens:  # one chunk per token, each with its log-probabilities
+            chunk = openai_chunks(token["token"], len(token["token"]) + 1)[1]
+            chunk["choices"][0]["logprobs"] = {"content": [token]}
+            chunked.append(chunk)
+        return openai_events([*chunked, *openai_chunks("", 1)[-2:]])
+
+    loopback.streaming(events)
+    llm = OpenAI(
+        model="gpt-4.1-mini", api_base=f"{loopback.url}/v1", api_key="sk-test", logprobs=True
+    )
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+
+    await streamed(response)
+
+    assert (loopback.body["logprobs"], loopback.body["top_logprobs"]) == (True, 10)
+    answer = response.metadata["evidence_answer"]
+    assert answer.status == "answered"
+    assert answer.reader_confidence == pytest.approx(0.75)
+
+
+def ndjson(*lines: dict[str, Any]) -> bytes:
+    return "".join(json.dumps(line) + "\n" for line in lines).encode()
+
+
+@MODES
+async def test_ollama_streams_the_same_strict_request(mode, launch_nodes, ledger_for):
+    # ollama's clients take an httpx transport: Ollama's own stream is NDJSON lines.
+    import ollama
+
+    bodies: list[dict[str, Any]] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        answer = ollama_answer(ledger_for, body)
+        if not body["stream"]:
+            return httpx.Response(200, json=answer)
+        content = answer["message"]["content"]
+        lines = [
+            {
+                **answer,
+                "message": {"role": "assistant", "content": content[at : at + 7]},
+                "done": False,
+                "done_reason": None,
+                "prompt_eval_count": None,
+                "eval_count": None,
+            }
+            for at in range(0, len(content), 7)
+        ]
+        last = {**answer, "message": {"role": "assistant", "content": ""}}
+        return httpx.Response(200, content=ndjson(*lines, last))
+
+    transport = httpx.MockTransport(handle)
+    llm = ollama_llm(
+        "http://ollama.test",
+        client=ollama.Client(host="http://ollama.test", transport=transport),
+        async_client=ollama.AsyncClient(host="http://ollama.test", transport=transport),
+    )
+    plain = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    pieces = await streamed(response)
+
+    chat_body, stream_body = bodies  # one request each
+    assert stream_body == {**chat_body, "stream": True}  # format, options: the same
+    assert "".join(pieces) == plain.response == "June 15"
+    answer = response.metadata["evidence_answer"]
+    assert answer.as_dict() == plain.metadata["evidence_answer"].as_dict()
+    assert (answer.usage.input_tokens, answer.usage.output_tokens) == (11, 7)  # the last line's
+
+
+@AIOHTTP_SUBCLASS
+@MODES
+async def test_gemini_streams_the_same_strict_request(mode, launch_nodes, ledger_for):
+    seen: list[httpx.Request] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        body = json.loads(request.content) if request.content else None
+        if body is None:
+            return httpx.Response(200, json=GEMINI_META)
+        answer = gemini_answer(ledger_for, body)
+        if ":streamGenerateContent" not in request.url.path:
+            return httpx.Response(200, json=answer)
+        text = answer["candidates"][0]["content"]["parts"][0]["text"]
+        events = [
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": text[at : at + 9]}]}}]}
+            for at in range(0, len(text), 9)
+        ]
+        events[-1] = {**events[-1], "usageMetadata": answer["usageMetadata"]}
+        events[-1]["candidates"][0]["finishReason"] = "STOP"
+        sse = "".join(f"data: {json.dumps(event)}\r\n\r\n" for event in events)
+        return httpx.Response(
+            200, content=sse.encode(), headers={"content-type": "text/event-stream"}
+        )
+
+    transport = httpx.MockTransport(handle)
+    from llama_index.llms.google_genai import GoogleGenAI
+
+    llm = GoogleGenAI(
+        model=GEMINI_MODEL,
+        api_key="test-key",
+        http_options={
+            "httpx_client": httpx.Client(transport=transport),
+            "httpx_async_client": httpx.AsyncClient(transport=transport),
+        },
+    )
+    plain = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
+    chat_body = json.loads(seen[-1].content)
+    seen.clear()
+
+    response = await synthesize(EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode)
+    pieces = await streamed(response)
+
+    (request,) = seen  # one request
+    assert request.url.path == f"/v1beta/models/{GEMINI_MODEL}:streamGenerateContent"
+    assert json.loads(request.content) == chat_body  # the schema, limit, temperature: the same
+    assert chat_body["generationConfig"]["responseMimeType"] == "application/json"
+    assert "".join(pieces) == plain.response == "June 15"
+    answer = response.metadata["evidence_answer"]
+    assert answer.as_dict() == plain.metadata["evidence_answer"].as_dict()
+
+
+@MODES
+async def test_the_openai_api_is_asked_for_a_streams_usage_and_no_other_host(
+    mode, fake_openai, launch_nodes, monkeypatch
+):
+    for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    for llm, asked in (
+        (openai_llm(fake_openai, OpenAI), True),  # api.openai.com
+        (fake_openai.llm(), False),  # another server
+        (
+            fake_openai.llm(
+                model="gpt-4.1-mini", api_base="https://my-resource.openai.azure.com/openai/v1"
+            ),
+            False,  # Azure OpenAI: API versions before 2024-08-01-preview refuse it
+        ),
+    ):
+        fake_openai.requests.clear()
+        response = await synthesize(
+            EvidenceSynthesizer(llm=llm, streaming=True), launch_nodes, mode
+        )
+        await streamed(response)
+
+        (body,) = fake_openai.bodies
+        assert body["stream"] is True
+        assert ("stream_options" in body) is asked
+        if asked:
+            assert body["stream_options"] == {"include_usage": True}

@@ -2,9 +2,15 @@
 
 ``EvidenceSynthesizer`` plugs into any query engine that takes a response synthesizer;
 ``EvidenceQueryEngine.from_args(retriever, llm=...)`` builds a retrieve-then-answer engine.
+A streamed answer's decision and facts are instrumentation events (``EvidenceDecisionEvent``,
+``EvidenceFactEvent``).
 """
 
 from evidence_first.adapters import publish
+from llama_index.response_synthesizers.evidence_first._events import (
+    EvidenceDecisionEvent,
+    EvidenceFactEvent,
+)
 from llama_index.response_synthesizers.evidence_first._streaming import StreamingNotEnabledError
 from llama_index.response_synthesizers.evidence_first._strict_call import (
     UnenforcedSettingsWarning,
@@ -14,6 +20,8 @@ from llama_index.response_synthesizers.evidence_first.query_engine import Eviden
 from llama_index.response_synthesizers.evidence_first.synthesizer import EvidenceSynthesizer
 
 __all__ = [
+    "EvidenceDecisionEvent",
+    "EvidenceFactEvent",
     "EvidenceQueryEngine",
     "EvidenceSynthesizer",
     "StreamingNotEnabledError",

@@ -18,6 +18,17 @@ they change):
   (:func:`~evidence_first.adapters.without_redirects`); the httpx client it shares with the
   caller's is not changed
   (``tests/hostile/test_integration_redirects.py``).
+- The openai client's ``_client`` (its httpx client, which the view shares with the caller's):
+  the view's is a wrapper noting each response opened to stream
+  (:func:`~._provider.note_opened_stream`), so that the strict call closes it when its stream
+  is closed early. openai's ``Stream`` closes its response only when read to the end, and
+  LlamaIndex's ``stream_chat`` generator never closes the ``Stream``; the caller's httpx client
+  is not changed.
+- ``OpenAI._get_model_kwargs`` (called by ``chat`` and ``stream_chat``) sends
+  ``additional_kwargs["stream_options"]`` only with a streamed request: a copy for OpenAI's own
+  API carries ``{"include_usage": True}``, so a streamed reply states its usage as ``chat``'s
+  does.
+
 What the LLM accepts is its profile, found from the host its client calls and the model's name
 by the rule table: the schema's dialect (``"openai"`` for OpenAI's own API, ``"azure-openai"``
 for Azure OpenAI, ``"json-schema"`` for any other server: vLLM, llama.cpp, a gateway; ``"full"``
@@ -33,6 +44,7 @@ if they did, and this package must not depend on it.
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, TypeVar
 
 from evidence_first import InvalidRequestError, ModelProfile, ModelRequest
@@ -46,7 +58,10 @@ from evidence_first.adapters import (
     output_format,
     without_redirects,
 )
-from llama_index.response_synthesizers.evidence_first._provider import Provider
+from llama_index.response_synthesizers.evidence_first._provider import (
+    Provider,
+    note_opened_stream,
+)
 
 __all__ = ["PROVIDER", "family_for", "is_openai", "strict_openai_call"]
 
@@ -126,16 +141,49 @@ def strict_openai_call(
 
         additional_kwargs["temperature"] = NOT_GIVEN
     additional_kwargs.update(settings)  # max_completion_tokens
+    if family_for(llm) == "openai":
+        # OpenAI's stream states its usage only when asked, in a last chunk
+        # (platform.openai.com/docs/api-reference/chat/create, stream_options.include_usage).
+        # Not elsewhere: Azure OpenAI's API versions before 2024-08-01-preview refuse the
+        # argument, and another server may. LlamaIndex sends it with a streamed request alone
+        # (stream_chat), dropping it from chat's.
+        additional_kwargs["stream_options"] = {"include_usage": True}
     strict = llm.model_copy(update=update)
     # The call goes through a retry-free, redirect-free view of the client: with reuse_client,
     # the one the caller's LLM caches, so no pool is opened per call.
     strict._client = strict._aclient = None
     view = without_redirects(client.with_options(max_retries=0, timeout=request.timeout))
+    view._client = _NotingStreams(view._client)
     if is_async:
         strict._aclient = view
     else:
         strict._client = view
     return strict, {}
+
+
+class _NotingStreams:
+    """An httpx client, sync or async, noting each response it opens to stream."""
+
+    def __init__(self, client: Any) -> None:
+        self._wrapped = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wrapped, name)
+
+    def send(self, *args: Any, **kwargs: Any) -> Any:
+        sent = self._wrapped.send(*args, **kwargs)
+        if not kwargs.get("stream"):
+            return sent
+        if inspect.isawaitable(sent):
+            return _noted(sent)
+        note_opened_stream(sent)
+        return sent
+
+
+async def _noted(sending: Any) -> Any:
+    response = await sending
+    note_opened_stream(response)
+    return response
 
 
 def _refuse(llm: Any) -> None:

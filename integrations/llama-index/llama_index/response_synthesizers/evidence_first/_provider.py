@@ -7,7 +7,9 @@ package, and a class is recognised by its name and package in the LLM's class hi
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
 from evidence_first import InvalidRequestError, ModelProfile, ModelRequest
@@ -16,6 +18,8 @@ from evidence_first.adapters import Provider as ProviderShape
 __all__ = [
     "Prepare",
     "Provider",
+    "note_opened_stream",
+    "opened_streams",
     "refuse_tool_fields",
 ]
 
@@ -45,3 +49,29 @@ def refuse_tool_fields(llm: object, *fields: str) -> None:
             "the model must answer with text only"
         )
         raise InvalidRequestError(msg, field="llm")
+
+
+_OPENED: ContextVar[list[Any] | None] = ContextVar("evidence_first_opened_streams", default=None)
+
+
+@contextmanager
+def opened_streams(opened: list[Any]) -> Iterator[None]:
+    """Collect in ``opened`` the HTTP responses a strict copy opens to stream within the block.
+
+    A provider SDK closes a streamed response when its stream is read to the end, not when
+    the framework's generator around it is closed early: openai's ``Stream`` holds itself in
+    a reference cycle, so only the garbage collector would close it, leaving the connection,
+    and the model, running. The strict call closes what its copy opened itself.
+    """
+    token = _OPENED.set(opened)
+    try:
+        yield
+    finally:
+        _OPENED.reset(token)
+
+
+def note_opened_stream(response: object) -> None:
+    """Record ``response``, opened to stream, in the :func:`opened_streams` block around it."""
+    opened = _OPENED.get()
+    if opened is not None:
+        opened.append(response)

@@ -1,12 +1,13 @@
 """The reader model over a LlamaIndex `LLM`: one chat call, no tools, no retries, JSON output.
 
 Allow-listed LLMs (OpenAI-compatible, Anthropic, Gemini, Ollama) are configured strictly per
-call, by their provider module; any other LLM gets the prompt alone.
+call, by their provider module; any other LLM gets the prompt alone. The same call streams
+(``stream_chat``/``astream_chat``) when the engine streams the answer, under the same settings.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
 
 from llama_index.core.base.llms.types import (
@@ -20,6 +21,7 @@ from llama_index.core.llms.structured_llm import StructuredLLM
 
 from evidence_first import (
     InvalidRequestError,
+    ModelDelta,
     ModelProfile,
     ModelRequest,
     ModelResponse,
@@ -40,7 +42,11 @@ from llama_index.response_synthesizers.evidence_first._anthropic import PROVIDER
 from llama_index.response_synthesizers.evidence_first._google import PROVIDER as GOOGLE
 from llama_index.response_synthesizers.evidence_first._ollama import PROVIDER as OLLAMA
 from llama_index.response_synthesizers.evidence_first._openai import PROVIDER as OPENAI
-from llama_index.response_synthesizers.evidence_first._provider import Prepare, Provider
+from llama_index.response_synthesizers.evidence_first._provider import (
+    Prepare,
+    Provider,
+    opened_streams,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -56,7 +62,7 @@ PROVIDERS: tuple[Provider, ...] = (OPENAI, ANTHROPIC, GOOGLE, OLLAMA)
 
 
 class LLMReader:
-    """A reader model that calls a LlamaIndex ``LLM`` once per request, synchronously.
+    """A reader model that calls a LlamaIndex ``LLM`` once per request, whole or streamed.
 
     Args:
         llm: The LLM the caller configured; it is never modified.
@@ -90,6 +96,74 @@ class LLMReader:
         response = call_refusing_redirects(lambda: llm.chat(_messages(request), **kwargs))
         return to_model_response(response)
 
+    @property
+    def stream(self) -> Callable[[ModelRequest], Iterator[ModelDelta]] | None:
+        """The streamed call (``stream_chat``), or ``None`` where the LLM cannot stream its chat.
+
+        An allow-listed LLM streams through its strict copy. Another streams only if its class
+        has a ``stream_chat`` of its own: ``CustomLLM``'s flattens the messages into one prompt
+        for ``stream_complete``, another request than its ``chat`` sends. Without one the
+        engine calls :meth:`generate` once and reads the reply whole.
+        """
+        streams = self._provider is not None or _has_own(self.llm, "stream_chat")
+        return self._stream if streams else None
+
+    @property
+    def astream(self) -> Callable[[ModelRequest], AsyncIterator[ModelDelta]] | None:
+        """The async streamed call (``astream_chat``), or ``None``, as :attr:`stream`.
+
+        ``CustomLLM``'s ``astream_chat`` runs the sync stream inside the coroutine, blocking
+        the event loop: without one of its own the engine runs :attr:`stream` on a thread.
+        """
+        streams = self._provider is not None or _has_own(self.llm, "astream_chat")
+        return self._astream if streams else None
+
+    def _stream(self, request: ModelRequest) -> Iterator[ModelDelta]:
+        """Call ``stream_chat`` once and yield each piece of the reply as it arrives.
+
+        Closing it closes the provider's response, and so its connection, at once.
+        """
+        llm, kwargs = self._prepare(request, self.llm, False, self.profile)
+        opened: list[Any] = []  # the responses the copy opened to stream
+        chunks: Any = None
+        try:
+            # The request is sent by stream_chat or at the first chunk; a redirect is refused.
+            with opened_streams(opened):
+                chunks = call_refusing_redirects(
+                    lambda: llm.stream_chat(_messages(request), **kwargs)
+                )
+                chunk = call_refusing_redirects(lambda: next(chunks, None))
+            deltas = _Deltas()
+            while chunk is not None:
+                yield deltas.of(chunk)
+                chunk = call_refusing_redirects(lambda: next(chunks, None))
+        finally:
+            _close(chunks, "close")
+            for response in opened:
+                response.close()
+
+    async def _astream(self, request: ModelRequest) -> AsyncIterator[ModelDelta]:
+        """Await ``astream_chat`` once and yield each piece of the reply as it arrives."""
+        llm, kwargs = self._prepare(request, self.llm, True, self.profile)
+        opened: list[Any] = []
+        chunks: Any = None
+        try:
+            with opened_streams(opened):
+                chunks = await acall_refusing_redirects(
+                    lambda: llm.astream_chat(_messages(request), **kwargs)
+                )
+                chunk = await acall_refusing_redirects(lambda: anext(chunks, None))
+            deltas = _Deltas()
+            while chunk is not None:
+                yield deltas.of(chunk)
+                chunk = await acall_refusing_redirects(lambda: anext(chunks, None))
+        finally:
+            closing = _close(chunks, "aclose")
+            if closing is not None:
+                await closing
+            for response in opened:
+                await response.aclose()
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({type(self.llm).__name__})"
 
@@ -102,6 +176,33 @@ class AsyncLLMReader(LLMReader):
         llm, kwargs = self._prepare(request, self.llm, True, self.profile)
         response = await acall_refusing_redirects(lambda: llm.achat(_messages(request), **kwargs))
         return to_model_response(response)
+
+
+class _Deltas:
+    """A chat stream's responses as the core's pieces: each one's new text, and what it states.
+
+    LlamaIndex's streamed ``ChatResponse`` holds the message so far and its ``delta``; its
+    tool calls are the message's so far, so each piece carries only those not carried before.
+    The finish reason and usage are read where ``chat``'s are (the raw chunk: OpenAI's last
+    choice and usage chunk, Ollama's last, Gemini's candidate), or from the message's
+    ``additional_kwargs`` (Anthropic's stream).
+    """
+
+    def __init__(self) -> None:
+        self._tool_calls = 0
+
+    def of(self, chunk: ChatResponse) -> ModelDelta:
+        calls = _tool_calls(chunk.message)
+        new = calls[self._tool_calls :]
+        self._tool_calls = max(self._tool_calls, len(calls))
+        own = chunk.message.additional_kwargs
+        return ModelDelta(
+            text=chunk.delta or "",
+            logprobs=token_logprobs(_field(_first_choice(chunk.raw), "logprobs")),
+            finish_reason=_finish_reason(chunk.raw) or normalized_finish_reason(own),
+            usage=_usage(chunk) or _usage_in(own.get("usage")),
+            tool_calls=new,
+        )
 
 
 def reader_for(llm: LLM, profile: ModelProfile | str | None = None) -> LLMReader:
@@ -157,22 +258,30 @@ def to_model_response(response: ChatResponse) -> ModelResponse:
     Thinking blocks that LlamaIndex keeps apart are not text, so they are never parsed.
     """
     message = response.message
-    tool_calls: tuple[Any, ...] = tuple(
-        block for block in message.blocks if isinstance(block, ToolCallBlock)
-    )
-    if not tool_calls:
-        listed = message.additional_kwargs.get("tool_calls")
-        if listed:
-            tool_calls = tuple(listed) if isinstance(listed, (list, tuple)) else (listed,)
-    choices = _field(response.raw, "choices")
-    first = choices[0] if isinstance(choices, (list, tuple)) and choices else None
     return ModelResponse(
         text=message.content or "",
-        tool_calls=tool_calls,
+        tool_calls=_tool_calls(message),
         finish_reason=_finish_reason(response.raw),
         usage=_usage(response),
-        logprobs=token_logprobs(_field(first, "logprobs")),
+        logprobs=token_logprobs(_field(_first_choice(response.raw), "logprobs")),
     )
+
+
+def _tool_calls(message: ChatMessage) -> tuple[Any, ...]:
+    """The message's tool calls: its tool-call blocks, or those its additional kwargs list."""
+    calls: tuple[Any, ...] = tuple(
+        block for block in message.blocks if isinstance(block, ToolCallBlock)
+    )
+    if not calls:
+        listed = message.additional_kwargs.get("tool_calls")
+        if listed:
+            calls = tuple(listed) if isinstance(listed, (list, tuple)) else (listed,)
+    return calls
+
+
+def _first_choice(raw: object) -> object:
+    choices = _field(raw, "choices")
+    return choices[0] if isinstance(choices, (list, tuple)) and choices else None
 
 
 def _messages(request: ModelRequest) -> list[ChatMessage]:
@@ -223,11 +332,24 @@ def _prompt_only_call(
     return llm, {}
 
 
+def _close(chunks: object, method: str) -> Any:
+    """Call ``chunks.<method>()`` if it has one (a generator's ``close``, ``aclose``)."""
+    close = getattr(chunks, method, None)
+    return close() if callable(close) else None
+
+
 def _has_native_achat(llm: object) -> bool:
     # CustomLLM's achat runs the sync chat inside the coroutine, which would block the event
     # loop; without a native achat the core runs generate on a worker thread instead.
-    # (Compared by defining class: LlamaIndex wraps methods, so attribute identity is unstable.)
-    definer = next((klass for klass in type(llm).__mro__ if "achat" in vars(klass)), None)
+    return _has_own(llm, "achat")
+
+
+def _has_own(llm: object, method: str) -> bool:
+    """Whether ``llm``'s class defines ``method`` below ``CustomLLM``, which only adapts others.
+
+    Compared by defining class: LlamaIndex wraps methods, so attribute identity is unstable.
+    """
+    definer = next((klass for klass in type(llm).__mro__ if method in vars(klass)), None)
     return definer is not None and definer is not CustomLLM
 
 
@@ -240,11 +362,14 @@ def _finish_reason(raw: object) -> str | None:
 
 def _usage(response: ChatResponse) -> TokenUsage | None:
     """Token counts, from the additional kwargs (OpenAI, Gemini) or the raw usage (Ollama)."""
-    for source in (response.additional_kwargs, _field(response.raw, "usage")):
-        prompt = _count(source, "prompt_tokens", "input_tokens")
-        completion = _count(source, "completion_tokens", "output_tokens")
-        if prompt is not None or completion is not None:
-            return TokenUsage(input_tokens=prompt, output_tokens=completion)
+    return _usage_in(response.additional_kwargs) or _usage_in(_field(response.raw, "usage"))
+
+
+def _usage_in(source: object) -> TokenUsage | None:
+    prompt = _count(source, "prompt_tokens", "input_tokens")
+    completion = _count(source, "completion_tokens", "output_tokens")
+    if prompt is not None or completion is not None:
+        return TokenUsage(input_tokens=prompt, output_tokens=completion)
     return None
 
 

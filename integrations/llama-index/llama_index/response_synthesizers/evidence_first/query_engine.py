@@ -103,8 +103,8 @@ class EvidenceQueryEngine(RetrieverQueryEngine):
             node_postprocessors: Applied to the retrieved nodes before answering.
             callback_manager: LlamaIndex callbacks; default ``Settings.callback_manager``.
             streaming: Build the synthesizer with ``streaming=True``: ``query`` returns a
-                ``StreamingResponse`` (``aquery``, an ``AsyncStreamingResponse``) whose
-                generator yields the verified answer in one chunk, once judged.
+                ``StreamingResponse`` (``aquery``, an ``AsyncStreamingResponse``) once the
+                answer is planned, whose generator yields the verified answer as it arrives.
             **options: The answering options of :class:`EvidenceSynthesizer` (``knowledge``,
                 ``max_context_tokens``, ``timeout``, ``min_score``, ``scope``,
                 ``speaker_key``...), checked now.

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 from llama_index.core.base.response.schema import RESPONSE_TYPE
@@ -25,15 +24,18 @@ from llama_index.core.storage.docstore.types import BaseDocumentStore
 from llama_index.core.types import RESPONSE_TEXT_TYPE
 from typing_extensions import Unpack
 
-from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile
+from evidence_first import EvidenceAnswer, InvalidRequestError, ModelProfile, StreamEvent
 from evidence_first.adapters import (
     AnswerOptions,
     OptionArgs,
     aanswer_selection,
     answer_metadata,
     answer_selection,
+    aplan_answer,
+    astream_plan,
     outcome_text,
-    unbracketed,
+    plan_answer,
+    stream_plan,
 )
 from llama_index.response_synthesizers.evidence_first._nodes import (
     DocumentTexts,
@@ -41,7 +43,13 @@ from llama_index.response_synthesizers.evidence_first._nodes import (
     NodeSelection,
     select_nodes,
 )
-from llama_index.response_synthesizers.evidence_first._streaming import response_of
+from llama_index.response_synthesizers.evidence_first._numbers import numbered
+from llama_index.response_synthesizers.evidence_first._streaming import (
+    EvidenceResponse,
+    StreamedText,
+    async_streaming_response,
+    streaming_response,
+)
 from llama_index.response_synthesizers.evidence_first._strict_call import reader_for
 
 __all__ = ["EvidenceSynthesizer"]
@@ -69,11 +77,20 @@ class EvidenceSynthesizer(BaseSynthesizer):
         response.metadata["reader_confidence"]  # the reader's own confidence, or None
 
     With ``streaming=True`` it returns LlamaIndex's ``StreamingResponse`` (from
-    ``asynthesize``, ``AsyncStreamingResponse``), so ``response.print_response_stream()`` and
-    ``for text in response.response_gen`` work. Verification needs the whole ledger, so
-    nothing streams token by token: the generator yields the verified answer in one chunk
-    once every citation has been checked, or the sentence of a non-answer; ``source_nodes``
-    and ``metadata`` are as above.
+    ``asynthesize``, ``AsyncStreamingResponse``) once the answer is planned, so
+    ``response.print_response_stream()`` and ``for text in response.response_gen`` work.
+    ``source_nodes`` are the nodes to be sent; the generator makes the one call (through the
+    LLM's ``stream_chat``, under the same strict settings) and yields the answer's text as it
+    arrives, each part only once the facts it rests on are verified (under ``number_sources``
+    a segment at a time, its numbers after it). ``metadata`` is filled when the result
+    arrives. A non-answer ends the stream with its sentence; if a check of the whole reply
+    fails after text was passed on, the sentence follows it on a paragraph of its own, and
+    ``get_response().response`` and ``str(response)`` are the sentence alone: the
+    non-streaming ``response``, never the pieces joined. The reader's decision and each fact
+    are also instrumentation events (``EvidenceDecisionEvent``, ``EvidenceFactEvent``),
+    dispatched as they arrive. An error of the call (``ModelCallError``,
+    ``AnswerTimeoutError``) raises from the generator; closing it, or cancelling the task
+    reading it, cancels the call and closes its connection.
 
     A non-answer's ``response`` (and so ``str(response)``, what a ``QueryEngineTool`` hands an
     agent) is one sentence stating its status and what is missing or why it failed, the words
@@ -280,21 +297,35 @@ class EvidenceSynthesizer(BaseSynthesizer):
                 since the prompt is fixed.
 
         Returns:
-            A ``Response`` whose ``response`` is the answer (``None`` unless answered), whose
+            A ``Response`` whose ``response`` is the answer, or a non-answer's sentence, whose
             ``source_nodes`` are the nodes sent, and whose ``metadata["evidence_answer"]`` is
-            the :class:`~evidence_first.EvidenceAnswer`. With ``streaming=True``, a
-            ``StreamingResponse`` with the same ``source_nodes`` and ``metadata``, whose
-            generator yields the verified answer in one chunk (nothing unless answered).
+            the :class:`~evidence_first.EvidenceAnswer`. With ``streaming=True``, once
+            planned, a ``StreamingResponse`` with the nodes to be sent, whose generator makes
+            the call and yields the verified text as it arrives, and whose ``metadata`` is
+            filled when the result arrives (see the class).
 
         Raises:
             InvalidRequestError: The question or a node breaks the contract; nothing was sent.
-            ModelCallError: The LLM call failed (HTTP errors included).
-            AnswerTimeoutError: The LLM did not answer within ``timeout``.
+            ModelCallError: The LLM call failed (HTTP errors included); with
+                ``streaming=True``, from the generator.
+            AnswerTimeoutError: The LLM did not answer within ``timeout``; with
+                ``streaming=True``, from the generator.
         """
-        with self._synthesis(query, nodes, additional_source_nodes, is_async=False) as run:
-            return run.respond(
-                answer_selection(run.question, run.selected.selection, self._reader, self._options)
-            )
+        with self._synthesis(query, nodes, additional_source_nodes) as run:
+            selection = run.selected.selection
+            if self._streaming:
+                plan = plan_answer(
+                    self._options,
+                    run.question,
+                    selection.sources,
+                    self._reader,
+                    preomitted=selection.set_aside,
+                )
+                items = stream_plan(plan, self._reader)
+                # The plan's event, read before anything is sent: the nodes the call sends.
+                return run.respond(streaming_response(items, run.reading(next(items))))
+            answer = answer_selection(run.question, selection, self._reader, self._options)
+            return run.respond(run.response_to(answer))
 
     @dispatcher.span
     async def asynthesize(
@@ -308,14 +339,25 @@ class EvidenceSynthesizer(BaseSynthesizer):
 
         An LLM without a native ``achat`` runs on a worker thread. Cancelling the task
         propagates ``asyncio.CancelledError``. With ``streaming=True`` it returns an
-        ``AsyncStreamingResponse``, as LlamaIndex's own synthesizers do in async streaming.
+        ``AsyncStreamingResponse`` once planned, as LlamaIndex's own synthesizers do in async
+        streaming; its generator awaits the LLM's ``astream_chat`` (an LLM without a native
+        one streams on a worker thread).
         """
-        with self._synthesis(query, nodes, additional_source_nodes, is_async=True) as run:
-            return run.respond(
-                await aanswer_selection(
-                    run.question, run.selected.selection, self._reader, self._options
+        with self._synthesis(query, nodes, additional_source_nodes) as run:
+            selection = run.selected.selection
+            if self._streaming:
+                plan = await aplan_answer(
+                    self._options,
+                    run.question,
+                    selection.sources,
+                    self._reader,
+                    preomitted=selection.set_aside,
                 )
-            )
+                items = astream_plan(plan, self._reader)
+                planned = await anext(items)
+                return run.respond(async_streaming_response(items, run.reading(planned)))
+            answer = await aanswer_selection(run.question, selection, self._reader, self._options)
+            return run.respond(run.response_to(answer))
 
     @contextmanager
     def _synthesis(
@@ -323,8 +365,6 @@ class EvidenceSynthesizer(BaseSynthesizer):
         query: QueryType,
         nodes: list[NodeWithScore],
         additional_source_nodes: Sequence[NodeWithScore] | None,
-        *,
-        is_async: bool,
     ) -> Iterator[_Synthesis]:
         """The events around one answer, the same for :meth:`synthesize` and :meth:`asynthesize`.
 
@@ -344,14 +384,8 @@ class EvidenceSynthesizer(BaseSynthesizer):
                 bundle.query_str,
                 selected,
                 event,
-                partial(
-                    _response,
-                    selected=selected,
-                    additional_source_nodes=additional_source_nodes,
-                    streaming=self._streaming,
-                    is_async=is_async,
-                    number_sources=self._number_sources,
-                ),
+                additional_source_nodes,
+                self._number_sources,
             )
             yield run
         dispatcher.event(SynthesizeEndEvent(query=bundle, response=run.response))
@@ -364,86 +398,53 @@ class _Synthesis:
     question: str
     selected: NodeSelection
     event: EventContext
-    build: Callable[[EvidenceAnswer], RESPONSE_TYPE]
+    additional_source_nodes: Sequence[NodeWithScore] | None
+    number_sources: bool
     response: RESPONSE_TYPE = field(init=False)
 
-    def respond(self, answer: EvidenceAnswer) -> RESPONSE_TYPE:
-        """The response to ``answer``; it ends the callback event, and is kept for the end one."""
-        self.response = self.build(answer)
+    def respond(self, response: RESPONSE_TYPE) -> RESPONSE_TYPE:
+        """Return ``response``; it ends the callback event, and is kept for the end one."""
+        self.response = response
         self.event.on_end(payload={EventPayload.RESPONSE: self.response})
         return self.response
+
+    def response_to(self, answer: EvidenceAnswer) -> EvidenceResponse:
+        """The non-streaming response to ``answer``."""
+        text, metadata = self.final(answer)
+        source_nodes = self.selected.sent(answer.used_source_ids)
+        return EvidenceResponse(response=text, source_nodes=source_nodes, metadata=metadata)
+
+    def reading(self, planned: StreamEvent | EvidenceAnswer) -> StreamedText:
+        """What a streaming response reads the core's stream with, its plan read."""
+        metadata: dict[str, Any] = {}
+        if self.additional_source_nodes:
+            metadata["additional_source_nodes"] = list(self.additional_source_nodes)
+        reading = StreamedText(
+            self.selected, self.final, number_sources=self.number_sources, metadata=metadata
+        )
+        reading.read(planned)
+        return reading
+
+    def final(self, answer: EvidenceAnswer) -> tuple[str, dict[str, Any]]:
+        """The response's text and metadata for ``answer``, streamed or not."""
+        metadata = answer_metadata(answer)
+        if self.additional_source_nodes:
+            metadata["additional_source_nodes"] = list(self.additional_source_nodes)
+        text = answer.answer if answer.status == "answered" else None
+        if self.number_sources:
+            source_nodes = self.selected.sent(answer.used_source_ids)
+            text, entries, node_ids = numbered(answer, text, source_nodes)
+            metadata[_SOURCE_NUMBERS_KEY] = entries
+            metadata[_SOURCE_NUMBER_NODE_IDS_KEY] = node_ids
+        if text is None:
+            # An agent reads a QueryEngineTool's output as str(response), which LlamaIndex
+            # makes "None" of a missing text: a non-answer says what happened, in LangChain's
+            # words.
+            text = outcome_text(answer)
+        return text, metadata
 
 
 _TEXT_CHUNKS_REFUSAL = (
     "EvidenceSynthesizer answers from nodes, not bare text chunks, so that every citation "
     "names the node it quotes; call synthesize(query, nodes) or asynthesize(query, nodes)"
 )
-
-
-def _response(
-    answer: EvidenceAnswer,
-    selected: NodeSelection,
-    additional_source_nodes: Sequence[NodeWithScore] | None,
-    streaming: bool,
-    *,
-    is_async: bool,
-    number_sources: bool,
-) -> RESPONSE_TYPE:
-    metadata = answer_metadata(answer)
-    if additional_source_nodes:
-        metadata["additional_source_nodes"] = list(additional_source_nodes)
-    text = answer.answer if answer.status == "answered" else None
-    source_nodes = selected.sent(answer.used_source_ids)
-    if number_sources:
-        text, entries, node_ids = _numbered(answer, text, source_nodes)
-        metadata[_SOURCE_NUMBERS_KEY] = entries
-        metadata[_SOURCE_NUMBER_NODE_IDS_KEY] = node_ids
-    if text is None:
-        # An agent reads a QueryEngineTool's output as str(response), which LlamaIndex makes
-        # "None" of a missing text: a non-answer says what happened, in LangChain's words.
-        text = outcome_text(answer)
-    return response_of(text, source_nodes, metadata, streaming=streaming, is_async=is_async)
-
-
-def _numbered(
-    answer: EvidenceAnswer, text: str | None, source_nodes: Sequence[NodeWithScore]
-) -> tuple[str | None, list[dict[str, Any]], dict[int, str]]:
-    """``text`` with ``[n]`` after each segment, one entry per segment, and each n's node ID.
-
-    ``n`` is the 1-based position in ``source_nodes``: the nodes behind
-    ``answer.used_source_ids``, in that order.
-    """
-    if text is None or not answer.segments:
-        return text, [], {}
-    number_of = {source_id: n for n, source_id in enumerate(answer.used_source_ids, start=1)}
-    pieces: list[str] = []
-    entries: list[dict[str, Any]] = []
-    node_ids: dict[int, str] = {}
-    cursor = shift = 0  # where the plain text was copied to; the length of numbers written
-    for index, segment in enumerate(answer.segments):
-        # An unmarked segment rests on no fact, so it gets no number.
-        numbers = sorted(
-            {
-                number_of[citation.source_id]
-                for fact_index in segment.fact_indices
-                for citation in answer.facts[fact_index].citations
-                if citation.source_id in number_of
-            }
-        )
-        for n in numbers:
-            node_ids[n] = source_nodes[n - 1].node.node_id
-        label = "".join(f"[{n}]" for n in numbers)
-        pieces.extend((unbracketed(text[cursor : segment.char_end]), label))
-        entries.append(
-            {
-                "segment_index": index,
-                "char_start": segment.char_start + shift,
-                "char_end": segment.char_end + shift,
-                "source_numbers": numbers,
-                "fact_indices": list(segment.fact_indices),
-            }
-        )
-        cursor = segment.char_end
-        shift += len(label)
-    pieces.append(unbracketed(text[cursor:]))
-    return "".join(pieces), entries, dict(sorted(node_ids.items()))
