@@ -1039,7 +1039,7 @@ async def test_gemini_streams_the_same_strict_request(mode, launch_nodes, ledger
 
 
 @MODES
-async def test_the_openai_api_is_asked_for_a_streams_usage_and_no_other_host(
+async def test_the_openai_api_and_servers_that_give_it_are_asked_for_a_streams_usage(
     mode, fake_openai, launch_nodes, monkeypatch
 ):
     for name in ("OPENAI_API_BASE", "OPENAI_BASE_URL"):
@@ -1053,6 +1053,9 @@ async def test_the_openai_api_is_asked_for_a_streams_usage_and_no_other_host(
             ),
             False,  # Azure OpenAI: API versions before 2024-08-01-preview refuse it
         ),
+        # A server whose profile says it gives the usage when asked (the embedded models'
+        # llama.cpp server: ModelProfile.stream_usage).
+        (fake_openai.llm(model="qwen2.5-coder-1.5b"), True),
     ):
         fake_openai.requests.clear()
         response = await synthesize(

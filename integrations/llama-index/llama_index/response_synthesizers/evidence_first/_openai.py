@@ -26,8 +26,8 @@ they change):
   is not changed.
 - ``OpenAI._get_model_kwargs`` (called by ``chat`` and ``stream_chat``) sends
   ``additional_kwargs["stream_options"]`` only with a streamed request: a copy for OpenAI's own
-  API carries ``{"include_usage": True}``, so a streamed reply states its usage as ``chat``'s
-  does.
+  API, or for a server whose profile says it gives the usage (``ModelProfile.stream_usage``),
+  carries ``{"include_usage": True}``, so a streamed reply states its usage as ``chat``'s does.
 
 What the LLM accepts is its profile, found from the host its client calls and the model's name
 by the rule table: the schema's dialect (``"openai"`` for OpenAI's own API, ``"azure-openai"``
@@ -141,10 +141,11 @@ def strict_openai_call(
 
         additional_kwargs["temperature"] = NOT_GIVEN
     additional_kwargs.update(settings)  # max_completion_tokens
-    if family_for(llm) == "openai":
+    if family_for(llm) == "openai" or profile.stream_usage:
         # OpenAI's stream states its usage only when asked, in a last chunk
-        # (platform.openai.com/docs/api-reference/chat/create, stream_options.include_usage).
-        # Not elsewhere: Azure OpenAI's API versions before 2024-08-01-preview refuse the
+        # (platform.openai.com/docs/api-reference/chat/create, stream_options.include_usage),
+        # as does a server whose profile says it gives it (ModelProfile.stream_usage). Not
+        # elsewhere: Azure OpenAI's API versions before 2024-08-01-preview refuse the
         # argument, and another server may. LlamaIndex sends it with a streamed request alone
         # (stream_chat), dropping it from chat's.
         additional_kwargs["stream_options"] = {"include_usage": True}
