@@ -28,16 +28,14 @@ from evidence_first.adapters import (
     UnenforcedSettingsWarning,
     aanswer_selection,
     answer_selection,
-    aplan_answer,
-    astream_plan,
+    astream_selection,
     json_safe_metadata,
     limits_in,
     metadata_fields,
     normalized_finish_reason,
     openai_response_format,
-    plan_answer,
     select_sources,
-    stream_plan,
+    stream_selection,
     warn_unenforced_once,
     without_strict_keys,
 )
@@ -119,15 +117,11 @@ def launch_selection() -> tuple[SourceSelection, str]:
 
 
 def test_a_streamed_selection_gives_the_events_then_the_result_answer_selection_gives():
-    # What an integration's stream does: the selection planned (its set-aside sources as
-    # preomitted), then the plan streamed.
+    # What an integration's stream does: the selection planned (its set-aside sources
+    # omitted from the start), then the plan streamed.
     selection, reply = launch_selection()
     model = Streamed(reply)
-    plan = plan_answer(
-        AnswerOptions(), "When?", selection.sources, model, preomitted=selection.set_aside
-    )
-
-    items = list(stream_plan(plan, model))
+    items = list(stream_selection("When?", selection, model, AnswerOptions()))
 
     assert model.calls == 1
     first, final = items[0], items[-1]
@@ -145,18 +139,16 @@ def test_a_streamed_selection_is_planned_before_anything_is_sent():
     selection, reply = launch_selection()
     model = Streamed(reply)
     with pytest.raises(InvalidRequestError):
-        plan_answer(AnswerOptions(), "", selection.sources, model, preomitted=selection.set_aside)
+        stream_selection("", selection, model, AnswerOptions())  # raised before iterating
     assert model.calls == 0
 
 
 async def test_an_async_streamed_selection_answers_the_same_way():
     selection, reply = launch_selection()
     model = Streamed(reply)
-    plan = await aplan_answer(
-        AnswerOptions(), "When?", selection.sources, model, preomitted=selection.set_aside
-    )
-
-    items = [item async for item in astream_plan(plan, model)]
+    items = [
+        item async for item in await astream_selection("When?", selection, model, AnswerOptions())
+    ]
 
     assert model.calls == 1
     assert isinstance(items[0], SourcesEvent)

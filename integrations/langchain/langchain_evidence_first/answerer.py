@@ -50,12 +50,10 @@ from evidence_first.adapters import (
     SourceSelection,
     aanswer_selection,
     answer_selection,
-    aplan_answer,
-    astream_plan,
+    astream_selection,
     option_error,
-    plan_answer,
     select_sources,
-    stream_plan,
+    stream_selection,
 )
 from langchain_evidence_first._chat_model import StrictChatModel, strict_chat_model
 from langchain_evidence_first._documents import DocumentKeys, to_evidence
@@ -416,11 +414,10 @@ class EvidenceAnswerer(
     ) -> Iterator[EvidenceAnswer | AIMessage]:
         question, selection = self._read_input(_added_up(inputs))
         model, options = self._reader(config)
-        plan = plan_answer(
-            options, question, selection.sources, model, preomitted=selection.set_aside
+        items = cast(
+            "Generator[_Item, None, None]", stream_selection(question, selection, model, options)
         )
         output = _StreamOutput(self.output, run_manager.run_id)
-        items = cast("Generator[_Item, None, None]", stream_plan(plan, model))
         try:
             for item in items:
                 if not isinstance(item, EvidenceAnswer):
@@ -440,11 +437,11 @@ class EvidenceAnswerer(
             whole = part if whole is None else _added(whole, part)
         question, selection = self._read_input(whole)
         model, options = self._reader(config)
-        plan = await aplan_answer(
-            options, question, selection.sources, model, preomitted=selection.set_aside
+        items = cast(
+            "AsyncGenerator[_Item, None]",
+            await astream_selection(question, selection, model, options),
         )
         output = _StreamOutput(self.output, run_manager.run_id)
-        items = cast("AsyncGenerator[_Item, None]", astream_plan(plan, model))
         async with aclosing(items):
             async for item in items:
                 if not isinstance(item, EvidenceAnswer):

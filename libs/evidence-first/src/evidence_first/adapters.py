@@ -9,9 +9,8 @@ with :meth:`~evidence_first.Evidence.with_provenance`), checks its options once 
     selection = select_sources(to_evidence(doc) for doc in documents)
     answer = answer_selection(question, selection, model, options)
 
-To stream one (an integration's ``stream``), plan it with :func:`plan_answer` (the selection's
-set-aside sources as ``preomitted``) and stream the plan with :func:`stream_plan` (or
-:func:`aplan_answer` and :func:`astream_plan`): the events of
+To stream one (an integration's ``stream``), :func:`stream_selection` (or
+:func:`astream_selection`) plans it at once and returns an iterator of the events of
 :func:`~evidence_first.stream_answer_from_evidence`, then the result ``answer_selection`` gives
 for the same reply.
 
@@ -42,7 +41,7 @@ output), and, for metadata:
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 
 from evidence_first._engine.entry_points import arun_plan, run_plan
@@ -83,6 +82,7 @@ from evidence_first._sending.options import (
     option_error,
 )
 from evidence_first._shapes.errors import ModelProfileWarning, UnenforcedSettingsWarning
+from evidence_first._shapes.events import StreamEvent
 from evidence_first._shapes.evidence import Evidence, evidence_error, positional_id, source_evidence
 from evidence_first._shapes.limits import MAX_SOURCES
 from evidence_first._shapes.model import ReaderModel
@@ -120,8 +120,7 @@ __all__ = [
     "acall_refusing_redirects",
     "answer_metadata",
     "answer_selection",
-    "aplan_answer",
-    "astream_plan",
+    "astream_selection",
     "call_refusing_redirects",
     "chat_completions_settings",
     "checked_int",
@@ -136,7 +135,6 @@ __all__ = [
     "option_error",
     "outcome_text",
     "output_format",
-    "plan_answer",
     "positional_id",
     "profile_for_name",
     "profile_of",
@@ -148,7 +146,7 @@ __all__ = [
     "select_sources",
     "source_evidence",
     "status_failure",
-    "stream_plan",
+    "stream_selection",
     "token_logprobs",
     "unbracketed",
     "warn_once",
@@ -212,6 +210,34 @@ async def aanswer_selection(
         options, question, selection.sources, model, preomitted=selection.set_aside
     )
     return await arun_plan(plan, model)
+
+
+def stream_selection(
+    question: str,
+    selection: SourceSelection,
+    model: ReaderModel,
+    options: AnswerOptions,
+    *,
+    cancel: threading.Event | None = None,
+) -> Iterator[StreamEvent | EvidenceAnswer]:
+    """Stream :func:`answer_selection`: its events as the reply arrives, then the result.
+
+    Planned at once: an :class:`~evidence_first.InvalidRequestError` is raised by this call,
+    before anything is sent. Same contract as
+    :func:`~evidence_first.stream_answer_from_evidence`.
+    """
+    plan = plan_answer(options, question, selection.sources, model, preomitted=selection.set_aside)
+    return stream_plan(plan, model, cancel=cancel)
+
+
+async def astream_selection(
+    question: str, selection: SourceSelection, model: ReaderModel, options: AnswerOptions
+) -> AsyncIterator[StreamEvent | EvidenceAnswer]:
+    """Async :func:`stream_selection`: awaiting it plans; the iterator it returns streams."""
+    plan = await aplan_answer(
+        options, question, selection.sources, model, preomitted=selection.set_aside
+    )
+    return astream_plan(plan, model)
 
 
 publish(globals())

@@ -31,11 +31,9 @@ from evidence_first.adapters import (
     aanswer_selection,
     answer_metadata,
     answer_selection,
-    aplan_answer,
-    astream_plan,
+    astream_selection,
     outcome_text,
-    plan_answer,
-    stream_plan,
+    stream_selection,
 )
 from llama_index.response_synthesizers.evidence_first._nodes import (
     DocumentTexts,
@@ -314,14 +312,7 @@ class EvidenceSynthesizer(BaseSynthesizer):
         with self._synthesis(query, nodes, additional_source_nodes) as run:
             selection = run.selected.selection
             if self._streaming:
-                plan = plan_answer(
-                    self._options,
-                    run.question,
-                    selection.sources,
-                    self._reader,
-                    preomitted=selection.set_aside,
-                )
-                items = stream_plan(plan, self._reader)
+                items = stream_selection(run.question, selection, self._reader, self._options)
                 # The plan's event, read before anything is sent: the nodes the call sends.
                 return run.respond(streaming_response(items, run.reading(next(items))))
             answer = answer_selection(run.question, selection, self._reader, self._options)
@@ -346,14 +337,9 @@ class EvidenceSynthesizer(BaseSynthesizer):
         with self._synthesis(query, nodes, additional_source_nodes) as run:
             selection = run.selected.selection
             if self._streaming:
-                plan = await aplan_answer(
-                    self._options,
-                    run.question,
-                    selection.sources,
-                    self._reader,
-                    preomitted=selection.set_aside,
+                items = await astream_selection(
+                    run.question, selection, self._reader, self._options
                 )
-                items = astream_plan(plan, self._reader)
                 planned = await anext(items)
                 return run.respond(async_streaming_response(items, run.reading(planned)))
             answer = await aanswer_selection(run.question, selection, self._reader, self._options)
