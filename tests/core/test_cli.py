@@ -8,6 +8,8 @@ import itertools
 import json
 import re
 import socket
+import subprocess
+import sys
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -687,3 +689,17 @@ def test_a_failed_call_in_the_demo_is_said_as_elsewhere_and_the_tour_goes_on(mon
     # On a line of its own, after what was shown of the answer; then the next question.
     assert first.endswith(f"  Answer as written: June 15. Dana{said}\n")
     assert "\n[3/3] What is the Wi-Fi password?" in terminal.getvalue()
+
+
+def test_the_command_runs_as_a_module_as_the_live_tests_and_recipes_run_it():
+    # ``python -m evidence_first.cli`` runs the same command as the ``evidence-first`` script.
+    result = subprocess.run(
+        [sys.executable, "-m", "evidence_first.cli", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: evidence-first")

@@ -288,7 +288,3 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
     except KeyboardInterrupt:
         sys.stderr.write("evidence-first: interrupted\n")
         return EXIT_INTERRUPTED
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
