@@ -325,8 +325,8 @@ def hotpotqa(raw: Path) -> list[dict[str, Any]]:
     """HotpotQA dev (distractor setting), held out: 400 of the 1,100 questions RPT kept.
 
     megagonlabs/RPT committed 1,100 questions of HotpotQA's dev set (all of level ``hard``,
-    as every dev question is) in three files, then removed them; they are read at the
-    commit that added the repository's licence.
+    as every dev question is) in three files, then removed them; they are read at the last
+    commit that holds them, after the repository's licence was added.
     """
     rows = [
         json.loads(line)
@@ -340,7 +340,8 @@ def tatqa(raw: Path) -> list[dict[str, Any]]:
     """TAT-QA dev and test, held out: every question answered by one span of the text.
 
     The passage is the excerpt's paragraphs (never its table), a blank line between them;
-    the answer's place is its first in the paragraph TAT-QA names as the one it rests on.
+    the answer's place is its first as whole words in the paragraph TAT-QA names as the one
+    it rests on, else in the excerpt.
     """
     items = []
     for name in ("tatqa_dataset_dev.json", "tatqa_dataset_test_gold.json"):
