@@ -65,8 +65,26 @@ SETS: dict[str, PublicSet] = {
         heldout=True,
         description="SQuAD 2.0 dev (held out), crowdworkers' questions",
     ),
+    "boolq": PublicSet(
+        "boolq",
+        "boolq-heldout",
+        heldout=True,
+        description="BoolQ dev (held out), yes/no Google queries, no gold sentence",
+    ),
+    "hotpotqa": PublicSet(
+        "hotpotqa",
+        "hotpotqa-heldout",
+        heldout=True,
+        description="HotpotQA dev (held out), multi-hop over two gold paragraphs",
+    ),
+    "tatqa": PublicSet(
+        "tatqa",
+        "tatqa-heldout",
+        heldout=True,
+        description="TAT-QA (held out), annual-report excerpts, answers in the text",
+    ),
 }
-"""Every set by name: the English sets that choose, XQuAD by language, and the held-out set."""
+"""Every set by name: the English sets that choose, XQuAD by language, and the held-out sets."""
 
 SPLITS = ("tune", "report")
 HELDOUT = "heldout"
@@ -79,16 +97,29 @@ class Item:
     Attributes:
         set: The set's name.
         id: The item's ID (its own set's ID where it has one).
-        split: ``tune`` or ``report`` (``heldout`` for the held-out set).
+        split: ``tune`` or ``report`` (``heldout`` for the held-out sets).
         question: The question as the set asks it.
-        title: The passage's title.
-        text: The gold passage, or an unanswerable item's on-topic passage.
+        title: The passage's title (HotpotQA's gold titles joined by `` / ``; none for BoolQ
+            and TAT-QA).
+        text: The gold passage, or an unanswerable item's on-topic passage. HotpotQA's is its
+            two gold paragraphs, a blank line between them; TAT-QA's, the paragraphs of its
+            excerpt (never the table), a blank line between each.
         answerable: Whether the passage answers the question.
-        answers: The short gold answers (NQ-open, SQuAD); none for ClapNQ.
-        answer_start: Where the first answer stands in ``text`` (SQuAD), else ``None``.
-        long_answer: ClapNQ's annotated answer.
-        selected: ClapNQ's selected sentences: what the annotated answer rests on.
+        answers: The short gold answers (NQ-open, SQuAD, HotpotQA, TAT-QA; ``yes`` or ``no``
+            for a yes/no item); none for ClapNQ.
+        answer_start: Where the first answer stands in ``text`` (SQuAD's own offset; for
+            HotpotQA and TAT-QA its first place as whole words in a supporting sentence or
+            the paragraph TAT-QA names), else ``None``.
+        long_answer: The answer a ledger citing the selected sentences gives: ClapNQ's
+            annotated answer, HotpotQA's answer, BoolQ's ``yes`` or ``no``.
+        selected: The sentences the answer rests on: ClapNQ's selected sentences, HotpotQA's
+            supporting facts.
         neighbours: The IDs of the items whose passages BM25 ranks nearest, nearest first.
+        yes_no: Whether the answer is ``yes`` or ``no`` (BoolQ; HotpotQA's comparisons that
+            ask one): no span of the passage.
+        titles: HotpotQA's gold paragraphs' titles, in the order ``text`` holds them.
+        distractors: HotpotQA's own distractors: the eight paragraphs, ``(title, text)``, that
+            its retriever found for the question beside the gold ones.
     """
 
     set: str
@@ -103,6 +134,9 @@ class Item:
     long_answer: str | None = None
     selected: tuple[str, ...] = ()
     neighbours: tuple[str, ...] = ()
+    yes_no: bool = False
+    titles: tuple[str, ...] = ()
+    distractors: tuple[tuple[str, str], ...] = ()
 
     @property
     def order(self) -> str:
@@ -139,6 +173,9 @@ def load_items(name: str) -> tuple[Item, ...]:
                     long_answer=row.get("answer"),
                     selected=tuple(row.get("selected", ())),
                     neighbours=tuple(row["neighbours"]),
+                    yes_no=row.get("yes_no", False),
+                    titles=tuple(row.get("titles", ())),
+                    distractors=tuple((title, text) for title, text in row.get("distractors", ())),
                 )
             )
     return tuple(items)
@@ -189,8 +226,11 @@ def answer_span(item: Item) -> Span | None:
     """Where the item's short gold answer stands in its passage, as the passage writes it.
 
     SQuAD's own offset when it holds the answer; else the first gold answer found as whole
-    words, exactly or else in any case. ``None`` when no answer is in the passage.
+    words, exactly or else in any case. ``None`` when no answer is in the passage, and for a
+    yes/no item: its ``yes`` or ``no`` is no span, though the passage may hold the word.
     """
+    if item.yes_no:
+        return None
     if item.answer_start is not None and item.answers:
         end = item.answer_start + len(item.answers[0])
         if item.text[item.answer_start : end] == item.answers[0]:
@@ -215,9 +255,10 @@ def selected_spans(item: Item) -> tuple[list[Span], int]:
 
 
 def gold_spans(item: Item) -> list[Span]:
-    """What a perfect ledger cites: the answer's sentences, or ClapNQ's selected sentences.
+    """What a perfect ledger cites: the answer's sentences, or the selected sentences.
 
-    Empty when the answer, or any selected sentence, is not in the passage as written.
+    Empty when the answer, or any selected sentence, is not in the passage as written, and
+    for a yes/no item without selected sentences (BoolQ marks none).
     """
     if item.selected:
         spans, missing = selected_spans(item)

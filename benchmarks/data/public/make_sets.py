@@ -15,9 +15,17 @@ The raw files, each from a repository snapshot (``README.md`` here names the lic
     clapnq_dev_unanswerable.jsonl  primeqa/clapnq  annotated_data/dev/clapnq_dev_unanswerable.jsonl
     xquad.<lang>.json              deepmind/xquad  xquad.<lang>.json
     squad2-dev-v2.0.json           chrischute/squad  data/dev-v2.0.json
+    boolq-test_data.jsonl          shaggyday/evaluating-human-rationales  data/boolq/test_data.jsonl
+    hotpotqa-rpt-<part>.jsonl      megagonlabs/RPT at 693b411  data/hotpotqa/<part>.jsonl
+                                   (<part>: dev, test, train)
+    tatqa_dataset_dev.json         NExTplusplus/TAT-QA  dataset_raw/tatqa_dataset_dev.json
+    tatqa_dataset_test_gold.json   NExTplusplus/TAT-QA  dataset_raw/tatqa_dataset_test_gold.json
 
-Run from the workspace root: ``uv run python benchmarks/data/public/make_sets.py [--raw DIR]``
-(default ``/tmp/pub``).
+The held-out sets (SQuAD 2.0, BoolQ, HotpotQA, TAT-QA) are one split, ``heldout``. A sample
+of a held-out set is its items of lowest ID hash: the first N in the stable order.
+
+Run from the workspace root: ``uv run python benchmarks/data/public/make_sets.py [--raw DIR]
+[--sets NAME,...]`` (default ``/tmp/pub``, every set).
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,6 +47,12 @@ HERE = Path(__file__).parent
 XQUAD_LANGUAGES = ("en", "de", "es", "ru", "zh", "ar", "hi")
 # BM25 neighbours kept per item: the most any configuration sends.
 NEIGHBOURS = 9
+# Items kept of the held-out sets sampled: about a thousand short passages, and as many
+# multi-hop questions as keep the file (two gold paragraphs and eight distractors each)
+# under a megabyte compressed.
+BOOLQ_ITEMS = 1000
+HOTPOTQA_ITEMS = 400
+YES_NO = ("yes", "no")
 
 
 def digest(key: str) -> str:
@@ -219,6 +234,152 @@ def squad2_heldout(raw: Path) -> list[dict[str, Any]]:
     return ordered(items)
 
 
+def heldout_sample(items: list[dict[str, Any]], count: int | None = None) -> list[dict[str, Any]]:
+    """The ``count`` items of lowest ID hash (all by default), split ``heldout``, neighboured."""
+    kept = ordered(items)[:count]
+    for item in kept:
+        item["split"] = "heldout"
+    add_neighbours(kept, "en")
+    return kept
+
+
+def boolq(raw: Path) -> list[dict[str, Any]]:
+    """BoolQ dev, held out: natural yes/no queries, each with its Wikipedia passage.
+
+    From the copy ERASER's BoolQ test split keeps of it, whose evidence text is BoolQ's own
+    passage, as BoolQ ships it (the 2,817 of BoolQ's 3,270 dev questions ERASER kept). BoolQ
+    marks no sentence of the passage as the one its answer rests on, and names no title here.
+    """
+    items = []
+    lines = (raw / "boolq-test_data.jsonl").read_text(encoding="utf-8").splitlines()
+    for line in lines:
+        row = json.loads(line)
+        (evidence,) = row["evidences"]
+        answer = "yes" if row["classification"] == "True" else "no"
+        items.append(
+            {
+                "id": f"boolq-{row['annotation_id']}",
+                "question": row["query"],
+                "title": "",
+                "text": evidence["text"],
+                "answers": [answer],
+                "answer": answer,
+                "yes_no": True,
+            }
+        )
+    return heldout_sample(items, BOOLQ_ITEMS)
+
+
+def hotpotqa_item(row: dict[str, Any]) -> dict[str, Any]:
+    """One HotpotQA question: its two gold paragraphs as one passage, its distractors apart.
+
+    The gold paragraphs are those holding a supporting fact, in the order the set lists
+    them, each its sentences joined as the set writes them, a blank line between the two.
+    """
+    context = row["context"]
+    paragraphs = dict(zip(context["title"], context["sentences"], strict=True))
+    facts = list(
+        zip(row["supporting_facts"]["title"], row["supporting_facts"]["sent_id"], strict=True)
+    )
+    gold = [title for title in context["title"] if title in {title for title, _ in facts}]
+    text = "\n\n".join("".join(paragraphs[title]) for title in gold)
+    answer = row["answer"]
+    item: dict[str, Any] = {
+        "id": f"hotpotqa-{row['id']}",
+        "question": row["question"],
+        "title": " / ".join(gold),
+        "titles": gold,
+        "text": text,
+        "answers": [answer],
+        "answer": answer,
+        "selected": [paragraphs[title][index].strip() for title, index in facts],
+        "distractors": [
+            [title, "".join(paragraphs[title])] for title in context["title"] if title not in gold
+        ],
+    }
+    if answer in YES_NO:
+        item["yes_no"] = True
+    else:
+        item["answer_start"] = answer_start(text, answer, item["selected"])
+    return item
+
+
+def answer_start(text: str, answer: str, where: Sequence[str]) -> int | None:
+    """Where ``answer`` first stands as whole words in one of the ``where`` excerpts, else anywhere.
+
+    Exactly as the set writes it: an answer the text holds only in another case has none.
+    """
+    before = r"(?<!\w)" if re.match(r"\w", answer) else ""
+    after = r"(?!\w)" if re.search(r"\w$", answer) else ""
+    pattern = re.compile(before + re.escape(answer) + after)
+    for excerpt in where:
+        at = text.find(excerpt)
+        found = pattern.search(text, at, at + len(excerpt)) if at >= 0 else None
+        if found is not None:
+            return found.start()
+    found = pattern.search(text)
+    return None if found is None else found.start()
+
+
+def hotpotqa(raw: Path) -> list[dict[str, Any]]:
+    """HotpotQA dev (distractor setting), held out: 400 of the 1,100 questions RPT kept.
+
+    megagonlabs/RPT committed 1,100 questions of HotpotQA's dev set (all of level ``hard``,
+    as every dev question is) in three files, then removed them; they are read at the last
+    commit that holds them, after the repository's licence was added.
+    """
+    rows = [
+        json.loads(line)
+        for part in ("dev", "test", "train")
+        for line in (raw / f"hotpotqa-rpt-{part}.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    return heldout_sample([hotpotqa_item(row) for row in rows], HOTPOTQA_ITEMS)
+
+
+def tatqa(raw: Path) -> list[dict[str, Any]]:
+    """TAT-QA dev and test, held out: every question answered by one span of the text.
+
+    The passage is the excerpt's paragraphs (never its table), a blank line between them;
+    the answer's place is its first as whole words in the paragraph TAT-QA names as the one
+    it rests on, else in the excerpt.
+    """
+    items = []
+    for name in ("tatqa_dataset_dev.json", "tatqa_dataset_test_gold.json"):
+        for context in json.loads((raw / name).read_text(encoding="utf-8")):
+            paragraphs = sorted(context["paragraphs"], key=lambda paragraph: paragraph["order"])
+            text = "\n\n".join(paragraph["text"] for paragraph in paragraphs)
+            for question in context["questions"]:
+                if question["answer_type"] != "span" or question["answer_from"] != "text":
+                    continue
+                (answer,) = question["answer"]
+                relevant = [
+                    p["text"] for p in paragraphs if str(p["order"]) in question["rel_paragraphs"]
+                ]
+                items.append(
+                    {
+                        "id": f"tatqa-{question['uid']}",
+                        "question": question["question"],
+                        "title": "",
+                        "text": text,
+                        "answers": [answer],
+                        "answer_start": answer_start(text, answer, relevant),
+                    }
+                )
+    return heldout_sample(items)
+
+
+SETS = {
+    "nq-open": nq_open,
+    "clapnq": clapnq,
+    "xquad": xquad,
+    "squad2-heldout": squad2_heldout,
+    "boolq-heldout": boolq,
+    "hotpotqa-heldout": hotpotqa,
+    "tatqa-heldout": tatqa,
+}
+"""Every file by name, and what builds it from the raw files."""
+
+
 def write(name: str, items: list[dict[str, Any]]) -> None:
     path = HERE / f"{name}.jsonl.gz"
     body = "".join(json.dumps(item, ensure_ascii=False, sort_keys=True) + "\n" for item in items)
@@ -231,11 +392,16 @@ def write(name: str, items: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--raw", type=Path, default=Path("/tmp/pub"), help="the raw files")
+    parser.add_argument(
+        "--sets", default=",".join(SETS), help="the files to build, by name (default: every one)"
+    )
     args = parser.parse_args(argv)
-    write("nq-open", nq_open(args.raw))
-    write("clapnq", clapnq(args.raw))
-    write("xquad", xquad(args.raw))
-    write("squad2-heldout", squad2_heldout(args.raw))
+    names = args.sets.split(",")
+    unknown = sorted(set(names) - set(SETS))
+    if unknown:
+        parser.error(f"no set named {', '.join(unknown)}; choose from {', '.join(SETS)}")
+    for name in names:
+        write(name, SETS[name](args.raw))
     return 0
 
 
