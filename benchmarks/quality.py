@@ -90,9 +90,10 @@ MAX_OUTPUT_TOKENS = 512
 TIMEOUT_SECONDS = 300.0
 # Every question's sources fit easily; a larger allowance keeps packing from omitting any.
 MAX_CONTEXT_TOKENS = 4096
-# A public set's passages are longer: one ClapNQ passage, a 23,000-character table, alone
-# estimates at 6,897 tokens, and more in passage mode. The contract's largest allowance.
-PUBLIC_CONTEXT_TOKENS = 32_768
+# A public set's passages are longer: one ClapNQ passage, a 23,000-character table, estimates
+# at 6,932 tokens serialized (charged the same in passage mode), and a question's sources at
+# 7,628 at most. The embedded reader's cap.
+PUBLIC_CONTEXT_TOKENS = 8192
 MODEL_ERROR = "model_error"
 KINDS = ("single", "two-source", "superseded", "contradicted", "unanswerable")
 SPLITS = ("tune", "report")

@@ -17,11 +17,7 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first._sending import passages as passages_module
-from evidence_first._sending.citing.passage import PassageStyle
-from evidence_first._sending.injection import Defences
 from evidence_first._sending.passages import MAX_PASSAGE_CHARS, passages_around, split_passages
-from evidence_first._sending.prompt import serialize_source
-from evidence_first._sending.tokens import estimate_tokens, passage_form_floor
 
 NOTES = Evidence(
     id="notes",
@@ -362,26 +358,6 @@ def test_each_sent_source_is_cut_once_and_the_work_grows_linearly(monkeypatch):
     small, large = work(8_000), work(16_000)
     assert small == 4 * 8_000  # every source fits, and each is cut once
     assert large <= 2.2 * small
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.text(
-        alphabet=st.sampled_from(
-            [*list('ab Z9.,;"<>[]\\\n\r\t\x0b\x0c'), "\u3000", "\xa0", "\u2028", "é", "漢", "。"]
-        ),
-        max_size=300,
-    ),
-    st.booleans(),
-    st.booleans(),
-)
-def test_the_passage_floor_never_exceeds_the_estimate_of_the_passage_form(text, escape, mark):
-    source = Evidence(id="s", text=text)
-    defences = Defences(escape_controls=escape, datamark=mark)
-    style = PassageStyle()
-    fields = style.text_fields(source, style.passages(source), defences)
-    sent = serialize_source(source, fields, defences)
-    assert passage_form_floor(text) <= estimate_tokens(sent)
 
 
 async def test_async_planning_of_a_large_input_runs_off_the_event_loop():

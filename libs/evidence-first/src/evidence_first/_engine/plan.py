@@ -27,7 +27,6 @@ from evidence_first._sending.prompt import (
     system_prompt,
 )
 from evidence_first._sending.schema import ledger_schema
-from evidence_first._sending.tokens import estimate_tokens
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.limits import LARGE_INPUT_CHARS
@@ -119,37 +118,35 @@ def plan_answer(
             ``over_source_limit``); they are reported as omitted and never sent.
 
     Raises:
-        InvalidRequestError: The question, a source or the model breaks the contract, or the
-            request's schema would exceed a limit of the dialect the model declares.
+        InvalidRequestError: The question, a source or the model breaks the contract, the
+            allowance for the sources is above the model's cap (``max_context_tokens``), or
+            the request's schema would exceed a limit of the dialect the model declares.
     """
     profile = checked_model(model)
     options = _under_profile(options, profile)
+    profile.check_allowance(options.max_context_tokens)
     count = options.count_tokens
     question = checked_question(question, count)
     offered = checked_sources(sources)
     floor, flagged_floor = _confidence_floors(options, profile)
     style = style_for(options.citation_mode)
     defences = options.defences
-    # Each source considered is cut into the passages it is sent as once, here.
+    # Each source sent is cut into the passages it is sent as once, here; one that does not
+    # fit is never cut.
     passages: dict[str, tuple[Passage, ...]] = {}
 
     def serialize(source: Evidence) -> str:
         passages[source.id] = cut = style.passages(source)
         return serialize_source(source, style.text_fields(source, cut, defences), defences)
 
-    packed = pack_sources(
-        offered,
-        options,
-        count_tokens=count,
-        serialize=serialize,
-        # A floor is a bound of the default estimate only.
-        floor=style.packing_floor() if count is estimate_tokens else None,
-    )
+    packed = pack_sources(offered, options, count_tokens=count, sent_form=serialize)
     sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
     system, prompt_version = system_prompt(style, defences, enforced_markers=profile.reads_patterns)
     message = UserMessage.of(question, options)
     system_tokens = count(system)
-    question_tokens = count(message.frame)
+    # What the style adds around the sources is framing, like the question's: reported
+    # with it, so that the parts add up to the whole prompt, and not charged to the sources.
+    question_tokens = count(message.frame) + packed.framing_tokens
     budget = PromptBudget(
         system_tokens=system_tokens,
         question_tokens=question_tokens,

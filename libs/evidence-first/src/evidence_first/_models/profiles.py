@@ -29,6 +29,7 @@ from evidence_first._models.rules import (
     model_key,
 )
 from evidence_first._shapes.errors import InvalidRequestError, ModelProfileWarning
+from evidence_first._shapes.limits import MAX_CONTEXT_TOKENS, MAX_TIMEOUT_SECONDS
 from evidence_first._shapes.vocabulary import AnswerFlag, CitationMode, FlagPolicy
 
 __all__ = [
@@ -104,6 +105,12 @@ class ModelProfile:
             from the engine's default, used when the caller leaves that option unset.
         citation_mode: The citation mode used when the caller leaves ``citation_mode`` unset
             (``None``: the engine's default).
+        timeout: The timeout, in seconds, used when the caller leaves ``timeout`` unset
+            (``None``: the engine's default).
+        max_context_tokens: The largest ``max_context_tokens`` a request to it may ask, so
+            that the prompt the sources make in either citation mode, and the output, fit its
+            context (``None``: the options' own bound); a larger one is an
+            :class:`~evidence_first.InvalidRequestError` naming the field and the cap.
         cautious: Whether it is a known provider's cautious profile for a model name the
             rules do not know: nothing a current model of that provider refuses is sent.
     """
@@ -122,6 +129,8 @@ class ModelProfile:
     flagged_floors: Mapping[CitationMode, float | None] = dataclasses.field(default_factory=dict)
     policies: Mapping[AnswerFlag, FlagPolicy] = dataclasses.field(default_factory=dict)
     citation_mode: CitationMode | None = None
+    timeout: float | None = None
+    max_context_tokens: int | None = None
     cautious: bool = False
 
     def __post_init__(self) -> None:
@@ -150,7 +159,23 @@ class ModelProfile:
         defaults: dict[str, Any] = {str(flag): policy for flag, policy in self.policies.items()}
         if self.citation_mode is not None:
             defaults["citation_mode"] = self.citation_mode
+        if self.timeout is not None:
+            defaults["timeout"] = self.timeout
         return defaults
+
+    def check_allowance(self, max_context_tokens: int) -> None:
+        """Refuse an allowance for the sources above this model's cap.
+
+        Raises:
+            InvalidRequestError: ``max_context_tokens`` is above :attr:`max_context_tokens`.
+        """
+        cap = self.max_context_tokens
+        if cap is not None and max_context_tokens > cap:
+            msg = (
+                f"max_context_tokens must be at most {cap} for this model (its profile's cap, "
+                f"so that the prompt and the output fit its context), got {max_context_tokens}"
+            )
+            raise InvalidRequestError(msg, field="max_context_tokens")
 
 
 def _check_profile(profile: ModelProfile) -> None:
@@ -181,6 +206,25 @@ def _field_checks(profile: ModelProfile) -> Iterator[tuple[str, str, bool]]:
     yield "policies", "a mapping of answer flags to 'flag' or 'abstain'", valid
     mode = profile.citation_mode
     yield "citation_mode", "None, 'quote' or 'passage'", mode is None or mode in _MODES
+    timeout, cap = profile.timeout, profile.max_context_tokens
+    seconds = f"None or a number of seconds above 0 and at most {MAX_TIMEOUT_SECONDS}"
+    yield "timeout", seconds, timeout is None or _is_seconds(timeout)
+    tokens = f"None or an int from 1 to {MAX_CONTEXT_TOKENS}"
+    yield "max_context_tokens", tokens, cap is None or _is_allowance(cap)
+
+
+def _is_seconds(value: object) -> bool:
+    """A timeout the options accept: a number in ``(0, 300]``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return 0 < value <= MAX_TIMEOUT_SECONDS
+
+
+def _is_allowance(value: object) -> bool:
+    """An allowance the options accept: an int in ``1..32,768``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return False
+    return 1 <= value <= MAX_CONTEXT_TOKENS
 
 
 def _is_floor(mode: object, floor: object) -> bool:

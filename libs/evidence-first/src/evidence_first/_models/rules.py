@@ -94,6 +94,11 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
             "dialect": "full",
             "logprobs": True,
             "stream_usage": True,
+            # Its largest passage-mode prompt at the default allowance, read on 2 cores,
+            # takes about two minutes; at the cap, the densest sources measured still fit
+            # LocalModel's context (docs/local-reader.md, "The allowance and the context").
+            "timeout": 300.0,
+            "max_context_tokens": 8192,
             "citation_mode": "passage",
             # Chosen by benchmarks/reader_policies.py --choose on the tune runs (the project's
             # tune half, NQ-open's and ClapNQ's tune slices together, passage mode; quote mode
@@ -117,7 +122,13 @@ PROFILE_RULES: tuple[ProfileRule, ...] = (
         "gemma-3-270m",
         "embedded",
         re.compile(r"^gemma-3-270m$"),
-        {"dialect": "llguidance", "logprobs": True, "stream_usage": True},
+        # The same server and context as the reader's: the same cap.
+        {
+            "dialect": "llguidance",
+            "logprobs": True,
+            "stream_usage": True,
+            "max_context_tokens": 8192,
+        },
         _LLAMA_CPP_SERVER,
         example="gemma-3-270m",
     ),

@@ -29,7 +29,7 @@ from evidence_first._sending.injection import DEFAULT_DEFENCES, Defences
 from evidence_first._sending.tokens import estimate_tokens
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import format_timestamp
-from evidence_first._shapes.limits import MAX_SOURCES
+from evidence_first._shapes.limits import MAX_CONTEXT_TOKENS, MAX_SOURCES, MAX_TIMEOUT_SECONDS
 from evidence_first._shapes.unicode import has_text, is_unicode_text
 from evidence_first._shapes.vocabulary import (
     CitationMode,
@@ -233,7 +233,12 @@ class AnswerOptionFields(OptionChecks):
         json_schema_extra=_accepts("Unix ms or an aware `datetime`"),
     )
     max_context_tokens: int = Field(
-        2048, ge=1, le=32_768, description="estimated allowance for the serialized sources"
+        2048,
+        ge=1,
+        le=MAX_CONTEXT_TOKENS,
+        description="estimated allowance for the serialized sources, charged the same in both "
+        "citation modes (passage mode's labels and datamark are not charged); a model's "
+        "profile may cap it (the embedded models': 8,192)",
     )
     max_output_tokens: int = Field(2048, ge=1, le=8_192, description="passed to the model")
     max_response_chars: int = Field(
@@ -242,8 +247,9 @@ class AnswerOptionFields(OptionChecks):
     timeout: float = Field(
         60.0,
         gt=0,
-        le=300,
-        description="seconds; the engine stops waiting even if the model ignores it",
+        le=MAX_TIMEOUT_SECONDS,
+        description="seconds; the engine stops waiting even if the model ignores it; left "
+        "unset, the model's own (the embedded reader's: 300)",
     )
     min_evidence: int = Field(
         1,

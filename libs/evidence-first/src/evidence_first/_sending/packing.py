@@ -27,14 +27,19 @@ class PackedSources:
     Attributes:
         sent: The sources sent, in the order given.
         serialized: Each sent source exactly as it appears in the prompt.
-        tokens: Estimated tokens of the sent sources, separators included.
+        tokens: What the sent sources were charged against ``max_context_tokens``: the
+            estimated tokens of their serialized fields, separators included, the same in
+            every citation mode.
         omissions: Why each other source was not sent, in the order given.
+        framing_tokens: Estimated tokens the citation style's sent form adds to the charged
+            one (passage mode's labels, structure and datamark); not charged, never negative.
     """
 
     sent: tuple[Evidence, ...]
     serialized: tuple[str, ...]
     tokens: int
     omissions: dict[str, OmissionReason]
+    framing_tokens: int = 0
 
 
 def pack_sources(
@@ -42,43 +47,48 @@ def pack_sources(
     options: AnswerOptions,
     *,
     count_tokens: Callable[[str], int],
-    serialize: Callable[[Evidence], str] = serialize_source,
-    floor: Callable[[Evidence], int] | None = None,
+    sent_form: Callable[[Evidence], str] | None = None,
 ) -> PackedSources:
     """Take sources in order; send each whole if it fits, else omit it and go on.
 
-    The options read are ``scope``, ``scope_key``, ``min_score`` and ``max_context_tokens``.
-    A source is omitted as ``out_of_scope`` when ``scope`` is set and its
-    ``metadata[scope_key]`` is not one of its strings; as ``below_min_score`` when
+    The options read are ``scope``, ``scope_key``, ``min_score``, ``max_context_tokens`` and
+    the injection defences. A source is omitted as ``out_of_scope`` when ``scope`` is set and
+    its ``metadata[scope_key]`` is not one of its strings; as ``below_min_score`` when
     ``min_score`` is set and its score is lower or missing; as ``empty`` when its text is
-    blank; and as ``over_budget`` when its serialized form does not fit what is left of
-    ``max_context_tokens``. A later, smaller source may still fit. ``serialize`` renders a
-    source exactly as the prompt will carry it, so the count is of what is sent. ``floor``,
-    when given, is a cheap lower bound of that count: a source whose floor does not fit is
-    omitted as ``over_budget`` without being serialized.
+    blank; and as ``over_budget`` when its charge does not fit what is left of
+    ``max_context_tokens``. A later, smaller source may still fit.
+
+    A source's charge is the count of its serialized fields, as quote mode sends them
+    (:func:`~evidence_first._sending.prompt.serialize_source`: its ID, speaker, time, status
+    and whole text, control strings escaped), whatever the citation mode: a source that fits
+    in one mode fits in the other. ``sent_form``, when given, renders a source as the prompt
+    carries it in the mode (passage mode: labeled, datamarked passages); it is built only
+    for a source that fits, and what it adds over the charged form is the prompt's framing
+    (:attr:`PackedSources.framing_tokens`), not the caller's evidence.
     """
     max_context_tokens = options.max_context_tokens
+    defences = options.defences
     sent: list[Evidence] = []
     serialized: list[str] = []
     omissions: dict[str, OmissionReason] = {}
-    used = 0
+    used = framing = 0
     for source in sources:
         reason = _filter_reason(source, options)
         if reason is not None:
             omissions[source.id] = reason
             continue
-        if floor is not None and used + floor(source) + _SEPARATOR_TOKENS > max_context_tokens:
+        charged = serialize_source(source, defences=defences)
+        tokens = count_tokens(charged)
+        if used + tokens + _SEPARATOR_TOKENS > max_context_tokens:
             omissions[source.id] = "over_budget"
             continue
-        item = serialize(source)
-        cost = count_tokens(item) + _SEPARATOR_TOKENS
-        if used + cost > max_context_tokens:
-            omissions[source.id] = "over_budget"
-            continue
-        used += cost
+        used += tokens + _SEPARATOR_TOKENS
+        item = charged if sent_form is None else sent_form(source)
+        if item != charged:
+            framing += count_tokens(item) - tokens
         sent.append(source)
         serialized.append(item)
-    return PackedSources(tuple(sent), tuple(serialized), used, omissions)
+    return PackedSources(tuple(sent), tuple(serialized), used, omissions, max(framing, 0))
 
 
 def _filter_reason(source: Evidence, options: AnswerOptions) -> OmissionReason | None:

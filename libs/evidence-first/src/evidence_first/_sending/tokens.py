@@ -9,10 +9,9 @@ at C speed (about 2 ms for 130 KB) with no tokenizer download.
 from __future__ import annotations
 
 import math
-import re
 import string
 
-__all__ = ["estimate_tokens", "passage_form_floor"]
+__all__ = ["estimate_tokens"]
 
 _LETTERS = (string.ascii_letters).encode()
 
@@ -84,43 +83,3 @@ def estimate_tokens(text: str) -> int:
         + _PER_NON_ASCII_BYTE * non_ascii
     )
     return math.ceil(estimate)
-
-
-# ASCII whitespace is free in the floor below: passage mode drops what lies between passages.
-_FLOOR_CLASS_TABLE = _table(
-    {
-        _LETTERS: b"a",
-        string.digits.encode(): b"0",
-        string.whitespace.encode(): b"s",
-        bytes(range(128, 256)): b"u",
-    },
-    default=b".",
-)
-# Non-ASCII whitespace (str.isspace), which passage mode may also drop between passages.
-_NON_ASCII_SPACE = re.compile(r"[\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]")
-
-
-def passage_form_floor(text: str) -> int:
-    """A floor under :func:`estimate_tokens` of any passage-mode serialization of ``text``.
-
-    Passage mode sends every non-whitespace character of ``text`` inside JSON strings, with
-    punctuation between passages and escapes that only add bytes. So the estimate's terms
-    that do not depend on whitespace (word runs, long-word blocks, digits, punctuation and
-    non-whitespace non-ASCII bytes) cannot shrink: a source whose floor does not fit what is
-    left of the budget cannot fit, and need not be cut into passages to find out.
-    """
-    if not text:
-        return 0
-    data = text.encode("utf-8", "surrogatepass")
-    classes = data.translate(_FLOOR_CLASS_TABLE)
-    non_ascii = 0
-    if not text.isascii():
-        spaces = sum(len(char.encode("utf-8")) for char in _NON_ASCII_SPACE.findall(text))
-        non_ascii = classes.count(b"u") - spaces
-    floor = (
-        _word_tokens(data)
-        + classes.count(b"0")
-        + classes.count(b".")
-        + _PER_NON_ASCII_BYTE * non_ascii
-    )
-    return math.floor(floor)

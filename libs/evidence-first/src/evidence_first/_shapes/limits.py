@@ -8,6 +8,7 @@ __all__ = [
     "MAX_ANCHOR_PATTERN_CHARS",
     "MAX_ANSWER_CHARS",
     "MAX_CITATIONS_PER_FACT",
+    "MAX_CONTEXT_TOKENS",
     "MAX_ENUM_VALUES",
     "MAX_FACTS",
     "MAX_MISSING_ITEMS",
@@ -20,6 +21,7 @@ __all__ = [
     "MAX_SOURCES",
     "MAX_SOURCE_UTF16_UNITS",
     "MAX_TERM_CHARS",
+    "MAX_TIMEOUT_SECONDS",
     "OUTPUT_TOKENS_PER_FACT",
 ]
 
@@ -30,6 +32,10 @@ MAX_SOURCE_UTF16_UNITS = 262_144
 # counting), then by its estimated tokens, with the request's own token counter.
 MAX_QUESTION_UTF16_UNITS = 262_144
 MAX_QUESTION_TOKENS = 2048
+# The largest allowance for the sources, the options' bound (a model's profile may cap it
+# lower), and the longest wait for one call.
+MAX_CONTEXT_TOKENS = 32_768
+MAX_TIMEOUT_SECONDS = 300
 # Past this much source text, async planning runs on a worker thread: cutting it into passages
 # costs 4 to 8 ms at this size, and about 49 ms at 262,144 characters (one maximum-size source
 # with a long whitespace run, benchmarks/scale.py's "d" rows).

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 from evidence_first._sending.injection import Defences, Touching
@@ -58,10 +58,6 @@ class CitationStyle(ABC):
 
         ``passages`` are :meth:`passages` of ``source``.
         """
-
-    def packing_floor(self) -> Callable[[Evidence], int] | None:
-        """A cheap lower bound of a source's sent tokens by the default estimate, if any."""
-        return None
 
     @abstractmethod
     def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:

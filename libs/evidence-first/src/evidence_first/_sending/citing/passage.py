@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from string import Template
 from typing import Any, ClassVar
 
@@ -13,7 +13,6 @@ from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.injection import DATAMARK, Defences, Touching, datamark, touching_of
 from evidence_first._sending.passages import Passage, SentSources, passages_of
 from evidence_first._sending.schema import NULL, enum_or_string, flat_schema, narrowed
-from evidence_first._sending.tokens import passage_form_floor
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.ledger import LedgerCitationBase
 from evidence_first._shapes.limits import (
@@ -118,10 +117,6 @@ class PassageStyle(CitationStyle):
                 {"text": mark(text[p.char_start : p.char_end]), "label": p.label} for p in passages
             ]
         }
-
-    def packing_floor(self) -> Callable[[Evidence], int] | None:
-        """Cutting a large source costs more than estimating it: skip a hopeless one first."""
-        return lambda source: passage_form_floor(source.text)
 
     def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
         """Labels only (the quote is ``null``), each source's labels under its own ID.
