@@ -167,18 +167,22 @@ class _Texts:
         A word is held where a cited text holds it, or where it is one of the question's own
         words and the text around the spans holds it. An object all of whose words are the
         question's own restates the question and says nothing of its answer: the fact's
-        ``subject`` must then be held too; or, for a yes-or-no question, its claim, as a
-        verdict's is.
+        ``subject`` is held in its place, or, for a yes-or-no question, its claim, as a
+        verdict's is; and one of its words at least must be held, so that the cited text
+        speaks of what the question asks.
         """
         question = folded(self.question)
         asked = [word for word in WORD.findall(question) if _tells(word)]
         words = self._telling(obj, asked)
         if words and all(own for _, own in words):
+            # A restatement: what the fact says is in its subject, or, asked yes or no, in its
+            # subject and relation together; the cited text must still speak of the object.
+            if not any(self._held(word, own) for word, own in words):
+                return False
             if _YES_OR_NO.match(question):
                 return self._holds_claim(f"{subject} {relation}") is True
             named = self._telling(folded(subject), asked)
-            if not named or not all(self._held(word, own) for word, own in named):
-                return False
+            return bool(named) and all(self._held(word, own) for word, own in named)
         if any(_contains(text, obj) for text in self.normal):
             return True
         return bool(words) and all(self._held(word, own) for word, own in words)
