@@ -607,6 +607,8 @@ class ItemCases:
 
     def cases(self, config: str) -> list[Case]:
         item = self.item
+        if config == FIRST and not item.answerable:
+            return []
         rng = rng_for(item, config)
         sent = configuration(item, config, rng)
         if not item.answerable:

@@ -192,7 +192,7 @@ class _Texts:
         """The words of ``term`` that say something, each with whether the question asks it."""
         return [
             (word, any(same_word(word, other) for other in asked))
-            for word in WORD.findall(as_latin(term))
+            for word in WORD.findall(term)
             if _tells(word)
         ]
 
