@@ -5,19 +5,24 @@ and every answer flag only flagging, and keep each reply and its confidence. Thi
 every stored reply again with today's engine, then applies each candidate policy, the engine's
 own rule, so no model runs:
 
-- ``old``: the policies the reader had before (floors of 0.78 in passage mode and 0.73 in
-  quote mode; answers resting only on non-current sources and uncovered questions abstain);
+- ``old``: the policies the reader had before its joint floors (floors of 0.78 in passage
+  mode and 0.73 in quote mode; answers resting only on non-current sources and uncovered
+  questions abstain);
+- ``today``: the floors of its profile (0.61 and 0.84 in passage mode, 0.73 and 0.86 in quote
+  mode), an answer flagged ``unsupported_facts`` or ``uncovered_question`` held to the higher
+  one, as when ``uncovered_question`` flagged by default;
 - ``flag``: the engine's defaults for any model (only non-current answers abstain) under a
   confidence floor;
-- ``joint``: the same, and an answer that carries an answer flag (``unsupported_facts`` or
-  ``uncovered_question``) is held to a second, higher floor (the profile's
-  ``flagged_floors``): a flag and a low confidence must agree before the answer abstains.
+- ``joint``: the same, and an answer that carries an answer flag of a check on by default
+  (``unsupported_facts``; ``uncovered_question`` is off) is held to a second, higher floor
+  (the profile's ``flagged_floors``): a flag and a low confidence must agree before the answer
+  abstains.
 
 ``--choose`` picks the floors of ``flag`` and ``joint`` on the tune runs (the project's tune
 half and the public sets' tune slices together): the most correct answers at a precision of
-``answered`` no lower than ``old``'s on the same runs; ties go to the higher precision, then
-the lower floors. The report runs are then judged with the chosen floors. Run from the
-workspace root::
+``answered`` no lower than ``old``'s on the same runs (the rule that chose ``today``'s
+floors); ties go to the higher precision, then the lower floors. The report runs are then
+judged with the chosen floors. Run from the workspace root::
 
     uv run python benchmarks/reader_policies.py [--choose] [--mode M] [--floor F --flagged-floor G]
 """
@@ -25,6 +30,7 @@ workspace root::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -61,6 +67,8 @@ RUNS: dict[str, tuple[tuple[str, str], ...]] = {
     for split in ("tune", "report")
 }
 OLD_FLOORS = {"passage": 0.78, "quote": 0.73}
+# The floors the reader's profile held before this change: (plain, flagged) by mode.
+TODAY_FLOORS = {"passage": (0.61, 0.84), "quote": (0.73, 0.86)}
 
 
 class _Reader:
@@ -80,18 +88,22 @@ class Policy:
         name: Shown in the tables.
         floor: The reader's confidence floor (``None``: none).
         flagged_floor: The floor of an answer that carries an answer flag (``None``: the same).
-        uncovered: ``"abstain"`` or ``"flag"``: the ``uncovered_question`` policy.
+        uncovered: ``"abstain"``, ``"flag"`` or ``"off"``: the ``uncovered_question`` policy.
     """
 
     name: str
     floor: float | None
     flagged_floor: float | None = None
-    uncovered: str = "flag"
+    uncovered: str = "off"
 
     def decide(self, outcome: Outcome) -> Outcome:
         abstaining = {"non_current_evidence"} | (
             {"uncovered_question"} if self.uncovered == "abstain" else set()
         )
+        if self.uncovered == "off":
+            # The run asked with every check on: a check that is off raises no flag.
+            flags = tuple(flag for flag in outcome.answer_flags if flag != "uncovered_question")
+            outcome = dataclasses.replace(outcome, answer_flags=flags)
         return outcome.decided(self.floor, abstaining, self.flagged_floor)
 
 
@@ -200,13 +212,14 @@ def main(argv: list[str] | None = None) -> int:
         for split, files in RUNS.items()
     }
     old = Policy("old", OLD_FLOORS[args.mode], uncovered="abstain")
+    today = Policy("today", *TODAY_FLOORS[args.mode], uncovered="flag")
     if args.choose:
         tune = [o for outcomes in runs["tune"].values() for o in outcomes]
         flag, joint = choose(tune, old)
     else:
         flag = Policy("flag", args.floor)
         joint = Policy("joint", args.floor, args.flagged_floor)
-    policies = (old, Policy("flag, no floor", None), flag, joint)
+    policies = (old, today, Policy("flag, no floor", None), flag, joint)
     print(machine_line())
     print(f"Mode: {args.mode}. Policies: " + "; ".join(describe(p) for p in policies) + ".")
     for split, by_set in runs.items():

@@ -97,8 +97,15 @@ CITATION_FLAGS: tuple[CitationFlag, ...] = tuple(
     flag for flag in get_args(CitationFlag) if flag != "contradicted_source"
 )
 MODES: tuple[CitationMode, ...] = get_args(CitationMode)
-CONFIGS = ("alone", "random", "bm25")
+CONFIGS = ("alone", "random", "bm25", "first")
+# The gold passage ranked first among its retriever's neighbours, under the default allowance:
+# only a perfect ledger, and the sources that do not fit are left out as the engine packs them.
+FIRST = "first"
 PERFECT = "perfect"
+# Right ledgers as readers write them: the question's words restated in the object, a date or
+# a number written another way, an object drawn from two cited sentences.
+REALISTIC_KINDS = ("restated", "reformatted", "two_sentences")
+RIGHT_KINDS = (PERFECT, *REALISTIC_KINDS)
 WRONG_KINDS = (
     "on_topic_non_answer",
     "distractor",
@@ -106,10 +113,13 @@ WRONG_KINDS = (
     "object_not_cited",
     "near_miss",
 )
-KINDS = (PERFECT, *WRONG_KINDS)
+KINDS = (*RIGHT_KINDS, *WRONG_KINDS)
+# The embedded reader's ledgers its stored runs judged right (reader_policies.py).
+READER = "reader"
 NOT_BUILT = "not_built"
 RANDOM_OTHERS = (2, 4)
 BM25_OTHERS = (3, 9)
+FIRST_OTHERS = 9
 # Every source must be sent: the allowance holds 11 passages of any set here.
 MAX_CONTEXT_TOKENS = 32_768
 # An object drawn from a sentence: its last words, at most this many.
@@ -235,9 +245,31 @@ def label_groups(touched: Sequence[tuple[str, Span]], held: Span | None) -> list
     return [*chunks(labels[:first]), labels[first:last], *chunks(labels[last:])]
 
 
+def sent_ids(request: ModelRequest) -> set[str]:
+    """The IDs of the sources a request sent, read from the user message's JSON array."""
+    user = request.user
+    sent, _ = json.JSONDecoder().raw_decode(user, user.index("["))
+    return {source["id"] for source in sent}
+
+
+# What a perfect reader replies when the passage that holds the answer was not sent.
+NOT_SENT = {
+    "answerable": "no",
+    "facts": [],
+    "answer": None,
+    "inference": None,
+    "missing_evidence": ["the passage that states the answer"],
+}
+
+
 def ledger_json(case: Case, mode: CitationMode, request: ModelRequest) -> str:
-    """The case's ledger as a reader writes it: quotes, or the labels of its passages."""
+    """The case's ledger as a reader writes it: quotes, or the labels of its passages.
+
+    A reader sent none of the passages it would cite says that the sources lack the answer.
+    """
     texts = {source_id(n): source.text for n, source in enumerate(case.sources)}
+    if not {source_id(claim.source) for claim in case.claims} <= sent_ids(request):
+        return json.dumps(NOT_SENT)
     labels = sent_passages(request, texts) if mode == "passage" else {}
     facts = []
     for claim in case.claims:
@@ -384,8 +416,11 @@ def configuration(item: Item, config: str, rng: random.Random) -> Sent:
     elif config == "bm25":
         by_id = pool(item.set).by_id
         others = [by_id[n] for n in item.neighbours[: rng.randint(*BM25_OTHERS)]]
+    elif config == FIRST:
+        by_id = pool(item.set).by_id
+        others = [by_id[n] for n in item.neighbours[:FIRST_OTHERS]]
     sources = [Source(other.text, other.title) for other in others]
-    place = rng.randint(0, len(sources))
+    place = 0 if config == FIRST else rng.randint(0, len(sources))
     sources.insert(place, gold)
     top = None if not others else (0 if place > 0 else 1)
     return Sent(tuple(sources), place, top)
@@ -425,8 +460,120 @@ def applicable_kinds(item: Item) -> tuple[str, ...]:
     """The ledger kinds an item is meant to have (some may still not be buildable)."""
     if not item.answerable:
         return ("on_topic_non_answer",)
-    kinds = (PERFECT, "distractor", "superseded_only", "object_not_cited")
+    kinds = (*RIGHT_KINDS, "distractor", "superseded_only", "object_not_cited")
     return (*kinds, "near_miss") if item.answers else kinds
+
+
+def built_in(kind: str, config: str) -> bool:
+    """Whether a kind of ledger is built in a configuration at all.
+
+    A distractor is another passage sent, so none is built over the gold passage alone; with
+    the gold passage first under the default allowance only the perfect ledger is built.
+    """
+    if config == FIRST:
+        return kind == PERFECT
+    return kind != "distractor" or config != "alone"
+
+
+# Words that open a question and are not restated ("how many" opens with two).
+_ASKING = re.compile(
+    r"^\s*(?:how (?:many|much|long|far|old|often)|who|whom|whose|what|when|where|which|why|how"
+    r"|is|are|was|were|do|does|did|can|could|will|would|has|have|had|should)\b\s*",
+    re.IGNORECASE,
+)
+# The words of the other sentence a two-sentence object ends with.
+JOINED_WORDS = 4
+# The question's last words a restated object holds.
+RESTATED_WORDS = 4
+
+
+def restated_question(question: str) -> str | None:
+    """The question's words as a reader restates them in an object: its last words.
+
+    As the embedded reader's stored ledgers do ("Red Sox games", "unsalted butter", "spring
+    concert programme"): at most :data:`RESTATED_WORDS` words after the question's opening
+    word, from the first that is not a common English word.
+    """
+    words = _ASKING.sub("", question.strip().rstrip("?").strip()).split()[-RESTATED_WORDS:]
+    while words and words[0].casefold() in _STOPWORDS:
+        words = words[1:]
+    restated = " ".join(words)
+    return restated if any(map(str.isalpha, restated)) else None
+
+
+_MONTH_NAMES = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+_MONTH_NAME = "(" + "|".join(_MONTH_NAMES) + ")"
+_UNIT_WORDS = {
+    "minutes": "min",
+    "minute": "min",
+    "hours": "h",
+    "seconds": "s",
+    "kilometres": "km",
+    "kilometers": "km",
+    "metres": "m",
+    "meters": "m",
+    "kilograms": "kg",
+    "percent": "%",
+    "miles": "mi",
+    "feet": "ft",
+}
+
+
+def _month_number(name: str) -> int:
+    return [m.casefold() for m in _MONTH_NAMES].index(name.casefold()) + 1
+
+
+# How a reader writes a date, a number or a unit another way: each pattern and its rewrite.
+_REWRITES: tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...] = (
+    (
+        re.compile(rf"\b{_MONTH_NAME} (\d{{1,2}}), (\d{{4}})\b", re.IGNORECASE),
+        lambda m: f"{m[3]}-{_month_number(m[1]):02}-{int(m[2]):02}",
+    ),
+    (
+        re.compile(rf"\b(\d{{1,2}}) {_MONTH_NAME},? (\d{{4}})\b", re.IGNORECASE),
+        lambda m: f"{m[3]}-{_month_number(m[2]):02}-{int(m[1]):02}",
+    ),
+    (re.compile(rf"\b{_MONTH_NAME} (\d{{1,2}})\b", re.IGNORECASE), lambda m: f"{m[2]} {m[1]}"),
+    (re.compile(rf"\b(\d{{1,2}}) {_MONTH_NAME}\b", re.IGNORECASE), lambda m: f"{m[2]} {m[1]}"),
+    (
+        re.compile(rf"\b{_MONTH_NAME} (\d{{4}})\b", re.IGNORECASE),
+        lambda m: f"{m[1][:3]}. {m[2]}",
+    ),
+    (re.compile(r"\b(\d{1,3}(?:,\d{3})+)\b"), lambda m: m[1].replace(",", "")),
+    (re.compile(r"(?<![\d.,])(\d{5,})(?![\d.,])"), lambda m: f"{int(m[1]):,}"),
+    (
+        re.compile(r"\b(\d+(?:\.\d+)?) (" + "|".join(_UNIT_WORDS) + r")\b", re.IGNORECASE),
+        lambda m: f"{m[1]} {_UNIT_WORDS[m[2].casefold()]}",
+    ),
+    (re.compile(r"(\d)%"), lambda m: f"{m[1]} percent"),
+)
+
+
+def written_another_way(text: str) -> str | None:
+    """``text`` with a date, a number or a unit written as another writer would, or ``None``.
+
+    "July 25, 2017" is "2017-07-25", "June 15" is "15 June", "July 2017" is "Jul. 2017", "8,420"
+    is "8420" and "84200" is "84,200", "35 minutes" is "35 min", "62%" is "62 percent".
+    """
+    written = text
+    for pattern, rewrite in _REWRITES:
+        written, count = pattern.subn(rewrite, written, count=1)
+        if count:
+            break
+    return None if written == text else written
 
 
 class ItemCases:
@@ -460,6 +607,8 @@ class ItemCases:
 
     def cases(self, config: str) -> list[Case]:
         item = self.item
+        if config == FIRST and not item.answerable:
+            return []
         rng = rng_for(item, config)
         sent = configuration(item, config, rng)
         if not item.answerable:
@@ -490,10 +639,13 @@ class ItemCases:
                 else "the answer is not in the passage"
             )
             for kind in applicable_kinds(item):
-                if kind != "distractor" or config != "alone":
+                if built_in(kind, config):
                     self.not_built[kind, config] = why
             return []
         built = [Case(PERFECT, config, sent.sources, claims, self.perfect_answer(claims))]
+        if config == FIRST:
+            return built
+        built.extend(self.realistic(config, sent, claims))
         built.extend(self.distractor(config, sent))
         built.extend(self.superseded(config, sent, rng))
         first = claims[0]
@@ -508,6 +660,49 @@ class ItemCases:
             )
         built.extend(self.near_miss(config, sent))
         return built
+
+    def realistic(self, config: str, sent: Sent, claims: tuple[Claim, ...]) -> list[Case]:
+        """The right ledgers a reader writes in its own words, each where the item allows it."""
+        first, rest = claims[0], claims[1:]
+        answer = self.perfect_answer(claims)
+        built = []
+        restated = restated_question(self.item.question)
+        if restated is None:
+            self.not_built["restated", config] = "the question has no words to restate"
+        else:
+            # As the demo's reader wrote it: the answer as the subject, the question's words
+            # as the object ("Dana Whitfield | owns | the payment provider security review").
+            claim = Claim(first.source, first.span, first.object, "answers", restated)
+            built.append(Case("restated", config, sent.sources, (claim, *rest), answer))
+        written = written_another_way(first.object)
+        if written is None:
+            self.not_built["reformatted", config] = "the answer holds no date or number to rewrite"
+        else:
+            claim = Claim(first.source, first.span, first.subject, first.relation, written)
+            built.append(Case("reformatted", config, sent.sources, (claim, *rest), written))
+        joined = self.two_sentences(first)
+        if joined is None:
+            self.not_built["two_sentences", config] = "the passage has one sentence"
+        else:
+            built.append(Case("two_sentences", config, sent.sources, (joined, *rest), answer))
+        return built
+
+    def two_sentences(self, claim: Claim) -> Claim | None:
+        """The claim citing its sentences and the next one (or the one before), joined.
+
+        Its object is drawn from both: the answer, then the other sentence's last words.
+        """
+        text = self.item.text
+        spans = sentences(text)
+        after = [span for span in spans if span[0] >= claim.span[1]]
+        before = [span for span in spans if span[1] <= claim.span[0]]
+        other = after[0] if after else before[-1] if before else None
+        if other is None:
+            return None
+        words = re.findall(r"\S+", _slice(text, tail_phrase(text, other)))[-JOINED_WORDS:]
+        joined = (min(claim.span[0], other[0]), max(claim.span[1], other[1]))
+        obj = f"{claim.object}, {' '.join(words)}"
+        return Claim(claim.source, joined, claim.subject, claim.relation, obj)
 
     def distractor(self, config: str, sent: Sent) -> list[Case]:
         """The top other passage's sentence nearest the question, unless it holds an answer."""
@@ -587,7 +782,9 @@ class Record:
         flags: The answer's flags (``EvidenceAnswer.flags``).
         citation_flags: Every flag any of its citations carries.
         verified: Whether every citation it produced verified.
-        sources: How many sources were sent.
+        sources: How many sources the case gave.
+        sent: How many of them were sent.
+        confidence: The reader's confidence (the reader's own ledgers only).
     """
 
     set: str
@@ -602,6 +799,8 @@ class Record:
     citation_flags: tuple[str, ...] = ()
     verified: bool = False
     sources: int = 0
+    sent: int = 0
+    confidence: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -637,18 +836,21 @@ def judge_case(item: Item, case: Case, mode: CitationMode) -> Record:
         Evidence(id=source_id(n), text=source.text, status=source.status)
         for n, source in enumerate(case.sources)
     ]
+    # With the gold passage first, the default allowance decides what is sent.
+    allowance = {} if case.config == FIRST else {"max_context_tokens": MAX_CONTEXT_TOKENS}
     answer = answer_from_evidence(
         item.question,
         sources,
         ScriptedReader(case, mode),
         citation_mode=mode,
-        max_context_tokens=MAX_CONTEXT_TOKENS,
         min_reader_confidence=None,
         non_current_evidence="flag",
         unsupported_facts="flag",
         uncovered_question="flag",
+        **allowance,
     )
-    require(len(answer.used_source_ids) == len(sources), f"{item.id}: a source was not sent")
+    sent = len(answer.used_source_ids)
+    require(case.config == FIRST or sent == len(sources), f"{item.id}: a source was not sent")
     checks = answer.citation_checks
     return Record(
         set=item.set,
@@ -663,6 +865,7 @@ def judge_case(item: Item, case: Case, mode: CitationMode) -> Record:
         citation_flags=tuple(sorted({flag for check in checks for flag in check.flags})),
         verified=bool(checks) and all(check.verdict == "verified" for check in checks),
         sources=len(sources),
+        sent=sent,
     )
 
 
@@ -713,6 +916,38 @@ def run(
     with ProcessPoolExecutor(max_workers=workers) as executor:
         done = executor.map(_item_records, tasks, chunksize=32)
         return [record for records in done for record in records]
+
+
+def reader_records(splits: Sequence[str]) -> list[Record]:
+    """The embedded reader's stored ledgers that its runs judged right, judged again here.
+
+    No model runs: ``reader_policies.py`` judges every stored reply again with this engine,
+    every check flagging and no floor, and keeps the reader's confidence as it was read.
+    """
+    from reader_policies import MODES as READER_MODES
+    from reader_policies import RESULTS, RUNS, judged
+
+    records = []
+    for split in splits:
+        for name, file in RUNS.get(split, ()):
+            for mode in READER_MODES:
+                records.extend(
+                    Record(
+                        set=name,
+                        split=split,
+                        item=outcome.id,
+                        kind=READER,
+                        config="stored",
+                        mode=mode,
+                        status=outcome.status,
+                        flags=outcome.answer_flags,
+                        verified=True,
+                        confidence=outcome.reader_confidence,
+                    )
+                    for outcome in judged(name, RESULTS / file, mode)
+                    if outcome.correct
+                )
+    return records
 
 
 # ---------------------------------------------------------------------------------------
@@ -775,41 +1010,88 @@ def policy_line(policy: Mapping[str, FlagPolicy]) -> str:
     return f"Policy applied: {named}{today}; no confidence floor."
 
 
-def perfect_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
-    """Perfect ledgers, by set and configuration: answered under the policy, and each flag."""
+def on_checks(policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """The checks a policy runs: every check but those it turns off."""
+    return [check for check in CHECKS if policy.get(check, "flag") != "off"]
+
+
+def flagged_on(policy: Mapping[str, FlagPolicy]) -> Callable[[Record], bool]:
+    """Whether a record carries the flag of a check the policy runs."""
+    on = set(on_checks(policy))
+    return lambda record: bool(on & set(record.flags))
+
+
+def right_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Right ledgers, by set, kind and configuration: answered under the policy, and each flag."""
     sets, _, configs, modes = _order(records)
-    groups = _grouped([r for r in records if r.kind == PERFECT and r.built], "set", "config")
+    groups = _grouped(
+        [r for r in records if r.kind in RIGHT_KINDS and r.built], "set", "kind", "config"
+    )
     header = [
         "set",
+        "kind",
         "config",
         "ledgers",
         "answered",
         "invalid_response",
         *(f"flagged `{check}`" for check in CHECKS),
-        "flagged by any check",
+        "flagged by a check on",
+        "withheld under the policy",
         *(f"citation flag `{flag}`" for flag in CITATION_FLAGS),
     ]
     rows = []
     for name in sets:
-        for config in configs:
-            group = groups.get((name, config), [])
-            if not group:
-                continue
-            cells = [
-                per_mode(group, modes, lambda r: r.answered(policy)),
-                per_mode(group, modes, lambda r: r.status == "invalid_response"),
-                *(per_mode(group, modes, flagged(check)) for check in CHECKS),
-                per_mode(group, modes, lambda r: bool(r.flags)),
-                *(per_mode(group, modes, cited_with(flag)) for flag in CITATION_FLAGS),
-            ]
-            rows.append([name, config, str(len(group) // len(modes)), *cells])
-    return markdown(header, rows)
+        for kind in RIGHT_KINDS:
+            for config in configs:
+                group = groups.get((name, kind, config), [])
+                if group:
+                    rows.append([name, kind, config, *_right_cells(group, modes, policy)])
+    return markdown(header, rows, labels=3)
+
+
+def _right_cells(
+    group: Sequence[Record], modes: Sequence[str], policy: Mapping[str, FlagPolicy]
+) -> list[str]:
+    return [
+        str(len(group) // len(modes)),
+        per_mode(group, modes, lambda r: r.answered(policy)),
+        per_mode(group, modes, lambda r: r.status == "invalid_response"),
+        *(per_mode(group, modes, flagged(check)) for check in CHECKS),
+        per_mode(group, modes, flagged_on(policy)),
+        per_mode(group, modes, lambda r: r.withheld(policy)),
+        *(per_mode(group, modes, cited_with(flag)) for flag in CITATION_FLAGS),
+    ]
+
+
+def first_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Perfect ledgers with the gold passage first among its neighbours, default allowance."""
+    sets, _, _, modes = _order(records)
+    first = [r for r in records if r.config == FIRST and r.kind == PERFECT and r.built]
+    header = ["set", "ledgers", "answered", "gold passage not sent", "sources sent (median)"]
+    rows = []
+    for name in sets:
+        group = [r for r in first if r.set == name]
+        if group:
+            medians = []
+            for mode in modes:
+                sent = sorted(r.sent for r in group if r.mode == mode)
+                medians.append(str(sent[len(sent) // 2]) if sent else "-")
+            rows.append(
+                [
+                    name,
+                    str(len(group) // len(modes)),
+                    per_mode(group, modes, lambda r: r.answered(policy)),
+                    per_mode(group, modes, lambda r: r.status == "insufficient_evidence"),
+                    " / ".join(medians),
+                ]
+            )
+    return markdown(header, rows, labels=1)
 
 
 def wrong_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
     """Wrong ledgers, by set, kind and configuration: each check's flags, and the catch."""
     sets, _, configs, modes = _order(records)
-    wrong = [r for r in records if r.kind != PERFECT and r.built]
+    wrong = [r for r in records if r.kind in WRONG_KINDS and r.built]
     groups = _grouped(wrong, "set", "kind", "config")
     header = [
         "set",
@@ -818,9 +1100,10 @@ def wrong_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> 
         "ledgers",
         "invalid_response",
         *(f"flagged `{check}`" for check in CHECKS),
-        "flagged or withheld by any check",
+        "flagged or withheld by a check on",
         "withheld under the policy",
     ]
+    caught = flagged_on(policy)
     rows = []
     for name in sets:
         for kind in WRONG_KINDS:
@@ -834,12 +1117,105 @@ def wrong_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> 
                     per_mode(
                         group,
                         modes,
-                        lambda r: r.status == "insufficient_evidence" or bool(r.flags),
+                        lambda r: r.status == "insufficient_evidence" or caught(r),
                     ),
                     per_mode(group, modes, lambda r: r.withheld(policy)),
                 ]
                 rows.append([name, kind, config, str(len(group) // len(modes)), *cells])
     return markdown(header, rows, labels=3)
+
+
+def reader_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """The reader's stored right ledgers, by run and mode: each flag, and what withholds them.
+
+    "Withheld by the reader's floors" applies its profile's floors (a flagged answer held to
+    the higher one, for the flags of the checks the policy runs) and the policy.
+    """
+    from evidence_first.adapters import profile_for_name
+
+    profile = profile_for_name("qwen2.5-coder-1.5b")
+    caught = flagged_on(policy)
+
+    def floored(record: Record) -> bool:
+        mode = cast(CitationMode, record.mode)
+        floor = profile.confidence_floors.get(mode)
+        raised = profile.flagged_floors.get(mode)
+        if caught(record) and raised is not None:
+            floor = max(raised, floor or 0.0)
+        below = floor is not None and (record.confidence is None or record.confidence < floor)
+        return below or record.withheld(policy)
+
+    header = [
+        "run",
+        "split",
+        "mode",
+        "right ledgers",
+        *(f"flagged `{check}`" for check in CHECKS),
+        "flagged by a check on",
+        "withheld under the policy",
+        "withheld by the reader's floors",
+    ]
+    rows = []
+    groups = _grouped([r for r in records if r.kind == READER], "set", "split", "mode")
+    for (name, split, mode), group in groups.items():
+        count = len(group)
+        rows.append(
+            [
+                name,
+                split,
+                mode,
+                str(count),
+                *(_share(group, flagged(check)) for check in CHECKS),
+                _share(group, caught),
+                _share(group, lambda r: r.withheld(policy)),
+                _share(group, floored),
+            ]
+        )
+    return markdown(header, rows, labels=3)
+
+
+def _share(records: Sequence[Record], share: Callable[[Record], bool]) -> str:
+    count = sum(map(share, records))
+    return f"{count} ({percent(count, len(records))})"
+
+
+def checks_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Each check: the most right ledgers it flags, and its catch of each kind of wrong one.
+
+    The most is over every set, configuration and mode; a catch is over all of them together.
+    """
+    _, _, _, modes = _order([r for r in records if r.kind != READER])
+    header = [
+        "check",
+        "policy",
+        *(f"flags `{kind}`: most, where" for kind in RIGHT_KINDS),
+        "flags the reader's right ledgers",
+        *(f"catches `{kind}`" for kind in WRONG_KINDS),
+    ]
+    rows = []
+    for check in CHECKS:
+        cells = [f"`{check}`", policy.get(check, "flag")]
+        for kind in RIGHT_KINDS:
+            cells.append(_most(records, kind, modes, flagged(check)))
+        reader = [r for r in records if r.kind == READER]
+        cells.append(_share(reader, flagged(check)) if reader else "-")
+        for kind in WRONG_KINDS:
+            group = [r for r in records if r.kind == kind and r.built]
+            cells.append(per_mode(group, modes, flagged(check)) if group else "-")
+        rows.append(cells)
+    return markdown(header, rows)
+
+
+def _most(
+    records: Sequence[Record], kind: str, modes: Sequence[str], share: Callable[[Record], bool]
+) -> str:
+    """The highest share of a kind's ledgers flagged in one set and configuration, and where."""
+    groups = _grouped([r for r in records if r.kind == kind and r.built], "set", "config", "mode")
+    if not groups:
+        return "-"
+    rates = {key: sum(map(share, group)) / len(group) for key, group in groups.items()}
+    (name, config, _), rate = max(rates.items(), key=lambda pair: pair[1])
+    return f"{100 * rate:.1f}% ({name}, {config})"
 
 
 def built_table(records: Sequence[Record]) -> list[str]:
@@ -872,13 +1248,10 @@ def _built_cells(
 
 
 def _built_counts(kind: str, records: Sequence[Record], configs: Sequence[str]) -> str:
-    """The items a kind's ledger was built for, ``alone / random / bm25``; ``-`` where none is.
-
-    A distractor is another passage sent, so none is built for the gold passage alone.
-    """
+    """The items a kind's ledger was built for, per configuration (``-``: never built there)."""
     counts = [
         "-"
-        if not records or (kind == "distractor" and config == "alone")
+        if not records or not built_in(kind, config)
         else str(len({r.item for r in records if r.config == config and r.built}))
         for config in configs
     ]
@@ -920,40 +1293,63 @@ def invalid_table(records: Sequence[Record]) -> list[str]:
 
 
 def tables(records: Sequence[Record], policy: Mapping[str, FlagPolicy] = DEFAULT_POLICY) -> str:
-    """The Markdown tables of a run's records under a policy (check -> ``flag``/``abstain``).
+    """The Markdown tables of a run's records under a policy (check: off, flag or abstain).
 
     Records of any run (``--json``) can be tabulated again under another policy: the run
     asked with every check flagging, so a policy's effect follows from the flags alone.
     """
+    scripted = [r for r in records if r.kind != READER]
     _, splits, _, modes = _order(records)
     lines = [policy_line(policy), f"Cells: {' / '.join(modes)}."]
     for split in splits:
-        of = [r for r in records if r.split == split]
-        items = dict.fromkeys((r.set, r.item) for r in of)
-        label = "held out (every item)" if split == HELDOUT else f"{split} split"
-        by_set = Counter(name for name, _ in items)
-        counts = ", ".join(f"{name} {count}" for name, count in by_set.items())
-        lines += [
-            "",
-            f"#### Perfect ledgers, {label} (items: {counts})",
-            "",
-            *perfect_table(of, policy),
-            "",
-            f"#### Wrong ledgers, {label}",
-            "",
-            *wrong_table(of, policy),
-        ]
+        lines += _split_tables([r for r in records if r.split == split], split, policy)
     lines += [
         "",
         "#### Ledgers built",
         "",
-        *built_table(records),
+        *built_table(scripted),
         "",
         "#### `invalid_response` reason codes",
         "",
-        *invalid_table(records),
+        *invalid_table(scripted),
     ]
     return "\n".join(lines)
+
+
+def _split_tables(of: Sequence[Record], split: str, policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """One split's tables: each check, the right, gold-first, wrong and reader's ledgers."""
+    scripted = [r for r in of if r.kind != READER]
+    items = dict.fromkeys((r.set, r.item) for r in scripted)
+    label = "held out (every item)" if split == HELDOUT else f"{split} split"
+    by_set = Counter(name for name, _ in items)
+    counts = ", ".join(f"{name} {count}" for name, count in by_set.items())
+    lines = [
+        "",
+        f"#### Each check, {label} (items: {counts})",
+        "",
+        *checks_table(of, policy),
+        "",
+        f"#### Right ledgers, {label}",
+        "",
+        *right_table(scripted, policy),
+    ]
+    if any(r.config == FIRST for r in scripted):
+        lines += [
+            "",
+            f"#### The gold passage first among {FIRST_OTHERS} BM25 neighbours, the default "
+            f"allowance, {label}",
+            "",
+            *first_table(scripted, policy),
+        ]
+    lines += ["", f"#### Wrong ledgers, {label}", "", *wrong_table(scripted, policy)]
+    if any(r.kind == READER for r in of):
+        lines += [
+            "",
+            f"#### The reader's stored right ledgers, {label}",
+            "",
+            *reader_table(of, policy),
+        ]
+    return lines
 
 
 # ---------------------------------------------------------------------------------------
@@ -970,12 +1366,12 @@ def _names(value: str, known: Sequence[str], what: str) -> list[str]:
 
 
 def parse_policy(value: str) -> dict[str, FlagPolicy]:
-    """``check=flag|abstain`` pairs, comma-separated, over today's defaults."""
+    """``check=off|flag|abstain`` pairs, comma-separated, over today's defaults."""
     policy = dict(DEFAULT_POLICY)
     for pair in value.split(","):
         check, _, choice = pair.partition("=")
         if check.strip() not in CHECKS or choice.strip() not in get_args(FlagPolicy):
-            msg = f"give check=flag|abstain pairs; the checks are {', '.join(CHECKS)}"
+            msg = f"give check=off|flag|abstain pairs; the checks are {', '.join(CHECKS)}"
             raise argparse.ArgumentTypeError(msg)
         policy[check.strip()] = cast(FlagPolicy, choice.strip())
     return policy
@@ -1010,7 +1406,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--configs",
         type=lambda v: _names(v, CONFIGS, "configurations"),
         default=list(CONFIGS),
-        help="configurations (default alone,random,bm25)",
+        help=f"configurations (default {','.join(CONFIGS)})",
     )
     parser.add_argument("--limit", type=int, default=None, help="the first N items of each set")
     parser.add_argument(
@@ -1029,7 +1425,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--policy",
         type=parse_policy,
         default=dict(DEFAULT_POLICY),
-        help="check=flag|abstain pairs applied in the tables (default: today's defaults)",
+        help="check=off|flag|abstain pairs applied in the tables (default: today's defaults)",
+    )
+    parser.add_argument(
+        "--reader",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="also judge again the embedded reader's stored ledgers that its runs judged right "
+        "(default: on, but not with --quick or --limit)",
     )
     parser.add_argument(
         "--workers",
@@ -1044,6 +1447,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.sets = args.sets or list(QUICK_SETS)
         args.limit = args.limit or QUICK_LIMIT
     args.sets = args.sets or list(DEFAULT_SETS)
+    if args.reader is None:
+        args.reader = args.limit is None
     return args
 
 
@@ -1062,11 +1467,14 @@ def main(argv: list[str] | None = None) -> int:
         records = run(
             args.sets, args.split, args.configs, args.modes, limit=args.limit, workers=args.workers
         )
+        if args.reader:
+            records += reader_records(SPLITS if args.split == "all" else [args.split])
         described = "; ".join(f"{name}: {SETS[name].description}" for name in args.sets)
         what = (
             f"Sets: {described}. Split: {args.split}"
             + (f", the first {args.limit} items of each" if args.limit else "")
             + f". Configurations: {', '.join(args.configs)}; modes: {', '.join(args.modes)}."
+            + (" With the reader's stored right ledgers." if args.reader else "")
         )
     if args.json is not None:
         with args.json.open("w", encoding="utf-8") as handle:

@@ -24,6 +24,7 @@ CHECKS = ["non_current_evidence", "unsupported_facts", "uncovered_question"]
 # Every citation flag but `contradicted_source`: no source of the sets is marked contradicted.
 CITATION_FLAGS = [flag for flag in typing.get_args(CitationFlag) if flag != "contradicted_source"]
 WRONG_KINDS = {"on_topic_non_answer", "distractor", "superseded_only", "object_not_cited"}
+REALISTIC_KINDS = ("restated", "reformatted", "two_sentences")
 
 
 @pytest.fixture(scope="module")
@@ -61,28 +62,51 @@ def test_quick_run_prints_the_machine_line_the_sets_and_every_table(ran, markdow
     assert "(today's defaults)" in output
     assert "Wall time: " in output
     tables = markdown_tables(output)
-    # Per split: perfect and wrong ledgers; then the ledgers built and the reason codes.
-    assert len(tables) == 2 * 2 + 2
-    perfect, wrong = tables[0], tables[1]
-    assert perfect[0] == [
+    # Per split: each check, right ledgers, the gold passage first, wrong ledgers; then the
+    # ledgers built and the reason codes. The quick run leaves the reader's ledgers out.
+    assert len(tables) == 2 * 4 + 2
+    checks, right, first, wrong = tables[:4]
+    assert [row[0] for row in checks[1:]] == [f"`{check}`" for check in CHECKS]
+    assert checks[0][2:6] == [
+        f"flags `{kind}`: most, where" for kind in ("perfect", *REALISTIC_KINDS)
+    ]
+    assert right[0] == [
         "set",
+        "kind",
         "config",
         "ledgers",
         "answered",
         "invalid_response",
         *(f"flagged `{check}`" for check in CHECKS),
-        "flagged by any check",
+        "flagged by a check on",
+        "withheld under the policy",
         *(f"citation flag `{flag}`" for flag in CITATION_FLAGS),
     ]
-    assert {(row[0], row[1]) for row in perfect[1:]} == {
-        (name, config) for name in ("nq-open", "clapnq") for config in ("alone", "random", "bm25")
-    }
-    for row in perfect[1:]:
-        assert all(len(cell.split(" / ")) == 2 for cell in row[3:]), row  # quote / passage
+    assert {(row[0], row[1], row[2]) for row in right[1:]} == {
+        (name, "perfect", config)
+        for name in ("nq-open", "clapnq")
+        for config in ("alone", "random", "bm25", "first")
+    } | {
+        (name, kind, config)
+        for name in ("nq-open", "clapnq")
+        for kind in REALISTIC_KINDS
+        for config in ("alone", "random", "bm25")
+        if (name, kind) != ("clapnq", "reformatted")
+    } - {("nq-open", "reformatted", config) for config in ("alone", "random", "bm25")}
+    for row in right[1:]:
+        assert all(len(cell.split(" / ")) == 2 for cell in row[4:]), row  # quote / passage
+    assert first[0] == [
+        "set",
+        "ledgers",
+        "answered",
+        "gold passage not sent",
+        "sources sent (median)",
+    ]
     assert wrong[0][:4] == ["set", "kind", "config", "ledgers"]
-    assert wrong[0][-2:] == ["flagged or withheld by any check", "withheld under the policy"]
+    assert wrong[0][-2:] == ["flagged or withheld by a check on", "withheld under the policy"]
     assert {row[1] for row in wrong[1:]} <= WRONG_KINDS | {"near_miss"}
     assert not [row for row in wrong[1:] if row[1] == "distractor" and row[2] == "alone"]
+    assert not [row for row in wrong[1:] if row[2] == "first"]
     assert tables[-1] == [
         ["set", "split", "kind", "config", "mode", "reason code", "ledgers"],
         ["(none)", "", "", "", "", "", "0"],
@@ -93,13 +117,17 @@ def test_every_ledger_verifies_and_no_perfect_ledger_is_rejected(ran):
     _, records = ran
     built = [record for record in records if record["status"] != "not_built"]
     kinds = {record["kind"] for record in built}
-    assert {"perfect", *WRONG_KINDS} <= kinds
+    assert {"perfect", "restated", "two_sentences", *WRONG_KINDS} <= kinds
     assert {record["mode"] for record in built} == {"quote", "passage"}
-    assert {record["config"] for record in built} == {"alone", "random", "bm25"}
+    assert {record["config"] for record in built} == {"alone", "random", "bm25", "first"}
     for record in built:
         assert record["status"] == "answered", record
         assert record["verified"], record
         assert record["reasons"] == [], record
+    # Only the gold-first configuration leaves sources out, under the default allowance.
+    assert all(r["sent"] == r["sources"] for r in built if r["config"] != "first")
+    assert any(r["sent"] < r["sources"] for r in built if r["config"] == "first")
+    assert {r["kind"] for r in built if r["config"] == "first"} == {"perfect"}
 
 
 def test_superseded_only_is_flagged_non_current_and_object_not_cited_unsupported(ran):
@@ -120,9 +148,9 @@ def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran, mar
     _, stored = ran
     records = [trust.Record.from_json(record) for record in stored]
     only_flag = dict.fromkeys(CHECKS, "flag")
-    perfect = markdown_tables(trust.tables(records, only_flag))[0]
-    # No check abstains and every perfect ledger verified: every one is answered.
-    assert {row[3] for row in perfect[1:]} == {"100.0% / 100.0%"}
+    right = markdown_tables(trust.tables(records, only_flag))[1]
+    # No check abstains and every right ledger verified: every one is answered.
+    assert {row[4] for row in right[1:]} == {"100.0% / 100.0%"}
     # Today's defaults withhold exactly the perfect ledgers whose flags abstain by default.
     abstaining = {check for check, policy in trust.DEFAULT_POLICY.items() if policy == "abstain"}
     withheld = {
@@ -138,8 +166,31 @@ def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran, mar
     assert trust.DEFAULT_POLICY == {
         "non_current_evidence": "abstain",
         "unsupported_facts": "flag",
-        "uncovered_question": "flag",
+        "uncovered_question": "off",
     }
+
+
+def test_realistic_ledgers_write_the_answer_another_way(trust):
+    assert trust.written_another_way("July 25, 2017") == "2017-07-25"
+    assert trust.written_another_way("15 June 2026") == "2026-06-15"
+    assert trust.written_another_way("on June 15") == "on 15 June"
+    assert trust.written_another_way("8,420 euros") == "8420 euros"
+    assert trust.written_another_way("35 minutes") == "35 min"
+    assert trust.written_another_way("62%") == "62 percent"
+    assert trust.written_another_way("Dana Whitfield") is None
+    assert trust.restated_question("Who owns the payment provider security review?") == (
+        "payment provider security review"
+    )
+    assert trust.restated_question("Who?") is None
+
+
+def test_the_reader_s_stored_right_ledgers_are_judged_again_without_a_model(trust):
+    records = trust.reader_records(["report"])
+    assert records
+    assert {record.kind for record in records} == {"reader"}
+    assert {record.mode for record in records} == {"passage", "quote"}
+    assert all(record.status == "answered" for record in records)
+    assert all(record.confidence is not None for record in records)
 
 
 def test_records_tabulate_again_as_the_run_printed_them(

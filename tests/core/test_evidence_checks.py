@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from evidence_first import Evidence, answer_from_evidence
+from evidence_first.cli import load_demo_corpus
 
 STANDUP = Evidence(
     id="standup",
@@ -354,6 +355,179 @@ def test_an_object_in_one_of_its_spans_is_cited_and_only_the_unsupported_fact_is
     assert answer.flags == ("unsupported_facts",)
 
 
+# Written another way: a reader restates the question's words, writes a date or a number in
+# its own form, and cites two sentences for one fact. A number or a date counts only whole,
+# within one cited text, and words around the span only where they are the question's own.
+
+
+def _passages(*labels: str, obj: str, subject: str = "s", relation: str = "r") -> dict[str, Any]:
+    source = labels[0].split("#")[0]
+    citation = {"source_id": source, "passages": list(labels), "quote": None}
+    return {"subject": subject, "relation": relation, "object": obj, "citations": [citation]}
+
+
+def test_the_demo_owner_restating_the_questions_words_is_not_flagged(scripted):
+    # The demo's flagship question: the reader names the review as the question does, and
+    # cites the sentence naming its owner; the sentence before it names the payment provider.
+    corpus = load_demo_corpus()
+    question = "Who owns the payment provider security review?"
+    assert question in [q["question"] for q in corpus["questions"]]
+    standup = next(s for s in corpus["sources"] if s["id"] == "standup-04-28")
+    source = Evidence(id=standup["id"], text=standup["text"])
+    owner = _passages(
+        "standup-04-28#3",
+        subject="Dana Whitfield",
+        relation="owns",
+        obj="the payment provider security review",
+    )
+    answer = ask(
+        scripted,
+        [source],
+        [owner],
+        question=question,
+        citation_mode="passage",
+        unsupported_facts="abstain",
+    )
+    assert answer.facts[0].citations[0].evidence_spans[0].text == (
+        "Dana Whitfield owns the security review."
+    )
+    assert answer.status == "answered"
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+RELEASE = Evidence(
+    id="notes",
+    text="Release notes. The album came out on July 25, 2017, on two labels. "
+    "The tour lasted 35 minutes a night and sold 8,420 tickets.",
+)
+ALBUM = "The album came out on July 25, 2017, on two labels."
+TOUR = "The tour lasted 35 minutes a night and sold 8,420 tickets."
+
+
+@pytest.mark.parametrize(
+    ("obj", "quote"),
+    [
+        ("2017-07-25", ALBUM),
+        ("25 July 2017", ALBUM),
+        ("July 25th", ALBUM),
+        ("July 2017", ALBUM),
+        ("2 labels", ALBUM),
+        ("35 min", TOUR),
+        ("8420 tickets", TOUR),
+    ],
+)
+def test_a_date_or_number_written_another_way_is_not_flagged(scripted, obj, quote):
+    answer = ask(scripted, [RELEASE], [fact(obj, ("notes", quote))], question="When and how?")
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+@pytest.mark.parametrize(
+    ("obj", "quote"),
+    [
+        ("2017-07-26", ALBUM),
+        ("2016-07-25", ALBUM),
+        ("June 25", ALBUM),
+        ("3 labels", ALBUM),
+        ("35 min", ALBUM),
+        ("842 tickets", TOUR),
+    ],
+)
+def test_a_date_or_number_the_span_does_not_state_is_flagged(scripted, obj, quote):
+    answer = ask(scripted, [RELEASE], [fact(obj, ("notes", quote))], question="When and how?")
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+    assert answer.flags == ("unsupported_facts",)
+
+
+GATE = Evidence(
+    id="water",
+    text="Subject: water. The trough by the east gate leaks again. Rhys Morgan, the plumber, "
+    "fixed the east gate trough on March 20.",
+)
+FIXED = "Rhys Morgan, the plumber, fixed the east gate trough on March 20."
+
+
+def test_an_object_restating_the_questions_words_held_around_its_span_is_not_flagged(scripted):
+    restated = fact("the east gate water troughs", ("water", FIXED), subject="Rhys Morgan")
+    question = "Who fixed the east gate water trough?"
+    answer = ask(scripted, [GATE], [restated], question=question)
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+@pytest.mark.parametrize(
+    ("question", "obj"),
+    [
+        # "water" is around the span, but not a word of the question.
+        ("Who fixed the east gate trough?", "the east gate water trough"),
+        # "north" is a word of the question, but not around the span.
+        ("Who fixed the north gate trough?", "the north gate trough"),
+        ("Who fixed the east gate trough?", "the east gate pump"),
+    ],
+)
+def test_an_objects_word_neither_cited_nor_the_questions_own_around_it_is_flagged(
+    scripted, question, obj
+):
+    answer = ask(scripted, [GATE], [fact(obj, ("water", FIXED))], question=question)
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+    assert answer.flags == ("unsupported_facts",)
+
+
+@pytest.mark.parametrize("question", ["When did the launch move?", "What is booked for June 16?"])
+@pytest.mark.parametrize("mode", ["quote", "passage"])
+def test_a_date_counts_only_whole_even_where_the_question_and_the_text_around_hold_it(
+    scripted, question, mode
+):
+    # "June 16" is the question's own in the second case, and "June" stands in the sentence
+    # before: still no cited sentence states June 16.
+    source = Evidence(
+        id="notes", text="Standup, May 2. The launch moved to June 15. Room 16 is booked."
+    )
+    cited = (
+        fact("June 16", ("notes", "Room 16 is booked."))
+        if mode == "quote"
+        else _passages("notes#3", obj="June 16")
+    )
+    answer = ask(scripted, [source], [cited], question=question, citation_mode=mode)
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+    assert answer.flags == ("unsupported_facts",)
+
+
+def test_an_object_drawn_from_two_cited_sentences_is_not_flagged(scripted):
+    source = Evidence(
+        id="notes",
+        text="Dana Whitfield owns the security review. It covers the payment provider. "
+        "QA found two bugs.",
+    )
+    owner = _passages(
+        "notes#1",
+        "notes#2",
+        subject="Dana Whitfield",
+        relation="owns",
+        obj="the payment provider's security review",
+    )
+    answer = ask(scripted, [source], [owner], question="Who owns it?", citation_mode="passage")
+    assert answer.citation_checks[0].flags == ()
+    quoted = fact(
+        "the payment provider's security review",
+        ("notes", "Dana Whitfield owns the security review. It covers the payment provider."),
+    )
+    assert ask(scripted, [source], [quoted], question="Who owns it?").flags == ()
+
+
+@pytest.mark.parametrize("labels", [("notes#1", "notes#2"), ("notes#1", "notes#3")])
+def test_a_date_does_not_run_across_a_line_break_or_passages_apart(scripted, labels):
+    # Each line is a passage; read together they would say "June 16".
+    source = Evidence(id="notes", text="Launch month: June\n16 rooms are booked.\n16 guests.")
+    cited = _passages(*labels, obj="June 16")
+    answer = ask(
+        scripted, [source], [cited], question="When is the launch?", citation_mode="passage"
+    )
+    assert answer.citation_checks[0].flags == ("object_not_cited",)
+    assert answer.flags == ("unsupported_facts",)
+
+
 def test_an_object_in_another_script_than_its_source_is_not_checked(scripted):
     answer = ask(scripted, [STANDUP], [fact("6月15日", ("standup", LAUNCH))])
     assert answer.citation_checks[0].flags == ()
@@ -473,6 +647,23 @@ def test_under_the_abstain_option_a_supported_answer_is_answered(scripted):
         scripted, [STANDUP], [fact("June 15", ("standup", LAUNCH))], unsupported_facts="abstain"
     )
     assert answer.status == "answered"
+    assert answer.flags == ()
+
+
+def test_under_the_off_option_a_facts_words_are_not_checked(scripted):
+    answer = ask(scripted, [EMAIL], [fact("June 15", ("email", REVIEW))], unsupported_facts="off")
+    assert answer.status == "answered"
+    assert answer.citation_checks[0].flags == ()
+    assert answer.flags == ()
+
+
+def test_under_the_off_option_a_non_current_answer_is_not_flagged(scripted):
+    old = stale("superseded")
+    answer = ask(
+        scripted, [STANDUP, old], [fact("June 8", (old.id, old.text))], non_current_evidence="off"
+    )
+    assert answer.status == "answered"
+    assert answer.citation_checks[0].flags == ("superseded_source",)
     assert answer.flags == ()
 
 

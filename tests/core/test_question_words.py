@@ -3,10 +3,10 @@
 ``question_is_covered`` reads English questions: their words of two characters or more, less
 function words, each looked for in the cited sources' text as a word, or (both 4 characters or
 more) as the start of one, or with an inflection. A word only the other sources sent hold is
-left out. Under 2 in 3 held, the answer is flagged ``uncovered_question``; by default it only
-flags, since on natural questions the check would withhold a large share of right answers
-(``benchmarks/trust.py``), and with ``uncovered_question="abstain"`` it abstains
-(``abstention == "uncovered_question"``).
+left out. Under 2 in 3 held, the answer is flagged ``uncovered_question`` where the option
+asks for it (``uncovered_question="flag"``), and with ``"abstain"`` it abstains (``abstention ==
+"uncovered_question"``). By default the check is off: on natural questions it flags a large
+share of right answers (``benchmarks/trust.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from evidence_first import Evidence, InvalidRequestError, answer_from_evidence
-from evidence_first._reading.fact_support import QUESTION_COVERAGE, question_is_covered
+from evidence_first._reading.question_words import QUESTION_COVERAGE, question_is_covered
 from evidence_first._reading.words import FUNCTION_WORDS
 
 RENT = Evidence(
@@ -165,12 +165,20 @@ def _ask(question: str, sources: list[Evidence], cited: Evidence, quote: str, **
     return answer_from_evidence(question, sources, Reader(cited, quote), **options)
 
 
-def test_by_default_an_answer_to_a_nearby_question_stands_flagged():
-    answer = _ask(HALF, [RENT], RENT, QUOTE)
+def test_under_flag_an_answer_to_a_nearby_question_stands_flagged():
+    answer = _ask(HALF, [RENT], RENT, QUOTE, uncovered_question="flag")
 
     assert answer.status == "answered"
     assert answer.flags == ("uncovered_question",)
     assert answer.as_dict()["flags"] == ["uncovered_question"]
+
+
+def test_by_default_the_check_is_off_and_raises_no_flag():
+    answer = _ask(HALF, [RENT], RENT, QUOTE)
+
+    assert answer.status == "answered"
+    assert answer.flags == ()
+    assert answer.judged_with.uncovered_question == "off"
 
 
 def test_under_abstain_an_answer_to_a_nearby_question_abstains():
@@ -197,13 +205,14 @@ def test_an_answer_to_the_question_asked_is_not_flagged():
 def test_the_other_sources_sent_only_leave_words_out():
     # "half" and "cost" are in a source sent but not cited: left out, "plot" is held.
     minutes = Evidence(id="minutes", text="Half plots cost 20 pounds a year from April.")
-    assert _ask(HALF, [RENT, minutes], RENT, QUOTE).flags == ()
+    assert _ask(HALF, [RENT, minutes], RENT, QUOTE, uncovered_question="flag").flags == ()
     # A source sent that holds none of the missing words changes nothing.
     shed = Evidence(id="shed", text="The tool shed code changes monthly.")
-    assert _ask(HALF, [RENT, shed], RENT, QUOTE).flags == ("uncovered_question",)
+    flagged = _ask(HALF, [RENT, shed], RENT, QUOTE, uncovered_question="flag")
+    assert flagged.flags == ("uncovered_question",)
 
 
-def test_the_option_takes_only_its_two_values():
+def test_the_option_takes_only_its_three_values():
     with pytest.raises(InvalidRequestError) as caught:
         _ask(HALF, [RENT], RENT, QUOTE, uncovered_question="ignore")
     assert caught.value.field == "uncovered_question"

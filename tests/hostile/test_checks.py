@@ -358,7 +358,9 @@ def _plot_ledger() -> dict[str, Any]:
 def test_a_short_note_in_another_script_does_not_turn_the_question_words_check_off():
     assert len(PLOTS.text) > 2_700
     assert sum(char.isalpha() for char in NOTE.text) > 230
-    flagged = answer_from_evidence(HALF, [NOTE, PLOTS], ScriptedModel(_plot_ledger()))
+    flagged = answer_from_evidence(
+        HALF, [NOTE, PLOTS], ScriptedModel(_plot_ledger()), uncovered_question="flag"
+    )
     assert flagged.status == "answered"
     assert flagged.flags == ("uncovered_question",)
 
@@ -389,7 +391,9 @@ def test_a_short_note_in_another_script_does_not_lower_the_embedded_readers_floo
             text = json.dumps({"answerable": "yes", **_plot_ledger()}, ensure_ascii=False)
             return ModelResponse(text=text, logprobs=_decision_tokens(text, sure))
 
-    answer = answer_from_evidence(HALF, [NOTE, PLOTS], Reader(), citation_mode="quote")
+    answer = answer_from_evidence(
+        HALF, [NOTE, PLOTS], Reader(), citation_mode="quote", uncovered_question="flag"
+    )
     assert answer.reader_confidence == pytest.approx(sure)
     assert answer.status == "insufficient_evidence"
     assert answer.abstention == "confidence_floor"

@@ -15,8 +15,9 @@ from dataclasses import dataclass, replace
 from typing import TypedDict, get_args
 
 from evidence_first._reading.confidence import decision_confidence
-from evidence_first._reading.fact_support import current_sources_agree, question_is_covered
+from evidence_first._reading.fact_support import current_sources_agree
 from evidence_first._reading.parsing import consistency_issues, facts_read, parse_response
+from evidence_first._reading.question_words import question_is_covered
 from evidence_first._reading.verify import FactVerifier, verify_citations
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.passages import SentSources
@@ -44,6 +45,7 @@ __all__ = [
     "JudgedFields",
     "Judgment",
     "answer_flags",
+    "checks_objects",
     "floor_for",
     "judge_reply",
     "marker_issues",
@@ -168,7 +170,8 @@ def judge_reply(
         parsed.ledger,
         case.sent,
         case.style,
-        check_objects=rules.output_language is None,
+        check_objects=checks_objects(rules),
+        question=case.question,
         verifier=verifier,
     )
     marked = None
@@ -231,7 +234,12 @@ def _judged_as_read(case: Case, text: str, verifier: FactVerifier | None) -> Jud
     failed citations are the result's issues. ``None`` where none failed (then the text is
     judged as it stands).
     """
-    verifier = FactVerifier(case.sent, case.style, check_objects=case.rules.output_language is None)
+    verifier = FactVerifier(
+        case.sent,
+        case.style,
+        check_objects=checks_objects(case.rules),
+        question=case.question,
+    )
     checks: list[CitationCheck] = []
     issues: list[ValidationIssue] = []
     for index, fact in enumerate(facts_read(text, case.style.citation_model)):
@@ -300,6 +308,15 @@ def marker_issues(
     return tuple(issues)
 
 
+def checks_objects(rules: JudgeRules) -> bool:
+    """Whether a fact's words are checked against its cited text (``object_not_cited``).
+
+    Not when the caller asked for an answer language (the answer is then a translation), nor
+    when ``unsupported_facts`` is off.
+    """
+    return rules.output_language is None and rules.unsupported_facts != "off"
+
+
 def answer_flags(
     case: Case, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
 ) -> tuple[AnswerFlag, ...]:
@@ -315,18 +332,24 @@ def answer_flags(
     sources the answer cites hold too few of the question's words
     (:func:`~evidence_first._reading.fact_support.question_is_covered`).
     """
+    rules = case.rules
     flags: list[AnswerFlag] = []
-    if _rests_on_stale_sources(case, checks, facts):
+    if rules.non_current_evidence != "off" and _rests_on_stale_sources(case, checks, facts):
         flags.append("non_current_evidence")
     if any("object_not_cited" in check.flags for check in checks):
         flags.append("unsupported_facts")
+    if rules.uncovered_question != "off" and _uncovered(case, checks):
+        flags.append("uncovered_question")
+    return tuple(flags)
+
+
+def _uncovered(case: Case, checks: tuple[CitationCheck, ...]) -> bool:
+    """Whether the answer is ``uncovered_question`` (:func:`answer_flags`)."""
     cited = {check.source_id for check in checks}
     sent = case.sent.sources
     texts = [source.text for source in sent if source.id in cited]
     others = [source.text for source in sent if source.id not in cited]
-    if texts and question_is_covered(case.question, texts, others) is False:
-        flags.append("uncovered_question")
-    return tuple(flags)
+    return bool(texts) and question_is_covered(case.question, texts, others) is False
 
 
 def _rests_on_stale_sources(

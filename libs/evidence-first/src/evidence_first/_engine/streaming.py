@@ -21,7 +21,13 @@ from typing_extensions import Unpack
 
 from evidence_first._engine.entry_points import case_of, judge, without_model_call
 from evidence_first._engine.invoke import astream_model, stream_model
-from evidence_first._engine.judge import Case, answer_flags, floor_for, withheld_by
+from evidence_first._engine.judge import (
+    Case,
+    answer_flags,
+    checks_objects,
+    floor_for,
+    withheld_by,
+)
 from evidence_first._engine.plan import AnswerPlan, aplan_answer, plan_answer
 from evidence_first._engine.result import EvidenceAnswer
 from evidence_first._reading.confidence import decision_confidence
@@ -176,7 +182,8 @@ class Reading:
         self._verifier = FactVerifier(
             self._case.sent,
             self._case.style,
-            check_objects=self._case.rules.output_language is None,
+            check_objects=checks_objects(self._case.rules),
+            question=self._case.question,
         )
         self._parts: list[str] = []
         self._length = 0

@@ -101,8 +101,8 @@ class ModelProfile:
             flag (its checks only flag): where a check's flag and a low confidence agree, the
             answer abstains. Used, like ``confidence_floors``, when the caller leaves
             ``min_reader_confidence`` unset.
-        policies: Each answer flag's policy (``"flag"`` or ``"abstain"``) where it differs
-            from the engine's default, used when the caller leaves that option unset.
+        policies: Each answer flag's policy (``"off"``, ``"flag"`` or ``"abstain"``) where it
+            differs from the engine's default, used when the caller leaves that option unset.
         citation_mode: The citation mode used when the caller leaves ``citation_mode`` unset
             (``None``: the engine's default).
         timeout: The timeout, in seconds, used when the caller leaves ``timeout`` unset
@@ -203,7 +203,7 @@ def _field_checks(profile: ModelProfile) -> Iterator[tuple[str, str, bool]]:
     valid = isinstance(policies, Mapping) and all(
         flag in _FLAGS and policy in _POLICIES for flag, policy in policies.items()
     )
-    yield "policies", "a mapping of answer flags to 'flag' or 'abstain'", valid
+    yield "policies", "a mapping of answer flags to 'off', 'flag' or 'abstain'", valid
     mode = profile.citation_mode
     yield "citation_mode", "None, 'quote' or 'passage'", mode is None or mode in _MODES
     timeout, cap = profile.timeout, profile.max_context_tokens

@@ -2,28 +2,29 @@
 
 Both only read the ledger and the cited spans (no model, no second call), and neither changes
 a verdict: they flag (``CitationCheck.flags``), and an option decides whether an answer that
-rests on flagged citations abstains. Text is read as :mod:`~evidence_first._reading.words` reads it.
+rests on flagged citations abstains. Text is read as :mod:`~evidence_first._reading.words`
+reads it.
 
 - **Evidence status.** A citation of a source the caller marked ``superseded`` or
   ``contradicted`` is flagged so. A source with no status is never flagged. An answer resting
   only on such sources agrees with the current ones only where they hold what its cited spans
   say of each fact's object (:func:`current_sources_agree`).
-- **The fact's own words.** A fact's ``object`` must be in one of its cited spans, compared
-  after Unicode NFKC normalization, case folding and collapsing whitespace (and with straight
-  and curly quotes alike). If it is not, each of its numbers (a run of digits, with ``.``,
-  ``,`` or ``:`` between digits) and month names (English, full or three-letter, in Latin
-  letters or letters drawn like them) must be there, as whole words; an object with neither
-  fails. An object that is only "yes" or "no" is checked by its claim, the fact's subject and
-  relation: one span must hold each of the claim's numbers and month names and at least one
-  of its other words. The check is skipped for a translation, an object (or claim) whose
-  letters are all in one script in which none of its cited spans nor the sources they are cut
-  from is written, and when the caller asked for an answer language (``output_language``). A
-  span without letters is in no script: it never skips the check.
-
-One more check reads the question (:func:`question_is_covered`): an answer whose cited sources
-hold fewer than :data:`QUESTION_COVERAGE` of the question's words answers something near the
-question rather than the question itself ("What does a half plot cost?" from a source that
-prices only full plots).
+- **The fact's own words** (:func:`object_is_cited`). An object that states numbers or dates
+  must have each of them in one citation, read as values
+  (:mod:`~evidence_first._reading.quantities`): "2017-07-25" is "July 25, 2017", but "June 16"
+  is not in "Room 16 is booked". Any other object must be in a citation whole (after Unicode
+  NFKC normalization, case folding, collapsed whitespace, straight and curly quotes alike), or
+  each of its words must be: a word of the cited text
+  (:func:`~evidence_first._reading.words.same_word`), or one of the question's own words that
+  the source holds around the cited spans. An object made only of the question's words
+  restates the question: its fact's subject must then be held the same way, or, for a yes-or-no
+  question, its claim, as a "yes" or a "no" is checked by its claim (the fact's subject and
+  relation: one span must hold each of the claim's numbers and month names and at least one of
+  its other words). The check is skipped for a translation, an object (or claim) whose letters
+  are all in one script in which none of its cited spans nor the sources they are cut from is
+  written, when the caller asked for an answer language (``output_language``), and under
+  ``unsupported_facts="off"``. A span without letters is in no script: it never skips the
+  check.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+from evidence_first._reading.quantities import object_values, stated_values
 from evidence_first._reading.words import (
     FUNCTION_WORDS,
-    LATIN,
     MIXED,
     WORD,
     LetterCounts,
@@ -41,22 +42,19 @@ from evidence_first._reading.words import (
     folded,
     has_word,
     holds_word,
-    main_script,
-    mostly_in,
     normal,
     run,
     same_word,
     term_script,
 )
 from evidence_first._shapes.evidence import Evidence
-from evidence_first._shapes.parts import Fact
+from evidence_first._shapes.parts import EvidenceSpan, Fact
 from evidence_first._shapes.vocabulary import CitationFlag
 
 __all__ = [
-    "QUESTION_COVERAGE",
+    "cited_around",
     "current_sources_agree",
     "object_is_cited",
-    "question_is_covered",
     "status_flags",
 ]
 
@@ -79,6 +77,11 @@ _NUMBER_OR_MONTH = re.compile(
     re.IGNORECASE,
 )
 _VERDICTS = frozenset({"yes", "no"})
+# A question asked to be answered yes or no opens with an auxiliary verb.
+_YES_OR_NO = re.compile(
+    r"\s*(?:is|are|was|were|am|has|have|had|do|does|did|can|could|will|would|shall|should"
+    r"|may|might|must)\b"
+)
 
 
 def status_flags(source: Evidence) -> tuple[CitationFlag, ...]:
@@ -92,49 +95,112 @@ def status_flags(source: Evidence) -> tuple[CitationFlag, ...]:
 
 def object_is_cited(
     obj: str,
-    spans: Iterable[str],
+    citations: Iterable[str],
     sources: Sequence[str] = (),
     *,
-    claim: str = "",
+    subject: str = "",
+    relation: str = "",
+    question: str = "",
+    around: Sequence[str] = (),
     counts: LetterCounts | None = None,
 ) -> bool | None:
-    """Whether a fact's object, or each of its numbers and dates, is in one of its spans.
+    """Whether a fact's object is in its cited text, as the module says.
 
-    An object that is only "yes" or "no" is the fact's verdict: its ``claim`` (the fact's
-    subject and relation) is looked for instead, each of its numbers and month names and at
-    least one of its other words in one span. An object with neither a letter nor a digit
-    states nothing a span could hold. ``None`` when the check does not apply: the object (or
-    the claim) is a translation, its letters all in one script in which none of the spans nor
-    their ``sources`` (the texts the spans are cut from) is written, by at least half of its
-    letters. An object without letters, such as "75%", is always checked, and so is one cited
-    by spans without letters ("16", "."): what a span lacks never skips the check. ``counts``
-    keeps the letters counted in each source for the other facts of a ledger.
+    ``citations`` holds each citation's text: its spans as they stand in the source, groups of
+    passages apart joined by a line break, which no date runs across. ``around`` holds the
+    text of each citation's source around its spans (:func:`cited_around`), where the
+    ``question``'s own words count. The fact's ``subject`` and ``relation`` are its claim, read
+    for an object that is a verdict ("yes", "no") or that restates the question. An object with
+    neither a letter nor a digit states nothing a span could hold. ``None`` when the check does
+    not apply: the object (or the claim) is a translation, its letters all in one script in
+    which none of the spans nor their ``sources`` (the texts the spans are cut from) is
+    written, by at least half of its letters. An object without letters, such as "75%", is
+    always checked, and so is one cited by spans without letters ("16", "."): what a span
+    lacks never skips the check. ``counts`` keeps the letters counted in each source for the
+    other facts of a ledger.
     """
-    return _Texts(list(spans), sources, counts).hold(obj, claim)
+    texts = list(citations)
+    read = _Texts(texts, sources, counts, question=question, around=around)
+    return read.hold(obj, subject, relation)
 
 
 class _Texts:
     """Texts normalized once, and the sources they are cut from."""
 
     def __init__(
-        self, texts: Sequence[str], sources: Sequence[str] = (), counts: LetterCounts | None = None
+        self,
+        texts: Sequence[str],
+        sources: Sequence[str] = (),
+        counts: LetterCounts | None = None,
+        *,
+        question: str = "",
+        around: Sequence[str] = (),
     ) -> None:
         self.texts = texts
         self.sources = sources or texts
         self.normal = [normal(text) for text in texts]
         self.counts = counts or LetterCounts()
+        self.question = question
+        self.around = around
 
-    def hold(self, obj: str, claim: str = "") -> bool | None:
-        """:func:`object_is_cited` of ``obj`` (and its fact's ``claim``) over these texts."""
+    def hold(self, obj: str, subject: str = "", relation: str = "") -> bool | None:
+        """:func:`object_is_cited` of ``obj`` (and its fact's claim) over these texts."""
         wanted = normal(obj).rstrip(".!")
         if wanted in _VERDICTS:
-            return self._holds_claim(claim)
-        if any(map(str.isalnum, wanted)) and any(_contains(text, wanted) for text in self.normal):
-            return True
-        words = [normal(word) for word in _NUMBER_OR_MONTH.findall(as_latin(obj))]
-        if words and any(all(has_word(text, word) for word in words) for text in self.normal):
+            return self._holds_claim(f"{subject} {relation}")
+        latin = folded(as_latin(obj))
+        values = object_values(latin)
+        if values:
+            # Its numbers and dates are what it states: each read as a value, never across a
+            # line break, whatever the object's other words.
+            stated = [stated_values(folded(text)) for text in self.texts]
+            held = all(any(found.holds(value) for found in stated) for value in values)
+        else:
+            held = any(map(str.isalnum, wanted)) and self._holds_words(wanted, subject, relation)
+        if held:
             return True
         return None if self._translated(obj) else False
+
+    def _holds_words(self, obj: str, subject: str, relation: str) -> bool:
+        """Whether ``obj`` is cited whole, or each of its words that says something is held.
+
+        A word is held where a cited text holds it, or where it is one of the question's own
+        words and the text around the spans holds it. An object all of whose words are the
+        question's own restates the question and says nothing of its answer: the fact's
+        ``subject`` is held in its place, or, for a yes-or-no question, its claim, as a
+        verdict's is; and one of its words at least must be held, so that the cited text
+        speaks of what the question asks.
+        """
+        question = folded(self.question)
+        asked = [word for word in WORD.findall(question) if _tells(word)]
+        words = self._telling(obj, asked)
+        if words and all(own for _, own in words):
+            # A restatement: what the fact says is in its subject, or, asked yes or no, in its
+            # subject and relation together; the cited text must still speak of the object.
+            if not any(self._held(word, own) for word, own in words):
+                return False
+            if _YES_OR_NO.match(question):
+                return self._holds_claim(f"{subject} {relation}") is True
+            named = self._telling(folded(subject), asked)
+            return bool(named) and all(self._held(word, own) for word, own in named)
+        if any(_contains(text, obj) for text in self.normal):
+            return True
+        return bool(words) and all(self._held(word, own) for word, own in words)
+
+    @staticmethod
+    def _telling(term: str, asked: Sequence[str]) -> list[tuple[str, bool]]:
+        """The words of ``term`` that say something, each with whether the question asks it."""
+        return [
+            (word, any(same_word(word, other) for other in asked))
+            for word in WORD.findall(term)
+            if _tells(word)
+        ]
+
+    def _held(self, word: str, asked: bool) -> bool:
+        """Whether a cited text holds ``word``, or, ``asked`` by the question, the text around."""
+        if any(holds_word(text, word) for text in self.normal):
+            return True
+        return asked and any(holds_word(normal(text), word) for text in self.around)
 
     def _holds_claim(self, claim: str) -> bool | None:
         """Whether one text holds each number and month of ``claim`` and one of its other words."""
@@ -155,6 +221,20 @@ class _Texts:
             return False
         written = self.counts.written_in
         return not any(written(text, script) for text in (*self.texts, *self.sources))
+
+
+# How far on each side of a citation's spans, in characters, the question's own words count:
+# about two sentences ("Dana owns the security review." after the one naming the provider).
+_ASKED_AROUND = 256
+
+
+def cited_around(text: str, spans: Sequence[EvidenceSpan]) -> str:
+    """The text of a citation's source around its spans, where the question's words count."""
+    if not spans:
+        return ""
+    start = min(span.char_start for span in spans)
+    end = max(span.char_end for span in spans)
+    return text[max(0, start - _ASKED_AROUND) : end + _ASKED_AROUND]
 
 
 def _contains(text: str, wanted: str) -> bool:
@@ -259,88 +339,3 @@ def _holds_phrase(text: str, phrase: str) -> bool:
             return True
         at = text.find(phrase, at + 1)
     return False
-
-
-# The share of a question's words its cited sources must hold. Chosen on the tune half of the
-# quality set (benchmarks/results/quality-tune-qwen2.5-coder-1.5b.jsonl) among 1/2 to 1, with
-# the embedded reader's floors chosen again for each: 2/3 kept the most right answers at the
-# floors in both citation modes together (31 of 66, tied with 0.6 and 0.75), then the best
-# precision, then the lowest share.
-QUESTION_COVERAGE = 2 / 3
-
-# The check reads English questions only: one with fewer than two function words
-# (:data:`~evidence_first._reading.words.FUNCTION_WORDS`) is not checked. These are function words
-# of
-# English that are also function words of German, Spanish, French or Dutch ("Was war in ...",
-# "Wie viele ... am ..."): a question needs one other English function word to read as
-# English. On XQuAD's questions this kept 236 of 240 English ones and let 5 of 240 German ones
-# through (16 before), with NQ-open's English questions 2,631 of 2,655 (2,635).
-_SHARED_FUNCTION_WORDS = frozenset(
-    {"was", "in", "an", "am", "so", "also", "will", "no", "me", "on", "or"}
-)
-
-
-def question_is_covered(
-    question: str, cited: Sequence[str], others: Sequence[str] = ()
-) -> bool | None:
-    """Whether the ``cited`` texts hold at least :data:`QUESTION_COVERAGE` of the question's words.
-
-    The question's words are its distinct words of two characters or more, after Unicode NFKC
-    normalization and case folding, less English function words; each is looked for as a word
-    of the texts normalized alike (:func:`~evidence_first._reading.words.same_word`). A word the
-    cited
-    texts lack but one of ``others`` (the other sources sent) holds is left out: it names what
-    the sources are about, such as a project a cited note does not repeat. ``None`` when the
-    check does not apply: the question has fewer than two English function words, or only ones
-    German, Spanish, French or Dutch share ("was", "in"...), so it is not English or too short
-    to tell; or it has no other word; or more than half of the cited texts' letters, counted
-    over all of them, are in another script than most of the question's (a question cannot
-    share words with a translation; :func:`~evidence_first._reading.words.mostly_in`). The texts are
-    read a piece at a time, and no further than needed: an answer whose cited texts hold the
-    question's words early is decided on their first piece, and their letters are counted only
-    for an answer that would be flagged.
-    """
-    asked = _asked_words(question)
-    if not asked:
-        return None
-    lacking = set(asked)
-    for piece in _pieces(cited):
-        lacking = {word for word in lacking if not holds_word(piece, word)}
-        if len(asked) - len(lacking) >= QUESTION_COVERAGE * len(asked):
-            return True
-    found = len(asked) - len(lacking)
-    for piece in _pieces(others):
-        if not lacking:
-            break
-        lacking = {word for word in lacking if not holds_word(piece, word)}
-    if found >= QUESTION_COVERAGE * (found + len(lacking)):
-        return True
-    # Counting letters by script costs a pass over the cited texts: only for an answer the
-    # check would flag.
-    return None if mostly_in(cited, main_script(question) or LATIN) is False else False
-
-
-def _asked_words(question: str) -> list[str]:
-    """The question's words the check looks for, in order; none when it is not read as English."""
-    words = [word for word in WORD.findall(folded(question)) if len(word) > 1]
-    function_words = [word for word in words if word in FUNCTION_WORDS]
-    if len(function_words) < 2 or _SHARED_FUNCTION_WORDS.issuperset(function_words):
-        return []
-    return list(dict.fromkeys(word for word in words if word not in FUNCTION_WORDS))
-
-
-# Texts are folded and searched in pieces of about this many characters, cut after whitespace.
-_PIECE = 1 << 16
-
-
-def _pieces(texts: Sequence[str]) -> Iterator[str]:
-    """Each text folded a piece at a time, each piece ending at whitespace."""
-    for text in texts:
-        start = 0
-        while start < len(text):
-            end = start + _PIECE
-            if end < len(text):
-                cut = max(text.rfind(" ", start, end), text.rfind("\n", start, end))
-                end = cut + 1 if cut > start else end
-            yield folded(text[start:end])
-            start = end

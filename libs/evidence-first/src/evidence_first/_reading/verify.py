@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evidence_first._reading.fact_support import object_is_cited, status_flags
+from evidence_first._reading.fact_support import cited_around, object_is_cited, status_flags
 from evidence_first._reading.words import LetterCounts
 from evidence_first._sending.injection import Touching, flags_of_spans
 from evidence_first._sending.passages import SentSources
@@ -53,6 +53,7 @@ def verify_citations(
     style: CitationStyle,
     *,
     check_objects: bool = True,
+    question: str = "",
     verifier: FactVerifier | None = None,
 ) -> Verdict:
     """Verify every citation of ``ledger`` against what was ``sent``, by the ``style`` of it.
@@ -61,7 +62,7 @@ def verify_citations(
     they close, and by the same code: ``verifier``, the one that verified a streamed reply's
     facts as they closed, gives each fact it has seen the verdict it gave.
     """
-    verifier = verifier or FactVerifier(sent, style, check_objects=check_objects)
+    verifier = verifier or FactVerifier(sent, style, check_objects=check_objects, question=question)
     verdicts = [verifier.verify(index, fact) for index, fact in enumerate(ledger.facts)]
     return Verdict(
         tuple(verdict.fact for verdict in verdicts),
@@ -102,10 +103,13 @@ class FactVerifier:
     verdict, for the same fact at the same index (a streamed reply's, judged again whole).
     """
 
-    def __init__(self, sent: SentSources, style: CitationStyle, *, check_objects: bool) -> None:
+    def __init__(
+        self, sent: SentSources, style: CitationStyle, *, check_objects: bool, question: str = ""
+    ) -> None:
         self._sent = sent
         self._style = style
         self._check_objects = check_objects
+        self._question = question
         self._touching: dict[str, Touching | None] = {}
         self._counts = LetterCounts()
         self._verdicts: dict[int, tuple[Any, FactVerdict]] = {}
@@ -137,14 +141,25 @@ class FactVerifier:
                 citations.append(outcome)
             checks.append(check)
         # A citation's passages read together, as they stand in the source: an object may run
-        # across two of them ("Y. p. orientalis" is cut after each initial).
-        texts = [" ".join(span.text for span in c.evidence_spans) for c in citations]
+        # across two of them ("Y. p. orientalis" is cut after each initial). Each group of
+        # adjacent passages is one span of the source; groups apart are joined by a line
+        # break, which no date runs across.
+        texts = ["\n".join(span.text for span in c.evidence_spans) for c in citations]
         cut_from = [sent.by_id[source_id].text for source_id in {c.source_id: 0 for c in citations}]
-        claim = f"{fact.subject} {fact.relation}"
+        around = [cited_around(sent.by_id[c.source_id].text, c.evidence_spans) for c in citations]
         unsupported = bool(
             self._check_objects
             and citations
-            and object_is_cited(fact.object, texts, cut_from, claim=claim, counts=self._counts)
+            and object_is_cited(
+                fact.object,
+                texts,
+                cut_from,
+                subject=fact.subject,
+                relation=fact.relation,
+                question=self._question,
+                around=around,
+                counts=self._counts,
+            )
             is False
         )
         if unsupported:

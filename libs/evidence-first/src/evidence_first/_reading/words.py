@@ -57,6 +57,22 @@ FUNCTION_WORDS = frozenset(
 # and "fixed").
 _SHARED_PREFIX = 4
 _INFLECTIONS = frozenset({"s", "es", "d", "ed", "ing"})
+_Y_INFLECTIONS = frozenset({"ies", "ied"})
+# British and American spellings of one word ("armoured", "armored"; "organise", "organize";
+# "centre", "center") match, in words of at least this many characters.
+_SPELT = 5
+_SPELLINGS = (
+    (re.compile(r"our(?=[a-z]{0,4}$)"), "or"),
+    (re.compile(r"is(?=(?:e|ed|es|ing|ation|ations)$)"), "iz"),
+    (re.compile(r"tre(?=s?$)"), "ter"),
+)
+
+
+def _spelling(word: str) -> str:
+    """``word`` spelt the American way, where a British spelling differs by a suffix."""
+    for pattern, replacement in _SPELLINGS:
+        word = pattern.sub(replacement, word)
+    return word
 
 
 def folded(text: str) -> str:
@@ -100,9 +116,15 @@ def same_word(word: str, other: str) -> bool:
     """Whether two words match: equal, or the longer starts with the shorter.
 
     The shorter must have 4 characters or more ("ship", "ships"), or the rest be an
-    inflection ("fix", "fixed").
+    inflection ("fix", "fixed"); a final "y" may be an inflection's "ie" ("city", "cities"),
+    and a British spelling matches an American one ("armoured", "armored").
     """
+    if len(word) >= _SPELT and len(other) >= _SPELT:
+        word, other = _spelling(word), _spelling(other)
     shorter, longer = sorted((word, other), key=len)
+    if shorter.endswith("y") and longer[len(shorter) - 1 :] in _Y_INFLECTIONS:
+        # "city" and "cities", "study" and "studied".
+        return longer.startswith(shorter[:-1])
     if not longer.startswith(shorter):
         return False
     rest = longer[len(shorter) :]

@@ -289,17 +289,18 @@ class AnswerOptionFields(OptionChecks):
     non_current_evidence: FlagPolicy = Field(
         "abstain",
         description="an answer resting only on superseded or contradicted sources while a "
-        "current one was sent: flagged, or an abstention",
+        "current one was sent: an abstention, flagged, or not checked (`off`)",
     )
     unsupported_facts: FlagPolicy = Field(
         "flag",
-        description="an answer resting on a fact whose words its cited text does not hold: "
-        "flagged, or an abstention",
+        description="an answer resting on a fact whose words, numbers or dates its cited text "
+        "does not hold: flagged, an abstention, or not checked (`off`)",
     )
     uncovered_question: FlagPolicy = Field(
-        "flag",
+        "off",
         description="an answer whose cited sources hold fewer than 2 in 3 of the (English) "
-        "question's words: flagged, or an abstention; unset, the model's own",
+        "question's words: not checked (`off`, it flags too many right answers), flagged, or "
+        "an abstention; unset, the model's own",
     )
     unmarked_segments: UnmarkedSegments = Field(
         "list", description="answer text that no marker ties to a fact: listed, or rejected"

@@ -76,8 +76,9 @@ ReaderDecision = Literal["yes", "no"]
 DECISION_KEY = "answerable"
 """The ledger key that holds the reader's decision."""
 KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
-FlagPolicy = Literal["flag", "abstain"]
-"""What an answer with an answer flag gets: flagged and kept, or an abstention."""
+FlagPolicy = Literal["off", "flag", "abstain"]
+"""What an answer with an answer flag gets: flagged and kept, or an abstention; ``"off"``: its
+check does not run, so no answer carries its flag."""
 SegmentSupport = Literal["marked", "assigned", "unmarked"]
 """How an answer segment came by its facts: its own markers, the whole answer's facts (the
 answer had no marker), or none."""
