@@ -167,6 +167,7 @@ def case_of(plan: AnswerPlan) -> Case:
         non_current_evidence=options.non_current_evidence,
         unsupported_facts=options.unsupported_facts,
         uncovered_question=options.uncovered_question,
+        contested_facts=options.contested_facts,
         confidence_floor=plan.confidence_floor,
         flagged_floor=plan.flagged_floor,
     )

@@ -202,7 +202,8 @@ def judge_reply(
     )
     if not has_text(ledger.answer):
         return verified
-    flags = answer_flags(case, verdict.checks, verdict.facts)
+    segments = () if marked is None else marked.segments
+    flags = answer_flags(case, verdict.checks, verdict.facts, segments)
     floor = floor_for(rules, flags)
     withheld = withheld_by(rules, floor, confidence, flags)
     if withheld is not None:
@@ -219,7 +220,7 @@ def judge_reply(
         confidence_floor=floor,
         abstention=None,
         flags=flags,
-        segments=() if marked is None else marked.segments,
+        segments=segments,
     )
 
 
@@ -318,9 +319,17 @@ def checks_objects(rules: JudgeRules) -> bool:
 
 
 def answer_flags(
-    case: Case, checks: tuple[CitationCheck, ...], facts: tuple[Fact, ...]
+    case: Case,
+    checks: tuple[CitationCheck, ...],
+    facts: tuple[Fact, ...],
+    segments: tuple[AnswerSegment, ...] | None = None,
 ) -> tuple[AnswerFlag, ...]:
     """Why an answer whose citations all verified deserves a second look.
+
+    The checks read the supporting citations only (a counter-citation is the reader's word
+    against a fact, not what the answer rests on), except ``contested_facts``: a segment of
+    the answer rests on a fact with counter-citations (``segments`` ``None``, before the
+    answer is read: any fact).
 
     ``non_current_evidence``: every citation is of a superseded or contradicted source, while
     a source marked current was sent, and the current sources do not hold what the cited spans
@@ -334,13 +343,26 @@ def answer_flags(
     """
     rules = case.rules
     flags: list[AnswerFlag] = []
+    checks = tuple(check for check in checks if check.stance == "supports")
     if rules.non_current_evidence != "off" and _rests_on_stale_sources(case, checks, facts):
         flags.append("non_current_evidence")
     if any("object_not_cited" in check.flags for check in checks):
         flags.append("unsupported_facts")
     if rules.uncovered_question != "off" and _uncovered(case, checks):
         flags.append("uncovered_question")
+    if rules.contested_facts != "off" and _contested(facts, segments):
+        flags.append("contested_facts")
     return tuple(flags)
+
+
+def _contested(facts: tuple[Fact, ...], segments: tuple[AnswerSegment, ...] | None) -> bool:
+    """Whether the answer is ``contested_facts`` (:func:`answer_flags`)."""
+    resting = (
+        range(len(facts))
+        if segments is None
+        else {index for segment in segments for index in segment.fact_indices}
+    )
+    return any(facts[index].counter_citations for index in resting)
 
 
 def _uncovered(case: Case, checks: tuple[CitationCheck, ...]) -> bool:
@@ -369,6 +391,8 @@ def _rests_on_stale_sources(
 def floor_for(rules: JudgeRules, flags: tuple[AnswerFlag, ...]) -> float | None:
     """The floor an answer's reader confidence is held to, given the answer's flags."""
     floor = rules.confidence_floor
+    # Counter-evidence does not raise the bar: no run has chosen a floor for it.
+    flags = tuple(flag for flag in flags if flag != "contested_facts")
     if flags and rules.flagged_floor is not None:
         # A flag raises the bar: the answer stands only if the reader is sure of it.
         floor = max(rules.flagged_floor, floor or 0.0)
@@ -408,6 +432,11 @@ def withheld_by(
         return "uncovered_question", (
             "a source that speaks of what the question asks: the cited sources hold too few "
             "of the question's words"
+        )
+    if "contested_facts" in flags and rules.contested_facts == "abstain":
+        return "contested_facts", (
+            "evidence that settles a contested fact: a fact the answer rests on has verified "
+            "counter-evidence"
         )
     return None
 

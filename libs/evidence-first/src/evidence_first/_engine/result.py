@@ -62,12 +62,15 @@ class EvidenceAnswer(_Frozen):
         answer: The answer, without the model's fact markers; ``None`` unless ``answered``.
         inference: General inference kept apart from the facts (``allow-general-inference``
             only); ``None`` unless ``answered``.
-        facts: Facts whose every citation verified. Empty for ``invalid_response``.
+        facts: Facts whose every citation verified. Empty for ``invalid_response``. Each
+            fact's ``citations`` support it; its ``counter_citations`` are verified text the
+            reader marked as saying otherwise (counter-evidence), never among ``citations``.
         missing_evidence: What the model said is missing (``insufficient_evidence``).
         validation_errors: Every failed check of an ``invalid_response``.
-        citations_verified: At least one citation is returned and every returned citation names
-            a source that was sent and quotes it exactly. This does not claim that the quote
-            entails the fact, that the source is reliable, or that the answer is true.
+        citations_verified: At least one supporting citation is returned and every returned
+            citation names a source that was sent and quotes it exactly. This does not claim
+            that the quote entails the fact, that the source is reliable, or that the answer
+            is true.
         used_source_ids: Sources sent to the model (sent, not necessarily cited), in order.
         omitted_source_ids: Offered sources that were not sent, in order.
         omissions: The reason each omitted source was not sent.
@@ -92,12 +95,14 @@ class EvidenceAnswer(_Frozen):
             ``min_reader_confidence``, else the model's own).
         abstention: Why an ``insufficient_evidence`` result abstained (``None`` otherwise):
             ``"reader"``, ``"confidence_floor"``, ``"non_current_evidence"``,
-            ``"unsupported_facts"``, ``"uncovered_question"`` or ``"no_model_call"``.
+            ``"unsupported_facts"``, ``"uncovered_question"``, ``"contested_facts"`` or
+            ``"no_model_call"``.
         flags: Why an ``answered`` result deserves a second look: ``"non_current_evidence"``
             (it rests only on superseded or contradicted sources while a current one was
             sent), ``"unsupported_facts"`` (a fact's object is not in its cited text) or
             ``"uncovered_question"`` (its cited sources hold fewer than 2 in 3 of the
-            question's words). The options of the same names make them abstentions.
+            question's words) or ``"contested_facts"`` (a fact it rests on has verified
+            counter-evidence). The options of the same names make them abstentions.
         segments: The answer's parts, each with the facts it rests on (``answered`` only; an
             abstention or a rejection has none). Together they cover the answer's visible text.
         unmarked_segments: The policy the answer was held to: ``"list"`` keeps an answer with
@@ -260,7 +265,10 @@ class EvidenceAnswer(_Frozen):
         return self.source(source_id).source_object
 
     def citations(self) -> list[dict[str, Any]]:
-        """Return flat provenance records, one per verified citation of the returned facts."""
+        """Return flat provenance records, one per verified supporting citation of the facts.
+
+        Counter-evidence is not provenance: it stays in each fact's ``counter_citations``.
+        """
         by_id = {evidence.id: evidence for evidence in self.evidence}
         records: list[dict[str, Any]] = []
         for fact_index, fact in enumerate(self.facts):

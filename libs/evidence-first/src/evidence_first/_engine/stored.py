@@ -5,7 +5,9 @@ checkpoint, ``model_copy``) through pydantic, and each way runs :func:`stored_pr
 citation's quote and spans must be its source's text at their code-point, UTF-16 and UTF-8
 offsets; then the reply it keeps is judged again (:func:`~evidence_first._engine.judge.judge_reply`)
 against the sources it keeps, under the rules it was judged under, and every derived field
-(verdicts, facts, flags, segments, floor, status, abstention) must be what that gives.
+(verdicts, facts, flags, segments, floor, status, abstention) must be what that gives: each
+fact's supporting and counter-citations, in order, the verified citations of its checks of
+that stance.
 
 What no re-judging can catch, a source's text edited together with its quotes, the question,
 or the reader's confidence (its log-probabilities are not kept), two checks do: the caller's
@@ -117,9 +119,12 @@ def _spans_problem(answer: EvidenceAnswer, offsets: Mapping[str, UnitOffsets] | 
 
 
 def _citations(answer: EvidenceAnswer) -> Iterator[tuple[str, Citation]]:
+    """Every citation the answer holds, supporting and counter, with its place."""
     for i, fact in enumerate(answer.facts):
         for j, citation in enumerate(fact.citations):
             yield f"facts[{i}].citations[{j}]", citation
+        for j, citation in enumerate(fact.counter_citations):
+            yield f"facts[{i}].counter_citations[{j}]", citation
     for k, check in enumerate(answer.citation_checks):
         if check.citation is not None:
             yield f"citation_checks[{k}].citation", check.citation

@@ -280,6 +280,10 @@ class Reading:
         if verdict.issues:
             self.stopped = "failed_citation"  # settled: the result is invalid_response
             return [FactEvent(index=item.index, fact=None, checks=verdict.checks)]
+        if fact.citations[0].stance == "contradicts":
+            # Stage 5 rejects a fact whose origin contradicts it: the result is invalid_response.
+            self._broken = True
+            return [FactEvent(index=item.index, fact=None, checks=verdict.checks)]
         self._facts.append(verdict.fact)
         return [FactEvent(index=item.index, fact=verdict.fact, checks=verdict.checks)]
 

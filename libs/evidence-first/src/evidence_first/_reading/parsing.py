@@ -221,7 +221,11 @@ def _json_type(value: object) -> str:
 
 
 def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[ValidationIssue]:
-    """Stage 5: an answer xor missing evidence, facts behind an answer, and the policy."""
+    """Stage 5: an answer xor missing evidence, facts behind an answer, and the policy.
+
+    A fact's first citation, its origin, supports it: every fact rests on at least one
+    supporting span, whatever else its citations say against it.
+    """
     issues: list[ValidationIssue] = []
 
     def inconsistent(path: str, detail: str) -> None:
@@ -236,6 +240,11 @@ def consistency_issues(ledger: Ledger[Any], knowledge: KnowledgePolicy) -> list[
         inconsistent("$.facts", "an answer is given without any fact")
     if answered and ledger.answerable == "no":
         inconsistent(f"$.{DECISION_KEY}", "an answer is given after deciding the sources lack it")
+    for index, fact in enumerate(ledger.facts):
+        if fact.citations[0].stance == "contradicts":
+            inconsistent(
+                f"$.facts[{index}].citations[0].stance", "a fact's first citation contradicts it"
+            )
     for index, item in enumerate(ledger.missing_evidence):
         if not has_text(item):
             inconsistent(f"$.missing_evidence[{index}]", "a missing-evidence item is blank")

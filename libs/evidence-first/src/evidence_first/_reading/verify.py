@@ -126,6 +126,7 @@ class FactVerifier:
     def _verified(self, fact_index: int, fact: Any) -> FactVerdict:
         sent = self._sent
         citations: list[Citation] = []
+        counter: list[Citation] = []
         checks: list[CitationCheck] = []
         issues: list[ValidationIssue] = []
         for citation_index, cited in enumerate(fact.citations):
@@ -138,7 +139,7 @@ class FactVerifier:
                     )
                 )
             else:
-                citations.append(outcome)
+                (counter if check.stance == "contradicts" else citations).append(outcome)
             checks.append(check)
         # A citation's passages read together, as they stand in the source: an object may run
         # across two of them ("Y. p. orientalis" is cut after each initial). Each group of
@@ -163,9 +164,10 @@ class FactVerifier:
             is False
         )
         if unsupported:
+            # The fact's words are read in its supporting text only, so only it is flagged.
             checks = [
                 c.model_copy(update={"flags": (*c.flags, "object_not_cited")})
-                if c.verdict == "verified"
+                if c.verdict == "verified" and c.stance == "supports"
                 else c
                 for c in checks
             ]
@@ -174,6 +176,7 @@ class FactVerifier:
             relation=fact.relation,
             object=fact.object,
             citations=tuple(citations),
+            counter_citations=tuple(counter),
         )
         return FactVerdict(verified, tuple(checks), tuple(issues), unsupported)
 
@@ -203,6 +206,7 @@ def _checked(
         path=path,
         source_id=cited.source_id,
         quote=getattr(cited, "quote", None) or "",
+        stance=cited.stance,
         verdict="rejected",
     )
     if isinstance(outcome, Rejection):

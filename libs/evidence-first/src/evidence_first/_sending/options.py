@@ -302,6 +302,11 @@ class AnswerOptionFields(OptionChecks):
         "question's words: not checked (`off`, it flags too many right answers), flagged, or "
         "an abstention; unset, the model's own",
     )
+    contested_facts: FlagPolicy = Field(
+        "flag",
+        description="an answer resting on a fact with a verified citation the reader marked "
+        "`contradicts`: flagged, an abstention, or not checked (`off`)",
+    )
     unmarked_segments: UnmarkedSegments = Field(
         "list", description="answer text that no marker ties to a fact: listed, or rejected"
     )
@@ -338,6 +343,7 @@ class OptionArgs(TypedDict, total=False):
     non_current_evidence: FlagPolicy
     unsupported_facts: FlagPolicy
     uncovered_question: FlagPolicy
+    contested_facts: FlagPolicy
     unmarked_segments: UnmarkedSegments
 
 

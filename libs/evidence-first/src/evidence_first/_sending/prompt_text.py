@@ -34,11 +34,14 @@ __all__ = [
     "SYSTEM_RULES",
 ]
 
-QUOTE_PROMPT_VERSION = "evidence-first/quote/8"
+QUOTE_PROMPT_VERSION = "evidence-first/quote/10"
 """Quote mode: changes whenever its system prompt, the user message or its schema changes."""
 
-PASSAGE_PROMPT_VERSION = "evidence-first/passage/8"
+PASSAGE_PROMPT_VERSION = "evidence-first/passage/11"
 """Passage mode, versioned separately from quote mode."""
+
+# quote/9, passage/9 and passage/10 were tried and dropped (docs/benchmarks.md): a version is
+# never used twice, so the stance key came with quote/10 and passage/11.
 
 # The system prompt: SYSTEM_RULES, the citation style's facts rule, ANSWER_KEYS, then the
 # style's own rules.
@@ -59,6 +62,9 @@ related thing, another date, another place or another person does not answer it:
 disputed. Without a status, prefer the latest "observed_at". When you cannot tell which is \
 right, say so in "missing_evidence".
 5. When the answer combines facts from several sources, cite each of those sources.
+6. Each citation has a "stance": "supports" when its text states the fact, "contradicts" when \
+its text says otherwise than the fact (another value for the same thing). A fact's first \
+citation supports it.
 
 Reply with exactly one JSON object and nothing else, with these five keys:
 - "answerable": "yes" if a source states the answer to this exact question, else "no". Write \
@@ -88,20 +94,22 @@ MARKER_RULE = (
 # Quote mode's "facts" key. $citations: _limits.MAX_CITATIONS_PER_FACT.
 QUOTE_FACTS_RULE = """\
 - "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
-"relation": ..., "object": ..., "citations": [{"quote": ..., "source_id": ...}]}. Each fact \
-has 1 to $citations citations. "quote" is copied exactly, character for character, from a \
+"relation": ..., "object": ..., "citations": [{"quote": ..., "source_id": ..., \
+"stance": ...}]}. Each fact has 1 to $citations citations. "quote" is copied exactly, character for character, from a \
 source's "text": one contiguous excerpt, usually a sentence or a clause, with nothing changed, \
-added or left out. "source_id" is the "id" of that source.
+added or left out. "source_id" is the "id" of that source. "stance" is "supports" or \
+"contradicts" (rule 6).
 """
 
 # Passage mode's "facts" key. $citations: _limits.MAX_CITATIONS_PER_FACT.
 PASSAGE_FACTS_RULE = """\
 - "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
 "relation": ..., "object": ..., "citations": [{"source_id": ..., "passages": [...], \
-"quote": ...}]}. Each fact has 1 to $citations citations. Each source's text is given as numbered \
-passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
-labels of that source's passages that state the fact; "quote" is null (the passages are \
-turned into exact positions for you).
+"quote": ..., "stance": ...}]}. Each fact has 1 to $citations citations. Each source's text is \
+given as numbered passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
+labels of that source's passages that state the fact, or say otherwise; "quote" is null (the \
+passages are turned into exact positions for you). "stance" is "supports" or "contradicts" \
+(rule 6).
 """
 
 # Passage mode's rule when datamarking. $datamark: _injection.DATAMARK.

@@ -40,6 +40,7 @@ __all__ = [
     "flat_schema",
     "ledger_schema",
     "narrowed",
+    "stance_last",
     "worst_case_chars",
 ]
 
@@ -108,6 +109,17 @@ def flat_schema(model: type[BaseModel]) -> dict[str, Any]:
 def narrowed(general: Mapping[str, Any], properties: Mapping[str, Any]) -> dict[str, Any]:
     """An object schema with some properties replaced, keeping the key order."""
     return {**general, "properties": {**general["properties"], **properties}}
+
+
+def stance_last(general: Mapping[str, Any]) -> dict[str, Any]:
+    """A citation's object schema with its ``stance`` key moved last.
+
+    A grammar-constrained provider writes keys in schema order: the reader names a stance
+    once the text it cites is written, not before.
+    """
+    properties = {name: sub for name, sub in general["properties"].items() if name != "stance"}
+    properties["stance"] = general["properties"]["stance"]
+    return {**general, "properties": properties, "required": list(properties)}
 
 
 def enum_or_string(values: Sequence[str] | None) -> dict[str, Any]:

@@ -60,8 +60,9 @@ class FactEvent(_Frozen):
 
     Attributes:
         index: Its index in the ledger's ``facts``.
-        fact: The fact with its verified citations; ``None`` when a citation failed (the
-            result is then ``invalid_response``) or the fact does not parse.
+        fact: The fact with its verified citations, supporting and counter; ``None`` when a
+            citation failed or its first citation contradicts it (the result is then
+            ``invalid_response``), or the fact does not parse.
         checks: One verdict per citation, as ``citation_checks`` holds them.
     """
 

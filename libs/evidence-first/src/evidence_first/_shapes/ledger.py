@@ -18,7 +18,7 @@ from evidence_first._shapes.limits import (
     MAX_MISSING_ITEMS,
     MAX_TERM_CHARS,
 )
-from evidence_first._shapes.vocabulary import ReaderDecision
+from evidence_first._shapes.vocabulary import ReaderDecision, Stance
 
 __all__ = ["Ledger", "LedgerCitationBase", "LedgerFact", "StrictModel"]
 
@@ -34,9 +34,16 @@ class LedgerCitationBase(StrictModel):
 
     Each style (:mod:`evidence_first._sending.citing`) derives its own, whose ``json_schema_extra``
     bounds reach the request schema.
+
+    ``stance`` is the reader's word on what the cited text does to the fact: states it
+    (``"supports"``) or says otherwise (``"contradicts"``). Each style's schema places it after
+    the cited text, so the reader names a stance for text it has already written. The request
+    schema requires it; a citation without it (today's callers' scripted models, stored
+    answers) still parses, and supports its fact.
     """
 
     source_id: str
+    stance: Stance = "supports"
 
 
 CitationT = TypeVar("CitationT", bound=LedgerCitationBase)

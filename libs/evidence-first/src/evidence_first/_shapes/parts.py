@@ -18,6 +18,7 @@ from evidence_first._shapes.vocabulary import (
     FlagPolicy,
     KnowledgePolicy,
     ReasonCode,
+    Stance,
     UnmarkedSegments,
 )
 
@@ -85,12 +86,23 @@ class Citation(UnitSpan, _Frozen):
 
 
 class Fact(_Frozen):
-    """A declarative subject/relation/object statement; its first citation is its origin span."""
+    """A declarative subject/relation/object statement; its first citation is its origin span.
+
+    Attributes:
+        subject: The fact's subject, as the model wrote it.
+        relation: Its relation.
+        object: Its object.
+        citations: The verified citations that support it, its origin first.
+        counter_citations: The verified citations the reader marked ``contradicts``: text
+            that says otherwise than the fact. Never among ``citations``; the two lengths are
+            the fact's counts per stance.
+    """
 
     subject: str
     relation: str
     object: str
     citations: tuple[Citation, ...]
+    counter_citations: tuple[Citation, ...] = ()
 
 
 class ValidationIssue(_Frozen):
@@ -114,6 +126,8 @@ class CitationCheck(_Frozen):
         path: JSON path of the citation in the model's output.
         source_id: The source ID the model cited.
         quote: The quote the model produced (untrusted model output).
+        stance: What the model said the citation's text does to its fact: ``"supports"`` or
+            ``"contradicts"`` (a verified contradicting citation is the fact's counter-evidence).
         verdict: ``"verified"`` or ``"rejected"``.
         code: The reason code when rejected.
         citation: The resolved spans when verified.
@@ -126,6 +140,7 @@ class CitationCheck(_Frozen):
     path: str
     source_id: str
     quote: str
+    stance: Stance = "supports"
     verdict: Literal["verified", "rejected"]
     code: ReasonCode | None = None
     citation: Citation | None = None
@@ -179,6 +194,8 @@ class JudgeRules(_Frozen):
         non_current_evidence: The policy of the answer flag of that name.
         unsupported_facts: The policy of the answer flag of that name.
         uncovered_question: The policy of the answer flag of that name.
+        contested_facts: The policy of the answer flag of that name (rules stored before it
+            was one judge no fact with counter-evidence: ``"flag"``).
         confidence_floor: The floor the reader's confidence is held to, if any.
         flagged_floor: The higher floor of an answer that carries an answer flag, if any.
     """
@@ -190,5 +207,6 @@ class JudgeRules(_Frozen):
     non_current_evidence: FlagPolicy
     unsupported_facts: FlagPolicy
     uncovered_question: FlagPolicy
+    contested_facts: FlagPolicy = "flag"
     confidence_floor: float | None = Field(ge=0.0, le=1.0)
     flagged_floor: float | None = Field(ge=0.0, le=1.0)

@@ -20,6 +20,7 @@ __all__ = [
     "ReaderDecision",
     "ReasonCode",
     "SegmentSupport",
+    "Stance",
     "UnmarkedSegments",
 ]
 
@@ -31,13 +32,14 @@ AbstentionReason = Literal[
     "non_current_evidence",
     "unsupported_facts",
     "uncovered_question",
+    "contested_facts",
     "no_model_call",
 ]
 """Why a result is ``insufficient_evidence``: the reader listed what is missing; its confidence
 was below the floor (or unreadable while a floor applied); the answer rested only on
-superseded or contradicted sources, on facts whose words their cited text does not hold, or on
-sources that hold too few of the question's words, under an option that makes those abstain;
-or too few sources could be sent to call it."""
+superseded or contradicted sources, on facts whose words their cited text does not hold, on
+sources that hold too few of the question's words, or on a fact with verified counter-evidence,
+under an option that makes those abstain; or too few sources could be sent to call it."""
 
 ABSTENTION_DESCRIPTIONS: dict[AbstentionReason, str] = {
     "reader": "the reader found that the sources do not state the answer",
@@ -49,24 +51,30 @@ ABSTENTION_DESCRIPTIONS: dict[AbstentionReason, str] = {
     "(unsupported_facts='flag' keeps such an answer, flagged)",
     "uncovered_question": "the cited sources hold fewer than 2 in 3 of the question's words "
     "(uncovered_question='flag' keeps such an answer, flagged)",
+    "contested_facts": "a fact the answer rests on has verified counter-evidence "
+    "(contested_facts='flag' keeps such an answer, flagged)",
     "no_model_call": "too few sources could be sent, so the model was not called "
     "(min_evidence, max_context_tokens, min_score and scope decide what is sent)",
 }
 """How the renderers and the CLI word each abstention: which check made it, and which option
 changes it."""
 
-AnswerFlag = Literal["non_current_evidence", "unsupported_facts", "uncovered_question"]
+AnswerFlag = Literal[
+    "non_current_evidence", "unsupported_facts", "uncovered_question", "contested_facts"
+]
 """Why an answer deserves a second look (``EvidenceAnswer.flags``): it rests only on superseded
 or contradicted sources while a current one was sent, on a fact whose object its cited text
-does not hold (``object_not_cited``), or on sources that hold fewer than 2 in 3 of the
-question's words (it answers something near the question). An option makes each an abstention
-instead."""
+does not hold (``object_not_cited``), on sources that hold fewer than 2 in 3 of the
+question's words (it answers something near the question), or on a fact with a verified
+citation the reader marked ``contradicts`` (``Fact.counter_citations``). An option makes each an
+abstention instead."""
 
 ANSWER_FLAG_DESCRIPTIONS: dict[AnswerFlag, str] = {
     "non_current_evidence": "it rests only on superseded or contradicted sources, while a "
     "current one was sent",
     "unsupported_facts": "a fact's object is not in its cited text",
     "uncovered_question": "its cited sources hold fewer than 2 in 3 of the question's words",
+    "contested_facts": "a fact it rests on has verified counter-evidence",
 }
 """How the renderers and the CLI word each answer flag."""
 
@@ -75,6 +83,9 @@ ReaderDecision = Literal["yes", "no"]
 
 DECISION_KEY = "answerable"
 """The ledger key that holds the reader's decision."""
+Stance = Literal["supports", "contradicts"]
+"""What the reader says one citation's text does to its fact: states it, or says otherwise. The
+reader's claim about a citation, apart from the caller's claim about a source (``status``)."""
 KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
 FlagPolicy = Literal["off", "flag", "abstain"]
 """What an answer with an answer flag gets: flagged and kept, or an abstention; ``"off"``: its

@@ -12,7 +12,13 @@ from evidence_first._sending import prompt_text as text
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.injection import DATAMARK, Defences, Touching, datamark, touching_of
 from evidence_first._sending.passages import Passage, SentSources, passages_of
-from evidence_first._sending.schema import NULL, enum_or_string, flat_schema, narrowed
+from evidence_first._sending.schema import (
+    NULL,
+    enum_or_string,
+    flat_schema,
+    narrowed,
+    stance_last,
+)
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.ledger import LedgerCitationBase
 from evidence_first._shapes.limits import (
@@ -127,7 +133,7 @@ class PassageStyle(CitationStyle):
         Measured on the quality set, a small model filled an allowed narrowing quote with
         text the cited passages do not hold in most citations, costing the whole answer.
         """
-        general = flat_schema(PassageCitation)
+        general = stance_last(flat_schema(PassageCitation))
         labels = None if sent is None else sent.passages
         if labels and sum(len(cut) for cut in labels.values()) <= MAX_ENUM_VALUES:
             return {

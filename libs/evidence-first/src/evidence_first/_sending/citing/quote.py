@@ -15,7 +15,13 @@ from evidence_first._sending import prompt_text as text
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.injection import Defences
 from evidence_first._sending.passages import Passage, SentSources
-from evidence_first._sending.schema import CitationShape, enum_or_string, flat_schema, narrowed
+from evidence_first._sending.schema import (
+    CitationShape,
+    enum_or_string,
+    flat_schema,
+    narrowed,
+    stance_last,
+)
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.ledger import LedgerCitationBase
 from evidence_first._shapes.limits import (
@@ -203,7 +209,7 @@ def _general_schema() -> dict[str, Any]:
     """The citation object, its quote first: the model names the source of what it copied."""
     general = flat_schema(LedgerCitation)
     properties = {"quote": general["properties"]["quote"], **general["properties"]}
-    return {**general, "properties": properties, "required": list(properties)}
+    return stance_last({**general, "properties": properties})
 
 
 def _anchored_schema(sent: SentSources, runs: list[list[Run]] | None) -> dict[str, Any]:
