@@ -95,21 +95,21 @@ MARKER_RULE = (
 QUOTE_FACTS_RULE = """\
 - "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
 "relation": ..., "object": ..., "citations": [{"quote": ..., "source_id": ..., \
-"stance": ...}]}. Each fact has 1 to $citations citations. "quote" is copied exactly, character for character, from a \
-source's "text": one contiguous excerpt, usually a sentence or a clause, with nothing changed, \
-added or left out. "source_id" is the "id" of that source. "stance" is "supports" or \
-"contradicts" (rule 6).
+"stance": ...}]}. Each fact has 1 to $citations citations. "quote" is copied exactly, \
+character for character, from a source's "text": one contiguous excerpt, usually a sentence \
+or a clause, with nothing changed, added or left out. "source_id" is the "id" of that source. \
+"stance" is "supports" or "contradicts" (rule 6).
 """
 
 # Passage mode's "facts" key. $citations: _limits.MAX_CITATIONS_PER_FACT.
 PASSAGE_FACTS_RULE = """\
 - "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
 "relation": ..., "object": ..., "citations": [{"source_id": ..., "passages": [...], \
-"quote": ..., "stance": ...}]}. Each fact has 1 to $citations citations. Each source's text is \
-given as numbered passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
-labels of that source's passages that state the fact, or say otherwise; "quote" is null (the \
-passages are turned into exact positions for you). "stance" is "supports" or "contradicts" \
-(rule 6).
+"quote": ..., "stance": ...}]}. Each fact has 1 to $citations citations. Each source's text \
+is given as numbered passages, each with a "label". "source_id" is the "id" of a source; \
+"passages" lists the labels of that source's passages that state the fact, or say otherwise; \
+"quote" is null (the passages are turned into exact positions for you). "stance" is \
+"supports" or "contradicts" (rule 6).
 """
 
 # Passage mode's rule when datamarking. $datamark: _injection.DATAMARK.
