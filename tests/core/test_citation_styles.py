@@ -96,9 +96,10 @@ def test_a_new_style_is_served_end_to_end(monkeypatch):
         "type": "object",
         "properties": {
             "source_id": {"type": "string", "enum": ["a"]},
+            "stance": {"type": "string", "enum": ["supports", "contradicts"]},
             "sentence": {"type": "integer", "minimum": 1},
         },
-        "required": ["source_id", "sentence"],
+        "required": ["source_id", "stance", "sentence"],
         "additionalProperties": False,
     }
     # Its integer counts as its longest print, so the text bounds shrink only as they must.

@@ -87,7 +87,7 @@ def test_sources_are_sent_as_labeled_passages(scripted):
     ]
     # The request asks for labels only; a narrowing quote is still verified if one comes.
     assert all(c["properties"]["quote"] == {"type": "null"} for c in choices)
-    assert all(c["required"] == ["source_id", "passages", "quote"] for c in choices)
+    assert all(c["required"] == ["source_id", "passages", "quote", "stance"] for c in choices)
 
 
 def test_one_passage_resolves_to_its_exact_span(scripted):

@@ -205,7 +205,7 @@ def test_request_schema_enumerates_the_ids_actually_sent(model):
     # A model that declares no dialect gets no quote patterns: one citation object, the quote
     # first, its source an enum of the IDs sent (test_quote_patterns.py has the full dialect).
     citation = fact["properties"]["citations"]["items"]
-    assert list(citation["properties"]) == ["quote", "source_id"]
+    assert list(citation["properties"]) == ["quote", "source_id", "stance"]
     assert citation["properties"]["source_id"]["enum"] == ["a", "b"]
     assert citation["properties"]["quote"] == {"type": "string", "maxLength": 1000}
     assert fact["properties"]["citations"]["minItems"] == 1
@@ -267,7 +267,7 @@ FACT = {
     "subject": "the launch",
     "relation": "moved to",
     "object": "June 15",
-    "citations": [{"source_id": "a", "quote": FACT_QUOTE}],
+    "citations": [{"source_id": "a", "quote": FACT_QUOTE, "stance": "supports"}],
 }
 
 

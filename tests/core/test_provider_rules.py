@@ -306,10 +306,11 @@ def _enum_values(schema: dict[str, Any]) -> int:
 @pytest.mark.parametrize(("limit", "value"), [("max_enum_values", 15), ("max_name_chars", 250)])
 def test_past_an_enum_limit_the_enums_are_dropped(limit, value):
     schema = _passage_schema()
-    # The decision's 2 values, 4 IDs and 12 labels.
-    assert _enum_values(schema_in(schema, "json-schema")) == 18
+    # The decision's 2 values, 4 IDs, 12 labels and each of the 4 choices' 2 stances.
+    assert _enum_values(schema_in(schema, "json-schema")) == 26
     tight = dataclasses.replace(DIALECTS["json-schema"], **{limit: value})
-    assert _enum_values(schema_in(schema, tight)) == 2  # the decision's own two stay
+    # The decision's own two stay, and the stance's, in the one citation object left.
+    assert _enum_values(schema_in(schema, tight)) == 4
 
 
 def test_past_the_minitems_limit_the_bound_is_dropped():

@@ -118,7 +118,7 @@ SOURCES = [
 def test_each_source_sent_is_a_choice_of_its_id_and_its_quotes():
     items = _citation_items(SOURCES, max_output_tokens=512)
     for source, choice in zip(SOURCES, items["anyOf"], strict=True):
-        assert list(choice["properties"]) == ["quote", "source_id"] == choice["required"]
+        assert list(choice["properties"]) == ["quote", "source_id", "stance"] == choice["required"]
         assert choice["properties"]["source_id"]["enum"] == [source.id]
         assert re.fullmatch(choice["properties"]["quote"]["pattern"], source.text)
         other = next(s for s in SOURCES if s is not source)

@@ -370,6 +370,7 @@ def test_a_dialect_drops_bounds_it_cannot_express_and_keeps_the_shape():
     assert citation["items"]["properties"] == {
         "quote": {"type": "string"},
         "source_id": {"type": "string", "enum": ["a", "b"]},
+        "stance": {"type": "string", "enum": ["supports", "contradicts"]},
     }
     assert anthropic["properties"]["answer"] == {"type": ["string", "null"]}
     gemini = schema_in(schema, "gemini")

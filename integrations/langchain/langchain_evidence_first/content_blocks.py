@@ -40,6 +40,11 @@ def to_content_blocks(
     without segments (by an older version) gets one ``Citation`` per verified citation,
     without ``start_index``/``end_index`` and without those three extras.
 
+    Counter-evidence (a fact's ``counter_citations``) never becomes a ``Citation``, which has
+    no stance: a block whose facts have any holds it in its own ``extras["counter_evidence"]``,
+    one entry per counter-citation, each ``{fact_index, source_id, cited_text, char_start,
+    char_end, utf16_start, utf16_end, utf8_start, utf8_end}``.
+
     Args:
         answer: The answer to render.
         title_key: The metadata key of a source's title.
@@ -95,4 +100,24 @@ def to_content_blocks(
                 annotation(citation, span, placement)
                 for citation in answer.facts[fact_index].citations
             )
-    return [create_text_block(answer.answer, annotations=annotations)]
+    block = create_text_block(answer.answer, annotations=annotations)
+    counter = [
+        {
+            "fact_index": fact_index,
+            "source_id": citation.source_id,
+            "cited_text": answer.source(citation.source_id).text[
+                citation.char_start : citation.char_end
+            ],
+            "char_start": citation.char_start,
+            "char_end": citation.char_end,
+            "utf16_start": citation.utf16_start,
+            "utf16_end": citation.utf16_end,
+            "utf8_start": citation.utf8_start,
+            "utf8_end": citation.utf8_end,
+        }
+        for fact_index, fact in enumerate(answer.facts)
+        for citation in fact.counter_citations
+    ]
+    if counter:
+        block["extras"] = {"counter_evidence": counter}
+    return [block]

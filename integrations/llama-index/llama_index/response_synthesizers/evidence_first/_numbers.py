@@ -23,7 +23,8 @@ def segment_numbers(
 ) -> list[int]:
     """The numbers of the nodes cited by the facts ``segment`` rests on, ascending, each once.
 
-    An unmarked segment rests on no fact, so it gets none.
+    An unmarked segment rests on no fact, so it gets none. Only supporting citations number a
+    node: a fact's counter-evidence (``counter_citations``) is not what the segment rests on.
     """
     return sorted(
         {

@@ -22,7 +22,7 @@ from evidence_first._models.dialects import DIALECTS, Dialect, DialectName
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.limits import MAX_ANSWER_CHARS, MAX_FACTS, OUTPUT_TOKENS_PER_FACT
 from evidence_first._shapes.markers import answer_pattern, pattern_chars
-from evidence_first._shapes.vocabulary import DECISION_KEY
+from evidence_first._shapes.vocabulary import DECISION_KEY, STANCE_KEY
 
 __all__ = ["branch_on_answer", "schema_in"]
 
@@ -215,10 +215,11 @@ def _keyword(
     ``written`` is the node's choice (``anyOf``), its branches already written.
     """
     if key == "properties":
-        # The decision's two values are its shape, not a list of what was sent: kept.
+        # The decision's and a stance's two values are their shape, not a list of what was
+        # sent: kept.
         out: dict[str, Any] = {
             key: {
-                name: _written(sub, dialect, keep_enums or name == DECISION_KEY)
+                name: _written(sub, dialect, keep_enums or name in (DECISION_KEY, STANCE_KEY))
                 for name, sub in value.items()
             }
         }

@@ -19,6 +19,7 @@ __all__ = [
     "OmissionReason",
     "ReaderDecision",
     "ReasonCode",
+    "STANCE_KEY",
     "SegmentSupport",
     "Stance",
     "UnmarkedSegments",
@@ -86,6 +87,8 @@ DECISION_KEY = "answerable"
 Stance = Literal["supports", "contradicts"]
 """What the reader says one citation's text does to its fact: states it, or says otherwise. The
 reader's claim about a citation, apart from the caller's claim about a source (``status``)."""
+STANCE_KEY = "stance"
+"""The ledger citation's key that holds its stance."""
 KnowledgePolicy = Literal["evidence-only", "allow-general-inference"]
 FlagPolicy = Literal["off", "flag", "abstain"]
 """What an answer with an answer flag gets: flagged and kept, or an abstention; ``"off"``: its

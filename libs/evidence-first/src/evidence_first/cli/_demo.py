@@ -181,8 +181,14 @@ def _summary(answers: list[EvidenceAnswer]) -> str:
         f"{status}: {sum(a.status == status for a in answers)}"
         for status in ("answered", "insufficient_evidence", "invalid_response")
     )
+    contested = sum(bool(fact.counter_citations) for answer in answers for fact in answer.facts)
+    countered = (
+        f" {contested} returned fact(s) carry verified counter-evidence (contradicted by [n])."
+        if contested
+        else ""
+    )
     return (
         f"Summary: {statuses}. The models produced {len(checks)} citations; {verified} verified "
         f"and {len(checks) - verified} were rejected. Only verified citations are ever returned "
-        "as evidence."
+        f"as evidence.{countered}"
     )

@@ -140,8 +140,14 @@ class _Screen:
             spans.append(f"[{number}] {printable(c.source_id)} chars {c.char_start}-{c.char_end}")
         shown = " | ".join(in_text(part) for part in (fact.subject, fact.relation, fact.object))
         flags = dict.fromkeys(flag for check in event.checks for flag in check.flags)
+        # Counter-evidence is numbered in the report after every supporting span, which later
+        # facts may add to: here it is named by its place alone.
         return [
             f"  ✓ fact: {shown}  {', '.join(spans)}",
+            *(
+                f"      contradicted by {printable(c.source_id)} chars {c.char_start}-{c.char_end}"
+                for c in fact.counter_citations
+            ),
             *(f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in flags),
         ]
 

@@ -87,10 +87,18 @@ def _html_answer(view: AnswerView, anchor: str) -> list[str]:
     return [f'<p class="answer">{shown}</p>']
 
 
+def _countered(fact: FactView, numbers: str) -> str:
+    """The words before a fact's counter-evidence numbers; nothing when it has none."""
+    return f" contradicted by {numbers}" if fact.countered else ""
+
+
 def _html_fact(fact: FactView, anchor: str) -> str:
+    countered = _html_links(anchor, fact.counter_numbers)
     return (
         f"<li>{_h(fact.subject)} — {_h(fact.relation)} — {_h(fact.object)}"
-        f"{_html_links(anchor, fact.footnotes)}</li>"
+        f"{_html_links(anchor, fact.footnotes)}"
+        + (f'<small class="countered">{_countered(fact, countered)}</small>' if countered else "")
+        + "</li>"
     )
 
 
@@ -205,6 +213,7 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
         "**Facts:**",
         [
             f"{i}. {_md(f.subject)} — {_md(f.relation)} — {_md(f.object)} {_footnotes(f.footnotes)}"
+            + _countered(f, _footnotes(f.counter_numbers))
             for i, f in enumerate(view.facts, start=1)
         ],
     )
@@ -236,8 +245,9 @@ def _check_line(item: CheckView, context_chars: int) -> list[str]:
     if item.source is not None and c is not None:
         label = "" if item.number is None else f"[{item.number}] "
         passages = f" (passages {', '.join(c.passages)})" if c.passages else ""
+        stance = ", contradicts its fact" if check.stance == "contradicts" else ""
         return [
-            f"    ✓ verified  {label}{printable(c.source_id)}{printable(passages)}:",
+            f"    ✓ verified  {label}{printable(c.source_id)}{printable(passages)}{stance}:",
             *(
                 f"      chars {span.char_start}-{span.char_end}: "
                 f"{_in_context(item.source, span.char_start, span.char_end, context_chars)}"
@@ -297,11 +307,17 @@ def _fact_lines(facts: Sequence[FactView]) -> list[str]:
     p = printable
     lines: Counter[str] = Counter()
     for fact in facts:
-        spans = ", ".join(
-            f"[{number}] {p(c.source_id)} chars {c.char_start}-{c.char_end}"
-            for number, c in fact.cited
+        spans, counter = (
+            ", ".join(
+                f"[{number}] {p(c.source_id)} chars {c.char_start}-{c.char_end}"
+                for number, c in cited
+            )
+            for cited in (fact.cited, fact.countered)
         )
-        lines[f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  {spans}"] += 1
+        lines[
+            f"{p(fact.subject)} | {p(fact.relation)} | {p(fact.object)}  {spans}"
+            + _countered(fact, counter)
+        ] += 1
     return [
         f"  Fact {number}: {line}" + (f"  (the same fact x{count})" if count > 1 else "")
         for number, (line, count) in enumerate(lines.items(), start=1)

@@ -4,7 +4,9 @@ The three renderers (:mod:`evidence_first.render`) only format these parts. Each
 span is numbered once, in order of first appearance, and shown inside an excerpt of its source;
 the notes say how confident the reader was and why an answer deserves a second look. The answer
 is cut at its segments, each followed by the numbers of the spans its facts cite (its
-footnotes) or its note; the text between segments is kept as it is. Every string the model
+footnotes) or its note; the text between segments is kept as it is. A fact's counter-evidence
+(its ``counter_citations``) is numbered after every supporting span and shown with its fact
+alone ("contradicted by [3]"), never among the answer's footnotes. Every string the model
 wrote is shown with its bracketed numbers in parentheses
 (:func:`~evidence_first.render._escaping.unbracketed`), so
 that every ``[n]`` a rendering writes is one of its span numbers.
@@ -75,9 +77,13 @@ class Excerpt:
     span: str
     after: str
     flags: tuple[CitationFlag, ...]
+    countering: bool = False
 
     def warnings(self) -> list[str]:
-        return [f"flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in self.flags]
+        counter = ["counter-evidence: the reader marked it as contradicting its fact"]
+        return (counter if self.countering else []) + [
+            f"flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in self.flags
+        ]
 
 
 @dataclass(frozen=True)
@@ -101,12 +107,22 @@ class AnswerPart:
 
 @dataclass(frozen=True)
 class FactView:
-    """A returned fact, with the span number of each of its citations, in citation order."""
+    """A returned fact, with the span number of each of its citations, in citation order.
+
+    ``cited`` are its supporting citations; ``countered`` its counter-citations, numbered like
+    every span and shown apart from its footnotes ("contradicted by [3]").
+    """
 
     subject: str
     relation: str
     object: str
     cited: tuple[tuple[int, Citation], ...]
+    countered: tuple[tuple[int, Citation], ...] = ()
+
+    @property
+    def counter_numbers(self) -> tuple[int, ...]:
+        """The numbers of the spans that contradict it, each once, in order."""
+        return tuple(dict.fromkeys(number for number, _ in self.countered))
 
     @property
     def footnotes(self) -> tuple[int, ...]:
@@ -144,14 +160,15 @@ class AnswerView:
         notes: Sentences on the answer as a whole: the reader's confidence against its floor,
             why it abstained, why it deserves a second look.
         answer: The answer as shown, or ``None``; ``segments`` it cut at its segments
-            (``None`` without segments to cut it at), ``footnotes`` every cited span's number,
-            in order.
+            (``None`` without segments to cut it at), ``footnotes`` every supporting span's
+            number, in order.
         inference: General inference kept apart from the facts, as shown.
         facts: The returned facts, as shown.
         missing_evidence: What the model said is missing, as shown.
         rejections: Every failed check; ``reason_codes`` their distinct codes.
         diagnostic: The explanation of a result without a model call.
-        excerpts: Each distinct cited span, numbered, in its source's text.
+        excerpts: Each distinct cited span, numbered, in its source's text: the supporting
+            ones, then the counter-evidence.
         checks: The verdict on every citation the model produced.
     """
 
@@ -188,7 +205,9 @@ def answer_view(answer: EvidenceAnswer, context_chars: int) -> AnswerView:
         notes=tuple(_notes(answer)),
         answer=_shown(answer.answer),
         segments=None if segments is None else tuple(segments),
-        footnotes=tuple(item.number for item in cited),
+        footnotes=tuple(
+            dict.fromkeys(numbers[id(c)] for fact in answer.facts for c in fact.citations)
+        ),
         inference=_shown(answer.inference),
         facts=tuple(
             FactView(
@@ -196,6 +215,7 @@ def answer_view(answer: EvidenceAnswer, context_chars: int) -> AnswerView:
                 unbracketed(f.relation),
                 unbracketed(f.object),
                 tuple((numbers[id(c)], c) for c in f.citations),
+                tuple((numbers[id(c)], c) for c in f.counter_citations),
             )
             for f in answer.facts
         ),
@@ -260,7 +280,11 @@ def around(text: str, start: int, end: int, context_chars: int) -> tuple[str, st
 
 
 def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[Excerpt], dict[int, int]]:
-    """Number each distinct cited span once, in order of first appearance."""
+    """Number each distinct cited span once, in order of first appearance, counter-evidence last.
+
+    The supporting spans come first, so the answer's footnotes run from 1 without a gap; a
+    counter-citation of a span that also supports a fact keeps that span's number.
+    """
     numbers: dict[_Span, int] = {}
     flags: dict[_Span, tuple[CitationFlag, ...]] = {}
     for check in answer.citation_checks:
@@ -268,27 +292,29 @@ def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[Excerpt]
             flags[_span(check.citation)] = check.flags
     excerpts: list[Excerpt] = []
     by_citation: dict[int, int] = {}
-    for fact in answer.facts:
-        for citation in fact.citations:
-            key = _span(citation)
-            if key not in numbers:
-                source = answer.source(citation.source_id)
-                before, after = around(
-                    source.text, citation.char_start, citation.char_end, context_chars
+    cited = [(c, False) for fact in answer.facts for c in fact.citations]
+    cited += [(c, True) for fact in answer.facts for c in fact.counter_citations]
+    for citation, countering in cited:
+        key = _span(citation)
+        if key not in numbers:
+            source = answer.source(citation.source_id)
+            before, after = around(
+                source.text, citation.char_start, citation.char_end, context_chars
+            )
+            numbers[key] = len(excerpts) + 1
+            excerpts.append(
+                Excerpt(
+                    number=numbers[key],
+                    citation=citation,
+                    source=source,
+                    before=before,
+                    span=source.text[citation.char_start : citation.char_end],
+                    after=after,
+                    flags=flags.get(key, ()),
+                    countering=countering,
                 )
-                numbers[key] = len(excerpts) + 1
-                excerpts.append(
-                    Excerpt(
-                        number=numbers[key],
-                        citation=citation,
-                        source=source,
-                        before=before,
-                        span=source.text[citation.char_start : citation.char_end],
-                        after=after,
-                        flags=flags.get(key, ()),
-                    )
-                )
-            by_citation[id(citation)] = numbers[key]
+            )
+        by_citation[id(citation)] = numbers[key]
     return excerpts, by_citation
 
 
