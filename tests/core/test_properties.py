@@ -186,7 +186,8 @@ def citations(draw: st.DrawFn, texts: list[str], ids: list[str], ghost: str) -> 
         quote = draw(st.sampled_from(["", " ", "\n\t"]))
     else:
         quote = draw(st.text(alphabet=CHARS, max_size=20))
-    return {"source_id": source_id, "quote": quote}
+    stance = draw(st.sampled_from([None, None, "supports", "contradicts"]))
+    return {"source_id": source_id, "quote": quote} | ({} if stance is None else {"stance": stance})
 
 
 @st.composite
@@ -631,7 +632,9 @@ def _run(sources: list[Evidence], response: ModelResponse | str, **options: Any)
 
 
 def _returned_citations(answer: EvidenceAnswer) -> list[Citation]:
-    return [citation for fact in answer.facts for citation in fact.citations]
+    return [
+        citation for fact in answer.facts for citation in (*fact.citations, *fact.counter_citations)
+    ]
 
 
 def _assert_spans(text: str, citation: Citation) -> None:
@@ -783,3 +786,36 @@ def test_validation_details_never_echo_evidence_or_quotes(case):
         assert MARK not in issue.path
         for echo in echoes:
             assert echo not in issue.detail
+
+
+def _stances(ledger: dict[str, Any], stance: str | None) -> str:
+    """The ledger's JSON with every citation's stance set to ``stance`` (``None``: no key)."""
+    facts = [
+        {
+            **item,
+            "citations": [
+                {key: value for key, value in c.items() if key != "stance"}
+                | ({} if stance is None else {"stance": stance})
+                for c in item["citations"]
+            ],
+        }
+        for item in ledger["facts"]
+    ]
+    return json.dumps({**ledger, "facts": facts})
+
+
+@PROPERTY_SETTINGS
+@given(scenarios())
+def test_a_ledger_without_stances_gives_the_result_of_one_whose_citations_all_support(scenario):
+    # What a ledger meant before it had stances, it means still: every field of its result is
+    # the one its citations all marked "supports" give (the new fields at their defaults).
+    sources, options = scenario["sources"], scenario["options"]
+    without = _run(sources, _stances(scenario["ledger"], None), **options)
+    marked = _run(sources, _stances(scenario["ledger"], "supports"), **options)
+    kept, given_ = without.as_dict(), marked.as_dict()
+    kept.pop("raw_response")
+    given_.pop("raw_response")
+    assert kept == given_
+    assert all(fact.counter_citations == () for fact in without.facts)
+    assert all(check.stance == "supports" for check in without.citation_checks)
+    assert "contested_facts" not in without.flags
