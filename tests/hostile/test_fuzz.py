@@ -95,7 +95,7 @@ class Hostile:
         sent = _sent(request)
         facts = []
         for _ in range(rng.randint(0, 4)):
-            citations = [self._citation(sent) for _ in range(rng.randint(1, 3))]
+            citations = [self._stanced(self._citation(sent)) for _ in range(rng.randint(1, 3))]
             facts.append({"subject": "s", "relation": "r", "object": "o", "citations": citations})
         answered = rng.random() < 0.7
         self.ledger = {
@@ -105,6 +105,13 @@ class Hostile:
             "missing_evidence": [] if answered else [rng.choice(["the date", ""])],
         }
         return _wrap(rng, self.ledger)
+
+    def _stanced(self, citation: dict[str, Any]) -> dict[str, Any]:
+        """The citation with a stance drawn: none (it supports), either of the two, or another."""
+        rng = self.rng
+        # Another value fails the whole ledger's shape: drawn rarely, so that most reach stage 4.
+        stance = 3 if rng.random() < 0.02 else rng.choice([None, "supports", "contradicts"])
+        return citation if stance is None else {**citation, "stance": stance}
 
     def _citation(self, sent: dict[str, Any]) -> dict[str, Any]:
         rng = self.rng
@@ -269,7 +276,7 @@ def run_fuzz(mode: str, cases: int, seed: int, *, streamed: bool = False) -> Rep
         sent = _sent(model.request)
         originals = {s.id: s.text for s in sources}
         claimed = [c for f in (model.ledger or {}).get("facts", []) for c in f["citations"]]
-        returned = [c for fact in answer.facts for c in fact.citations]
+        returned = [c for fact in answer.facts for c in (*fact.citations, *fact.counter_citations)]
         returned += [k.citation for k in answer.citation_checks if k.citation is not None]
         returned += reported
         for citation in returned:
@@ -277,7 +284,24 @@ def run_fuzz(mode: str, cases: int, seed: int, *, streamed: bool = False) -> Rep
             problem = _check(citation, originals, sent, claimed)
             if problem is not None:
                 report.false_accepts.append(f"{answer.status}: {problem}")
+        problem = _stance_problem(answer, model.ledger or {})
+        if problem is not None:
+            report.false_accepts.append(f"{answer.status}: {problem}")
     return report
+
+
+def _stance_problem(answer: EvidenceAnswer, ledger: dict[str, Any]) -> str | None:
+    """Why a returned fact's citations are not the ledger's of their stance, or None."""
+    for fact, written in zip(answer.facts, ledger.get("facts", []), strict=False):
+        stances = [c.get("stance", "supports") for c in written["citations"]]
+        if stances[0] != "supports":
+            return "a fact is returned whose first citation does not support it"
+        if (len(fact.citations), len(fact.counter_citations)) != (
+            stances.count("supports"),
+            stances.count("contradicts"),
+        ):
+            return "a fact's citations are not the ledger's of their stance"
+    return None
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["whole", "streamed"])
