@@ -192,3 +192,37 @@ def test_an_answer_without_segments_keeps_one_citation_per_citation(scripted_cha
         assert "start_index" not in note
         assert "end_index" not in note
         assert not {"segment_index", "fact_index", "support"} & set(note["extras"])
+
+
+def test_counter_evidence_is_an_extra_of_the_block_never_a_citation(scripted_chat_model):
+    # langchain-core's Citation has no stance: counter-evidence must not read as support.
+    launch = _support.fact(
+        ("standup", QUOTE),
+        {"source_id": "standup", "quote": "Ravi owns it.", "stance": "contradicts"},
+        subject="launch",
+        relation="moved to",
+        obj="June 15",
+    )
+    answer = _answer(scripted_chat_model, _support.ledger_dict([launch], answer="June 15"))
+    assert answer.status == "answered"
+
+    (block,) = to_content_blocks(answer)
+    assert [a["cited_text"] for a in block["annotations"]] == [QUOTE]
+    (entry,) = block["extras"]["counter_evidence"]
+    start = TEXT.index("Ravi owns it.")
+    assert entry == {
+        "fact_index": 0,
+        "source_id": "standup",
+        "cited_text": "Ravi owns it.",
+        "char_start": start,
+        "char_end": start + len("Ravi owns it."),
+        "utf16_start": start + 1,
+        "utf16_end": start + 1 + len("Ravi owns it."),
+        "utf8_start": start + 3,
+        "utf8_end": start + 3 + len("Ravi owns it."),
+    }
+
+
+def test_a_block_without_counter_evidence_has_no_extras(scripted_chat_model):
+    (block,) = to_content_blocks(_answer(scripted_chat_model, _ledger()))
+    assert "extras" not in block

@@ -218,3 +218,25 @@ def test_the_option_is_checked_copied_and_taken_by_from_args(fake_openai, retrie
 
     engine = EvidenceQueryEngine.from_args(retriever, llm=llm, number_sources=True)
     assert "source_numbers" in engine.query(QUESTION).metadata
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streaming"])
+def test_a_node_cited_only_as_counter_evidence_gets_no_number(fake_openai, streaming):
+    launch = _fact("notes", LAUNCH, "June 15")
+    launch["citations"].append(
+        {"source_id": "handbook", "quote": "Core hours are 10 to 15.", "stance": "contradicts"}
+    )
+    llm = llm_answering(fake_openai, ledger("The launch is June 15 [F1].", [launch]))
+    synthesizer = EvidenceSynthesizer(llm=llm, number_sources=True, streaming=streaming)
+
+    response = synthesizer.synthesize(QUESTION, three_nodes())
+    if streaming:
+        response = response.get_response()
+
+    answer = evidence_answer(response)
+    assert answer.status == "answered"
+    assert [c.source_id for c in answer.facts[0].counter_citations] == ["handbook"]
+    # The handbook node is sent (number 2) and cited against the fact, never for it.
+    assert response.response == "The launch is June 15.[1]"
+    assert response.metadata["source_number_node_ids"] == {1: "notes"}
+    assert_mapping_consistent(response)
