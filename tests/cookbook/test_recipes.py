@@ -43,6 +43,7 @@ RECIPES = [
     "08_bulk_answering_on_ray",  # runs on a local Ray in test_ray_recipe.py
     "09_follow_up_retrieval",
     "10_streaming_chat",
+    "11_counter_evidence",
 ]
 STATUSES = {"answered", "insufficient_evidence", "invalid_response"}
 
@@ -414,6 +415,25 @@ def test_flagged_citations_recipe_holds_the_obedient_answer_and_shows_the_carefu
     sent_line = printed.splitlines()[1]
     assert "<|im_end|>" not in sent_line
     assert "\\u003c|im_end|\\u003e" in sent_line
+
+
+# 11. Counter-evidence, over the demo corpus's two sources that disagree.
+
+
+def test_counter_evidence_recipe_returns_the_ticket_against_the_emails_fact(capsys):
+    answers = recipe("11_counter_evidence").main()
+    flagged, strict = answers["flagged"], answers["strict"]
+    assert flagged.status == "answered"
+    assert flagged.flags == ("contested_facts",)
+    (fact,) = flagged.facts
+    assert [c.source_id for c in fact.citations] == ["email-omar-05-05"]
+    assert [c.source_id for c in fact.counter_citations] == ["ticket-HAR-311"]
+    assert [record["source_id"] for record in flagged.citations()] == ["email-omar-05-05"]
+    assert (strict.status, strict.abstention) == ("insufficient_evidence", "contested_facts")
+    printed = capsys.readouterr().out
+    assert "Answer: Yes, it finished on May 4. [1]" in printed
+    assert "contradicted by [2] ticket-HAR-311" in printed
+    assert "against: ticket-HAR-311: 'Status: in progress.'" in printed
 
 
 # 9. Follow-up retrieval.

@@ -329,3 +329,72 @@ def test_a_counter_citation_is_a_citation_with_spans_in_every_unit():
     assert isinstance(counter, Citation)
     data = TICKET.text.encode("utf-8")
     assert data[counter.utf8_start : counter.utf8_end].decode("utf-8") == IN_PROGRESS
+
+
+# The model-free target: perfect ledgers over the demo corpus's answerable questions, each with
+# one verified contradicting citation added to its fact, are withheld no more often than
+# without it, under the default options.
+PERFECT = [
+    (
+        "When does Harbor launch?",
+        ("standup-04-28", "The launch moved to June 15", "June 15"),
+        ("standup-04-14", "Harbor launch is planned for June 8."),
+    ),
+    (
+        "Who owns the payment provider security review?",
+        ("standup-04-28", "Dana Whitfield owns the security review.", "Dana Whitfield"),
+        ("email-omar-05-05", "the security review finished on May 4"),
+    ),
+    (
+        "When is the Harbor budget review?",
+        ("email-priya-05-02", "the budget review is on Friday, May 8, at 10:00.", "Friday, May 8"),
+        ("standup-04-14", "Harbor launch is planned for June 8."),
+    ),
+    (
+        "Has the payment provider security review finished?",
+        ("email-omar-05-05", "the security review finished on May 4", "May 4"),
+        ("ticket-HAR-311", "Status: in progress."),
+    ),
+    (
+        "When will the invoice time zone bug be fixed?",
+        ("ticket-HAR-318", "Fix expected on Tuesday.", "Tuesday"),
+        ("standup-04-28", "QA found two blocking bugs; one is fixed."),
+    ),
+]
+
+
+def _demo_sources(question: str) -> list[Evidence]:
+    from evidence_first.cli._demo import load_demo_corpus
+
+    corpus = load_demo_corpus()
+    by_id = {source["id"]: source for source in corpus["sources"]}
+    (asked,) = [q for q in corpus["questions"] if q["question"] == question and not q.get("tiny")]
+    return [
+        Evidence(
+            id=item["id"],
+            text=by_id[item["id"]]["text"],
+            status=by_id[item["id"]].get("status"),
+            score=item["score"],
+        )
+        for item in asked["retrieved"]
+    ]
+
+
+def test_one_verified_contradicting_citation_withholds_no_perfect_answer():
+    extra_abstentions = 0
+    for question, (source_id, quote, obj), (counter_id, counter_quote) in PERFECT:
+        sources = _demo_sources(question)
+        supporting = _cite(source_id, quote)
+        results = []
+        for citations in (
+            [supporting],
+            [supporting, _cite(counter_id, counter_quote, "contradicts")],
+        ):
+            fact = _support.fact(*citations, subject="it", relation="is", obj=obj)
+            ledger = {"answerable": "yes"} | _support.ledger_dict([fact], answer=f"{obj} [F1].")
+            results.append(answer_from_evidence(question, sources, _support.ScriptedModel(ledger)))
+        perfect, contested = results
+        assert perfect.status == "answered", question
+        assert [c.source_id for c in contested.facts[0].counter_citations] == [counter_id]
+        extra_abstentions += contested.status != "answered"
+    assert extra_abstentions == 0
