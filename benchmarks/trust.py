@@ -1,9 +1,13 @@
 """Trust on public questions, with no model: every answer-level check, measured at scale.
 
 Each item of a public set (``public_sets.py``: NQ-open, ClapNQ, XQuAD by language and, held
-out, SQuAD 2.0) is answered by the real engine (``answer_from_evidence``) with a scripted
-reader that replies with a prepared ledger: a **perfect** one (what a perfect reader writes:
-the gold answer, citing exactly the gold sentence), or a **wrong** one of five kinds:
+out, SQuAD 2.0, BoolQ, HotpotQA and TAT-QA) is answered by the real engine
+(``answer_from_evidence``) with a scripted reader that replies with a prepared ledger: a
+**perfect** one (what a perfect reader writes: the gold answer, citing exactly the gold
+sentence; for a yes-or-no question, the verdict as the object of the question's claim,
+citing the gold passage's sentence that best matches the question), a **realistic** right one
+(the question's words restated, a date or number written another way, two sentences cited),
+or a **wrong** one of five kinds:
 
 - ``on_topic_non_answer``: an unanswerable item (ClapNQ, SQuAD 2.0): its on-topic passage's
   sentence sharing most words with the question, cited as the answer;
@@ -19,8 +23,12 @@ the gold answer, citing exactly the gold sentence), or a **wrong** one of five k
 
 Each is sent in three configurations: the gold passage ``alone``; with 2-4 ``random`` other
 items' passages; with a BM25 retriever's 3-9 nearest others (``bm25``, precomputed by
-``data/public/make_sets.py``). Counts, the gold passage's place and the other answers drawn are
-seeded by the item's ID, and source IDs are a retriever's (``doc-1``...). Both citation modes:
+``data/public/make_sets.py``; HotpotQA's own distractor paragraphs, which its retriever found
+for the question). A perfect ledger is also sent with the gold passage ranked ``first`` among
+9 of those neighbours under the default allowance. Counts, the gold passage's place and the
+other answers drawn are seeded by the item's ID, and source IDs are a retriever's
+(``doc-1``...). A yes-or-no item has no ledger of the kinds that need a span of its answer
+(:data:`VERDICT_NOT_BUILT` says why). Both citation modes:
 in passage mode the reader cites the labels of the passages holding its sentence, read from
 the request it receives.
 
@@ -404,25 +412,35 @@ def rng_for(item: Item, purpose: str) -> random.Random:
     return random.Random(f"trust:{item.set}:{item.id}:{purpose}")
 
 
+def retrieved(item: Item) -> list[Source]:
+    """What a retriever sends beside the item's passage, nearest first.
+
+    HotpotQA's own distractors where the set has them: the paragraphs its retriever found
+    for the question, each a source as a retriever sends it. Else the BM25 neighbours' passages.
+    """
+    if item.distractors:
+        return [Source(text, title) for title, text in item.distractors]
+    by_id = pool(item.set).by_id
+    return [Source(by_id[n].text, by_id[n].title) for n in item.neighbours]
+
+
 def configuration(item: Item, config: str, rng: random.Random) -> Sent:
     """The sources of one configuration, the gold passage at a seeded-random place."""
     gold = Source(item.text, item.title)
-    others: list[Item] = []
+    sources: list[Source] = []
     if config == "random":
         count = rng.randint(*RANDOM_OTHERS)
         # One more than needed, so that leaving out the item's own passage leaves enough.
         drawn = rng.sample(pool(item.set).passages, count + 1)
         others = [other for other in drawn if other.text != item.text][:count]
+        sources = [Source(other.text, other.title) for other in others]
     elif config == "bm25":
-        by_id = pool(item.set).by_id
-        others = [by_id[n] for n in item.neighbours[: rng.randint(*BM25_OTHERS)]]
+        sources = retrieved(item)[: rng.randint(*BM25_OTHERS)]
     elif config == FIRST:
-        by_id = pool(item.set).by_id
-        others = [by_id[n] for n in item.neighbours[:FIRST_OTHERS]]
-    sources = [Source(other.text, other.title) for other in others]
+        sources = retrieved(item)[:FIRST_OTHERS]
     place = 0 if config == FIRST else rng.randint(0, len(sources))
     sources.insert(place, gold)
-    top = None if not others else (0 if place > 0 else 1)
+    top = None if len(sources) == 1 else (0 if place > 0 else 1)
     return Sent(tuple(sources), place, top)
 
 
@@ -499,6 +517,51 @@ def restated_question(question: str) -> str | None:
         words = words[1:]
     restated = " ".join(words)
     return restated if any(map(str.isalpha, restated)) else None
+
+
+# The opening verb of a question asked to be answered yes or no.
+_AUXILIARY = re.compile(
+    r"^\s*(is|are|was|were|do|does|did|can|could|will|would|has|have|had|should|may|might"
+    r"|must)\s+",
+    re.IGNORECASE,
+)
+# Why a yes-or-no item has no ledger of these kinds (its other kinds are built).
+VERDICT_NOT_BUILT = {
+    "restated": "a yes or no answer's claim is the question's own words already",
+    "reformatted": "a yes or no answer has no date or number to rewrite",
+    "superseded_only": "a yes or no answer is no span of the passage to replace",
+    "object_not_cited": "the opposite verdict states the same claim: no words check tells it",
+}
+
+
+def verdict_claim(question: str) -> tuple[str, str]:
+    """A yes-or-no question as a reader states its claim: ``(subject, relation)``.
+
+    The relation is the question's opening verb ("is", "does"), the subject the rest of its
+    words ("windows movie maker part of windows essentials"): the engine reads a verdict's
+    claim as the subject's and relation's words together.
+    """
+    asked = question.strip().rstrip("?").strip()
+    opening = _AUXILIARY.match(asked)
+    if opening is None:
+        return asked, "is"
+    return asked[opening.end() :], opening.group(1).casefold()
+
+
+def verdict_sentence(text: str, question: str) -> Span:
+    """The sentence a reader cites for a yes-or-no claim: the question's numbers, then words.
+
+    The sentence holding every number the question holds, if one does, sharing most words
+    with the question (the first of equals).
+    """
+    asked = content_words(question)
+    numbers = set(_NUMBER.findall(question))
+
+    def score(span: Span) -> tuple[bool, int]:
+        sentence = _slice(text, span)
+        return numbers <= set(_NUMBER.findall(sentence)), len(asked & content_words(sentence))
+
+    return max(sentences(text) or ((0, len(text)),), key=score)
 
 
 _MONTH_NAMES = [
@@ -629,6 +692,8 @@ class ItemCases:
                     _slice(item.text, span).strip(),
                 )
             ]
+        if item.yes_no and not item.selected:
+            return self.verdict_cases(config, sent)
         claims = self.perfect_claims(sent)
         if claims is None:
             why = (
@@ -687,22 +752,59 @@ class ItemCases:
             built.append(Case("two_sentences", config, sent.sources, (joined, *rest), answer))
         return built
 
+    def next_sentence(self, span: Span) -> Span | None:
+        """The sentence after ``span`` in the item's passage, or the one before if none."""
+        spans = sentences(self.item.text)
+        after = [other for other in spans if other[0] >= span[1]]
+        before = [other for other in spans if other[1] <= span[0]]
+        return after[0] if after else before[-1] if before else None
+
     def two_sentences(self, claim: Claim) -> Claim | None:
         """The claim citing its sentences and the next one (or the one before), joined.
 
         Its object is drawn from both: the answer, then the other sentence's last words.
         """
         text = self.item.text
-        spans = sentences(text)
-        after = [span for span in spans if span[0] >= claim.span[1]]
-        before = [span for span in spans if span[1] <= claim.span[0]]
-        other = after[0] if after else before[-1] if before else None
+        other = self.next_sentence(claim.span)
         if other is None:
             return None
         words = re.findall(r"\S+", _slice(text, tail_phrase(text, other)))[-JOINED_WORDS:]
         joined = (min(claim.span[0], other[0]), max(claim.span[1], other[1]))
         obj = f"{claim.object}, {' '.join(words)}"
         return Claim(claim.source, joined, claim.subject, claim.relation, obj)
+
+    def verdict_cases(self, config: str, sent: Sent) -> list[Case]:
+        """A yes-or-no item's ledgers: its verdict, claimed in the question's words.
+
+        The perfect ledger's one fact is the question's claim (:func:`verdict_claim`) with the
+        gold verdict as its object, citing the gold passage's sentence that best matches the
+        question (:func:`verdict_sentence`); ``two_sentences`` cites it and the next sentence;
+        a ``distractor`` cites the top other passage's best-matching sentence for the same
+        claim. Kinds that need a span of the answer are not built (:data:`VERDICT_NOT_BUILT`).
+        """
+        item = self.item
+        verdict = item.long_answer or item.answers[0]
+        subject, relation = verdict_claim(item.question)
+        span = verdict_sentence(item.text, item.question)
+        claim = Claim(sent.gold, span, subject, relation, verdict)
+        built = [Case(PERFECT, config, sent.sources, (claim,), verdict)]
+        if config == FIRST:
+            return built
+        for kind, why in VERDICT_NOT_BUILT.items():
+            self.not_built[kind, config] = why
+        other = self.next_sentence(span)
+        if other is None:
+            self.not_built["two_sentences", config] = "the passage has one sentence"
+        else:
+            joined = (min(span[0], other[0]), max(span[1], other[1]))
+            two = Claim(sent.gold, joined, subject, relation, verdict)
+            built.append(Case("two_sentences", config, sent.sources, (two,), verdict))
+        if sent.top_other is not None:
+            top = sent.sources[sent.top_other]
+            cited = verdict_sentence(top.text, item.question)
+            wrong = Claim(sent.top_other, cited, subject, relation, verdict)
+            built.append(Case("distractor", config, sent.sources, (wrong,), verdict))
+        return built
 
     def distractor(self, config: str, sent: Sent) -> list[Case]:
         """The top other passage's sentence nearest the question, unless it holds an answer."""
@@ -1336,8 +1438,8 @@ def _split_tables(of: Sequence[Record], split: str, policy: Mapping[str, FlagPol
     if any(r.config == FIRST for r in scripted):
         lines += [
             "",
-            f"#### The gold passage first among {FIRST_OTHERS} BM25 neighbours, the default "
-            f"allowance, {label}",
+            f"#### The gold passage first among its retriever's {FIRST_OTHERS} nearest others, "
+            f"the default allowance, {label}",
             "",
             *first_table(scripted, policy),
         ]
