@@ -41,11 +41,13 @@ Run from the workspace root::
 
     uv run python benchmarks/trust.py [--sets nq-open,clapnq,...] [--split tune|report|all]
         [--modes quote,passage] [--configs alone,random,bm25] [--limit N] [--quick]
-        [--json PATH] [--records PATH] [--policy CHECK=flag|abstain,...] [--workers N]
+        [--json PATH] [--records PATH] [--policy CHECK=flag|abstain,...] [--summary]
+        [--workers N]
 
 It prints the machine line, then Markdown tables, then the wall time. ``--json`` writes one
 record per ledger judged (and per ledger that could not be built); ``--records`` tabulates
-stored records again, under any ``--policy``, without running anything (:func:`tables`).
+stored records again, under any ``--policy``, without running anything (:func:`tables`);
+``--summary`` prints each check's table and one row per set (:func:`summary`).
 """
 
 from __future__ import annotations
@@ -505,14 +507,25 @@ JOINED_WORDS = 4
 RESTATED_WORDS = 4
 
 
+# A word that asks inside a question ("the denomination that has how many members").
+_ASKS = re.compile(
+    r"\b(?:how (?:many|much)|which|what|who|whom|whose|where|when|why|how)\b", re.IGNORECASE
+)
+
+
 def restated_question(question: str) -> str | None:
     """The question's words as a reader restates them in an object: its last words.
 
     As the embedded reader's stored ledgers do ("Red Sox games", "unsalted butter", "spring
     concert programme"): at most :data:`RESTATED_WORDS` words after the question's opening
-    word, from the first that is not a common English word.
+    word, or after the last word that asks inside it ("members" of "... has how many
+    members?"), from the first that is not a common English word. English questions only.
     """
-    words = _ASKING.sub("", question.strip().rstrip("?").strip()).split()[-RESTATED_WORDS:]
+    asked = _ASKING.sub("", question.strip().rstrip("?").strip())
+    inside = list(_ASKS.finditer(asked))
+    if inside and asked[inside[-1].end() :].strip():
+        asked = asked[inside[-1].end() :]
+    words = asked.split()[-RESTATED_WORDS:]
     while words and words[0].casefold() in _STOPWORDS:
         words = words[1:]
     restated = " ".join(words)
@@ -732,7 +745,11 @@ class ItemCases:
         answer = self.perfect_answer(claims)
         built = []
         restated = restated_question(self.item.question)
-        if restated is None:
+        if SETS[self.item.set].language != "en":
+            # Its question words are read in English only: a German or Chinese question's
+            # last words are its question words.
+            self.not_built["restated", config] = "the question is not in English"
+        elif restated is None:
             self.not_built["restated", config] = "the question has no words to restate"
         else:
             # As the demo's reader wrote it: the answer as the subject, the question's words
@@ -1394,6 +1411,105 @@ def invalid_table(records: Sequence[Record]) -> list[str]:
     return markdown(header, rows, labels=6)
 
 
+def _most_by_mode(
+    group: Sequence[Record],
+    modes: Sequence[str],
+    configs: Sequence[str],
+    share: Callable[[Record], bool],
+) -> str:
+    """The highest share of any one configuration, per mode: ``quote / passage``."""
+    cells = []
+    for mode in modes:
+        rates = []
+        for config in configs:
+            of = [r for r in group if r.mode == mode and r.config == config]
+            if of:
+                rates.append(sum(map(share, of)) / len(of))
+        cells.append(f"{100 * max(rates):.1f}%" if rates else "-")
+    return " / ".join(cells)
+
+
+def right_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Right ledgers by set and split: the most any one configuration flags or withholds."""
+    sets, splits, configs, modes = _order(records)
+    right = [r for r in records if r.kind in RIGHT_KINDS and r.built]
+    header = [
+        "set",
+        "split",
+        "items",
+        *(f"`perfect` flagged `{check}`" for check in CHECKS),
+        *(f"`{kind}` flagged by a check on" for kind in REALISTIC_KINDS),
+        "right ledgers withheld under the policy",
+        "`perfect` answered, gold first",
+    ]
+    rows = []
+    for name in sets:
+        for split in splits:
+            of = [r for r in right if r.set == name and r.split == split]
+            perfect = [r for r in of if r.kind == PERFECT]
+            if not perfect:
+                continue
+            cells = [_most_by_mode(perfect, modes, configs, flagged(check)) for check in CHECKS]
+            for kind in REALISTIC_KINDS:
+                group = [r for r in of if r.kind == kind]
+                cells.append(
+                    _most_by_mode(group, modes, configs, flagged_on(policy)) if group else "-"
+                )
+            cells.append(_most_by_mode(of, modes, configs, lambda r: r.withheld(policy)))
+            first = [r for r in perfect if r.config == FIRST]
+            cells.append(per_mode(first, modes, lambda r: r.answered(policy)) if first else "-")
+            rows.append([name, split, str(len({r.item for r in perfect})), *cells])
+    return markdown(header, rows)
+
+
+def wrong_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Wrong ledgers by set and split: each kind's share flagged or withheld by a check on."""
+    sets, splits, _, modes = _order(records)
+    wrong = [r for r in records if r.kind in WRONG_KINDS and r.built]
+    caught = flagged_on(policy)
+    header = ["set", "split", *(f"`{kind}` caught" for kind in WRONG_KINDS)]
+    rows = []
+    for name in sets:
+        for split in splits:
+            of = [r for r in wrong if r.set == name and r.split == split]
+            if not of:
+                continue
+            cells = []
+            for kind in WRONG_KINDS:
+                group = [r for r in of if r.kind == kind]
+                cells.append(
+                    per_mode(
+                        group, modes, lambda r: r.status == "insufficient_evidence" or caught(r)
+                    )
+                    if group
+                    else "-"
+                )
+            rows.append([name, split, *cells])
+    return markdown(header, rows)
+
+
+def summary(records: Sequence[Record], policy: Mapping[str, FlagPolicy] = DEFAULT_POLICY) -> str:
+    """The tables of :func:`tables` summarised: each check per split, then one row per set.
+
+    A right ledger's cell is the most that any one configuration flags or withholds; a wrong
+    kind's is over every configuration together.
+    """
+    scripted = [r for r in records if r.kind != READER]
+    _, splits, _, modes = _order(records)
+    lines = [policy_line(policy), f"Cells: {' / '.join(modes)}."]
+    for split in splits:
+        of = [r for r in records if r.split == split]
+        label = "held out (every item)" if split == HELDOUT else f"{split} split"
+        lines += ["", f"#### Each check, {label}", "", *checks_table(of, policy)]
+    lines += ["", "#### Right ledgers by set", "", *right_by_set(scripted, policy)]
+    lines += ["", "#### Wrong ledgers by set", "", *wrong_by_set(scripted, policy)]
+    if any(r.kind == READER for r in records):
+        lines += ["", "#### The reader's stored right ledgers", "", *reader_table(records, policy)]
+    lines += ["", "#### Ledgers built", "", *built_table(scripted)]
+    lines += ["", "#### `invalid_response` reason codes", "", *invalid_table(scripted)]
+    return "\n".join(lines)
+
+
 def tables(records: Sequence[Record], policy: Mapping[str, FlagPolicy] = DEFAULT_POLICY) -> str:
     """The Markdown tables of a run's records under a policy (check: off, flag or abstain).
 
@@ -1524,6 +1640,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="tabulate the records of an earlier --json run instead of running",
     )
     parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="print each check's table and one row per set instead of every configuration's",
+    )
+    parser.add_argument(
         "--policy",
         type=parse_policy,
         default=dict(DEFAULT_POLICY),
@@ -1585,7 +1706,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     print(machine_line())
     print(what)
-    print(tables(records, args.policy))
+    print((summary if args.summary else tables)(records, args.policy))
     judged = sum(record.built for record in records)
     if args.records is None:
         print(

@@ -182,6 +182,16 @@ def test_realistic_ledgers_write_the_answer_another_way(trust):
         "payment provider security review"
     )
     assert trust.restated_question("Who?") is None
+    # A word that asks inside the question is not restated: the words after it are.
+    question = (
+        "Immanuel Lutheran School is affiliated with the denomination that has how many members?"
+    )
+    assert trust.restated_question(question) == "members"
+    # Question words are read in English only: no restated ledger in another language.
+    item = trust.load_items("xquad-de")[0]
+    cases = trust.ItemCases(item)
+    assert "restated" not in {case.kind for case in cases.cases("alone")}
+    assert cases.not_built["restated", "alone"] == "the question is not in English"
 
 
 def test_the_reader_s_stored_right_ledgers_are_judged_again_without_a_model(trust):
