@@ -1446,20 +1446,28 @@ def right_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) ->
     for name in sets:
         for split in splits:
             of = [r for r in right if r.set == name and r.split == split]
-            perfect = [r for r in of if r.kind == PERFECT]
-            if not perfect:
-                continue
-            cells = [_most_by_mode(perfect, modes, configs, flagged(check)) for check in CHECKS]
-            for kind in REALISTIC_KINDS:
-                group = [r for r in of if r.kind == kind]
-                cells.append(
-                    _most_by_mode(group, modes, configs, flagged_on(policy)) if group else "-"
-                )
-            cells.append(_most_by_mode(of, modes, configs, lambda r: r.withheld(policy)))
-            first = [r for r in perfect if r.config == FIRST]
-            cells.append(per_mode(first, modes, lambda r: r.answered(policy)) if first else "-")
-            rows.append([name, split, str(len({r.item for r in perfect})), *cells])
+            if any(r.kind == PERFECT for r in of):
+                rows.append([name, split, *_set_right_cells(of, modes, configs, policy)])
     return markdown(header, rows)
+
+
+def _set_right_cells(
+    of: Sequence[Record],
+    modes: Sequence[str],
+    configs: Sequence[str],
+    policy: Mapping[str, FlagPolicy],
+) -> list[str]:
+    """One set's and split's row of :func:`right_by_set`, after its labels."""
+    perfect = [r for r in of if r.kind == PERFECT]
+    cells = [str(len({r.item for r in perfect}))]
+    cells += [_most_by_mode(perfect, modes, configs, flagged(check)) for check in CHECKS]
+    for kind in REALISTIC_KINDS:
+        group = [r for r in of if r.kind == kind]
+        cells.append(_most_by_mode(group, modes, configs, flagged_on(policy)) if group else "-")
+    cells.append(_most_by_mode(of, modes, configs, lambda r: r.withheld(policy)))
+    first = [r for r in perfect if r.config == FIRST]
+    cells.append(per_mode(first, modes, lambda r: r.answered(policy)) if first else "-")
+    return cells
 
 
 def wrong_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
@@ -1467,24 +1475,18 @@ def wrong_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) ->
     sets, splits, _, modes = _order(records)
     wrong = [r for r in records if r.kind in WRONG_KINDS and r.built]
     caught = flagged_on(policy)
+
+    def cell(group: Sequence[Record]) -> str:
+        return per_mode(group, modes, lambda r: r.withheld(policy) or caught(r)) if group else "-"
+
     header = ["set", "split", *(f"`{kind}` caught" for kind in WRONG_KINDS)]
     rows = []
     for name in sets:
         for split in splits:
             of = [r for r in wrong if r.set == name and r.split == split]
-            if not of:
-                continue
-            cells = []
-            for kind in WRONG_KINDS:
-                group = [r for r in of if r.kind == kind]
-                cells.append(
-                    per_mode(
-                        group, modes, lambda r: r.status == "insufficient_evidence" or caught(r)
-                    )
-                    if group
-                    else "-"
-                )
-            rows.append([name, split, *cells])
+            if of:
+                cells = [cell([r for r in of if r.kind == kind]) for kind in WRONG_KINDS]
+                rows.append([name, split, *cells])
     return markdown(header, rows)
 
 

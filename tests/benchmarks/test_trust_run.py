@@ -316,3 +316,22 @@ def test_hotpotqa_is_sent_beside_its_own_distractors_and_cites_its_gold_paragrap
     cited = {item.text[c.span[0] : c.span[1]] for c in perfect.claims}
     assert cited == set(item.selected)
     assert {perfect.sources[c.source].text for c in perfect.claims} == {item.text}
+
+
+def test_the_summary_gives_each_check_and_one_row_per_set(trust, ran, markdown_tables):
+    _, stored = ran
+    records = [trust.Record.from_json(record) for record in stored]
+    tables = markdown_tables(trust.summary(records))
+    # Each check per split, then right and wrong ledgers by set, ledgers built, reason codes.
+    assert len(tables) == 2 + 4
+    right, wrong = tables[2], tables[3]
+    rows = {(row[0], row[1]) for row in right[1:]}
+    assert rows == {(name, split) for name in ("nq-open", "clapnq") for split in ("tune", "report")}
+    assert {(row[0], row[1]) for row in wrong[1:]} == rows
+    # The quick run's right ledgers are all answered: nothing withheld, every gold first sent.
+    withheld = right[0].index("right ledgers withheld under the policy")
+    assert {row[withheld] for row in right[1:]} == {"0.0% / 0.0%"}
+    assert {row[-1] for row in right[1:]} == {"100.0% / 100.0%"}
+    # Every object_not_cited ledger is caught, as the full table counts it.
+    caught = wrong[0].index("`object_not_cited` caught")
+    assert {row[caught] for row in wrong[1:]} == {"100.0% / 100.0%"}

@@ -20,11 +20,11 @@ reads it.
   restates the question: its fact's subject must then be held the same way, or, for a yes-or-no
   question, its claim, as a "yes" or a "no" is checked by its claim (the fact's subject and
   relation: one span must hold each of the claim's numbers and dates, read as values, and at
-  least one of its other words). The check is skipped for a translation, an object (or claim) whose letters
-  are all in one script in which none of its cited spans nor the sources they are cut from is
-  written, when the caller asked for an answer language (``output_language``), and under
-  ``unsupported_facts="off"``. A span without letters is in no script: it never skips the
-  check.
+  least one of its other words). The check is skipped for a translation, an object (or claim)
+  whose letters are all in one script in which none of its cited spans nor the sources they
+  are cut from is written, when the caller asked for an answer language
+  (``output_language``), and under ``unsupported_facts="off"``. A span without letters is in
+  no script: it never skips the check.
 """
 
 from __future__ import annotations
