@@ -716,6 +716,11 @@ ABSTAINING_FLAGS = frozenset(
     for name in get_args(AnswerFlag)
     if AnswerOptionFields.model_fields[name].default == "abstain"
 )
+# The flags whose check is off by default: the run asks every check to flag, so an answer may
+# carry one the engine's defaults would never set.
+UNCHECKED_FLAGS = frozenset(
+    name for name in get_args(AnswerFlag) if AnswerOptionFields.model_fields[name].default == "off"
+)
 
 
 @dataclass(frozen=True)
@@ -727,6 +732,8 @@ class Floors:
 
     def decide(self, outcome: Outcome, mode: str) -> Outcome:
         """``outcome`` as the engine decides it for this model, under the default policies."""
+        flags = tuple(flag for flag in outcome.answer_flags if flag not in UNCHECKED_FLAGS)
+        outcome = dataclasses.replace(outcome, answer_flags=flags)
         return outcome.decided(self.floors.get(mode), ABSTAINING_FLAGS, self.flagged.get(mode))
 
     def describe(self, mode: str) -> str:

@@ -8,9 +8,10 @@ own rule, so no model runs:
 - ``old``: the policies the reader had before its joint floors (floors of 0.78 in passage
   mode and 0.73 in quote mode; answers resting only on non-current sources and uncovered
   questions abstain);
-- ``today``: the floors of its profile (0.61 and 0.84 in passage mode, 0.73 and 0.86 in quote
-  mode), an answer flagged ``unsupported_facts`` or ``uncovered_question`` held to the higher
-  one, as when ``uncovered_question`` flagged by default;
+- ``before``: the profile's floors before the fact-words check read values and the question's
+  words around the span (0.61 and 0.84 in passage mode, 0.73 and 0.86 in quote mode), an
+  answer flagged ``unsupported_facts`` or ``uncovered_question`` held to the higher one, as
+  when ``uncovered_question`` flagged by default;
 - ``flag``: the engine's defaults for any model (only non-current answers abstain) under a
   confidence floor;
 - ``joint``: the same, and an answer that carries an answer flag of a check on by default
@@ -20,8 +21,8 @@ own rule, so no model runs:
 
 ``--choose`` picks the floors of ``flag`` and ``joint`` on the tune runs (the project's tune
 half and the public sets' tune slices together): the most correct answers at a precision of
-``answered`` no lower than ``old``'s on the same runs (the rule that chose ``today``'s
-floors); ties go to the higher precision, then the lower floors. The report runs are then
+``answered`` no lower than ``old``'s on the same runs (the rule that chose the
+floors before); ties go to the higher precision, then the lower floors. The report runs are then
 judged with the chosen floors. Run from the workspace root::
 
     uv run python benchmarks/reader_policies.py [--choose] [--mode M] [--floor F --flagged-floor G]
@@ -68,7 +69,7 @@ RUNS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 OLD_FLOORS = {"passage": 0.78, "quote": 0.73}
 # The floors the reader's profile held before this change: (plain, flagged) by mode.
-TODAY_FLOORS = {"passage": (0.61, 0.84), "quote": (0.73, 0.86)}
+BEFORE_FLOORS = {"passage": (0.61, 0.84), "quote": (0.73, 0.86)}
 
 
 class _Reader:
@@ -212,14 +213,14 @@ def main(argv: list[str] | None = None) -> int:
         for split, files in RUNS.items()
     }
     old = Policy("old", OLD_FLOORS[args.mode], uncovered="abstain")
-    today = Policy("today", *TODAY_FLOORS[args.mode], uncovered="flag")
+    before = Policy("before", *BEFORE_FLOORS[args.mode], uncovered="flag")
     if args.choose:
         tune = [o for outcomes in runs["tune"].values() for o in outcomes]
         flag, joint = choose(tune, old)
     else:
         flag = Policy("flag", args.floor)
         joint = Policy("joint", args.floor, args.flagged_floor)
-    policies = (old, today, Policy("flag, no floor", None), flag, joint)
+    policies = (old, before, Policy("flag, no floor", None), flag, joint)
     print(machine_line())
     print(f"Mode: {args.mode}. Policies: " + "; ".join(describe(p) for p in policies) + ".")
     for split, by_set in runs.items():

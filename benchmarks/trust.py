@@ -1,9 +1,13 @@
 """Trust on public questions, with no model: every answer-level check, measured at scale.
 
 Each item of a public set (``public_sets.py``: NQ-open, ClapNQ, XQuAD by language and, held
-out, SQuAD 2.0) is answered by the real engine (``answer_from_evidence``) with a scripted
-reader that replies with a prepared ledger: a **perfect** one (what a perfect reader writes:
-the gold answer, citing exactly the gold sentence), or a **wrong** one of five kinds:
+out, SQuAD 2.0, BoolQ, HotpotQA and TAT-QA) is answered by the real engine
+(``answer_from_evidence``) with a scripted reader that replies with a prepared ledger: a
+**perfect** one (what a perfect reader writes: the gold answer, citing exactly the gold
+sentence; for a yes-or-no question, the verdict as the object of the question's claim,
+citing the gold passage's sentence that best matches the question), a **realistic** right one
+(the question's words restated, a date or number written another way, two sentences cited),
+or a **wrong** one of five kinds:
 
 - ``on_topic_non_answer``: an unanswerable item (ClapNQ, SQuAD 2.0): its on-topic passage's
   sentence sharing most words with the question, cited as the answer;
@@ -19,8 +23,12 @@ the gold answer, citing exactly the gold sentence), or a **wrong** one of five k
 
 Each is sent in three configurations: the gold passage ``alone``; with 2-4 ``random`` other
 items' passages; with a BM25 retriever's 3-9 nearest others (``bm25``, precomputed by
-``data/public/make_sets.py``). Counts, the gold passage's place and the other answers drawn are
-seeded by the item's ID, and source IDs are a retriever's (``doc-1``...). Both citation modes:
+``data/public/make_sets.py``; HotpotQA's own distractor paragraphs, which its retriever found
+for the question). A perfect ledger is also sent with the gold passage ranked ``first`` among
+9 of those neighbours under the default allowance. Counts, the gold passage's place and the
+other answers drawn are seeded by the item's ID, and source IDs are a retriever's
+(``doc-1``...). A yes-or-no item has no ledger of the kinds that need a span of its answer
+(:data:`VERDICT_NOT_BUILT` says why). Both citation modes:
 in passage mode the reader cites the labels of the passages holding its sentence, read from
 the request it receives.
 
@@ -33,11 +41,13 @@ Run from the workspace root::
 
     uv run python benchmarks/trust.py [--sets nq-open,clapnq,...] [--split tune|report|all]
         [--modes quote,passage] [--configs alone,random,bm25] [--limit N] [--quick]
-        [--json PATH] [--records PATH] [--policy CHECK=flag|abstain,...] [--workers N]
+        [--json PATH] [--records PATH] [--policy CHECK=flag|abstain,...] [--summary]
+        [--workers N]
 
 It prints the machine line, then Markdown tables, then the wall time. ``--json`` writes one
 record per ledger judged (and per ledger that could not be built); ``--records`` tabulates
-stored records again, under any ``--policy``, without running anything (:func:`tables`).
+stored records again, under any ``--policy``, without running anything (:func:`tables`);
+``--summary`` prints each check's table and one row per set (:func:`summary`).
 """
 
 from __future__ import annotations
@@ -404,25 +414,35 @@ def rng_for(item: Item, purpose: str) -> random.Random:
     return random.Random(f"trust:{item.set}:{item.id}:{purpose}")
 
 
+def retrieved(item: Item) -> list[Source]:
+    """What a retriever sends beside the item's passage, nearest first.
+
+    HotpotQA's own distractors where the set has them: the paragraphs its retriever found
+    for the question, each a source as a retriever sends it. Else the BM25 neighbours' passages.
+    """
+    if item.distractors:
+        return [Source(text, title) for title, text in item.distractors]
+    by_id = pool(item.set).by_id
+    return [Source(by_id[n].text, by_id[n].title) for n in item.neighbours]
+
+
 def configuration(item: Item, config: str, rng: random.Random) -> Sent:
     """The sources of one configuration, the gold passage at a seeded-random place."""
     gold = Source(item.text, item.title)
-    others: list[Item] = []
+    sources: list[Source] = []
     if config == "random":
         count = rng.randint(*RANDOM_OTHERS)
         # One more than needed, so that leaving out the item's own passage leaves enough.
         drawn = rng.sample(pool(item.set).passages, count + 1)
         others = [other for other in drawn if other.text != item.text][:count]
+        sources = [Source(other.text, other.title) for other in others]
     elif config == "bm25":
-        by_id = pool(item.set).by_id
-        others = [by_id[n] for n in item.neighbours[: rng.randint(*BM25_OTHERS)]]
+        sources = retrieved(item)[: rng.randint(*BM25_OTHERS)]
     elif config == FIRST:
-        by_id = pool(item.set).by_id
-        others = [by_id[n] for n in item.neighbours[:FIRST_OTHERS]]
-    sources = [Source(other.text, other.title) for other in others]
+        sources = retrieved(item)[:FIRST_OTHERS]
     place = 0 if config == FIRST else rng.randint(0, len(sources))
     sources.insert(place, gold)
-    top = None if not others else (0 if place > 0 else 1)
+    top = None if len(sources) == 1 else (0 if place > 0 else 1)
     return Sent(tuple(sources), place, top)
 
 
@@ -487,18 +507,74 @@ JOINED_WORDS = 4
 RESTATED_WORDS = 4
 
 
+# A word that asks inside a question ("the denomination that has how many members").
+_ASKS = re.compile(
+    r"\b(?:how (?:many|much)|which|what|who|whom|whose|where|when|why|how)\b", re.IGNORECASE
+)
+
+
 def restated_question(question: str) -> str | None:
     """The question's words as a reader restates them in an object: its last words.
 
     As the embedded reader's stored ledgers do ("Red Sox games", "unsalted butter", "spring
     concert programme"): at most :data:`RESTATED_WORDS` words after the question's opening
-    word, from the first that is not a common English word.
+    word, or after the last word that asks inside it ("members" of "... has how many
+    members?"), from the first that is not a common English word. English questions only.
     """
-    words = _ASKING.sub("", question.strip().rstrip("?").strip()).split()[-RESTATED_WORDS:]
+    asked = _ASKING.sub("", question.strip().rstrip("?").strip())
+    inside = list(_ASKS.finditer(asked))
+    if inside and asked[inside[-1].end() :].strip():
+        asked = asked[inside[-1].end() :]
+    words = asked.split()[-RESTATED_WORDS:]
     while words and words[0].casefold() in _STOPWORDS:
         words = words[1:]
     restated = " ".join(words)
     return restated if any(map(str.isalpha, restated)) else None
+
+
+# The opening verb of a question asked to be answered yes or no.
+_AUXILIARY = re.compile(
+    r"^\s*(is|are|was|were|do|does|did|can|could|will|would|has|have|had|should|may|might"
+    r"|must)\s+",
+    re.IGNORECASE,
+)
+# Why a yes-or-no item has no ledger of these kinds (its other kinds are built).
+VERDICT_NOT_BUILT = {
+    "restated": "a yes or no answer's claim is the question's own words already",
+    "reformatted": "a yes or no answer has no date or number to rewrite",
+    "superseded_only": "a yes or no answer is no span of the passage to replace",
+    "object_not_cited": "the opposite verdict states the same claim: no words check tells it",
+}
+
+
+def verdict_claim(question: str) -> tuple[str, str]:
+    """A yes-or-no question as a reader states its claim: ``(subject, relation)``.
+
+    The relation is the question's opening verb ("is", "does"), the subject the rest of its
+    words ("windows movie maker part of windows essentials"): the engine reads a verdict's
+    claim as the subject's and relation's words together.
+    """
+    asked = question.strip().rstrip("?").strip()
+    opening = _AUXILIARY.match(asked)
+    if opening is None:
+        return asked, "is"
+    return asked[opening.end() :], opening.group(1).casefold()
+
+
+def verdict_sentence(text: str, question: str) -> Span:
+    """The sentence a reader cites for a yes-or-no claim: the question's numbers, then words.
+
+    The sentence holding every number the question holds, if one does, sharing most words
+    with the question (the first of equals).
+    """
+    asked = content_words(question)
+    numbers = set(_NUMBER.findall(question))
+
+    def score(span: Span) -> tuple[bool, int]:
+        sentence = _slice(text, span)
+        return numbers <= set(_NUMBER.findall(sentence)), len(asked & content_words(sentence))
+
+    return max(sentences(text) or ((0, len(text)),), key=score)
 
 
 _MONTH_NAMES = [
@@ -629,6 +705,8 @@ class ItemCases:
                     _slice(item.text, span).strip(),
                 )
             ]
+        if item.yes_no and not item.selected:
+            return self.verdict_cases(config, sent)
         claims = self.perfect_claims(sent)
         if claims is None:
             why = (
@@ -667,7 +745,11 @@ class ItemCases:
         answer = self.perfect_answer(claims)
         built = []
         restated = restated_question(self.item.question)
-        if restated is None:
+        if SETS[self.item.set].language != "en":
+            # Its question words are read in English only: a German or Chinese question's
+            # last words are its question words.
+            self.not_built["restated", config] = "the question is not in English"
+        elif restated is None:
             self.not_built["restated", config] = "the question has no words to restate"
         else:
             # As the demo's reader wrote it: the answer as the subject, the question's words
@@ -687,22 +769,59 @@ class ItemCases:
             built.append(Case("two_sentences", config, sent.sources, (joined, *rest), answer))
         return built
 
+    def next_sentence(self, span: Span) -> Span | None:
+        """The sentence after ``span`` in the item's passage, or the one before if none."""
+        spans = sentences(self.item.text)
+        after = [other for other in spans if other[0] >= span[1]]
+        before = [other for other in spans if other[1] <= span[0]]
+        return after[0] if after else before[-1] if before else None
+
     def two_sentences(self, claim: Claim) -> Claim | None:
         """The claim citing its sentences and the next one (or the one before), joined.
 
         Its object is drawn from both: the answer, then the other sentence's last words.
         """
         text = self.item.text
-        spans = sentences(text)
-        after = [span for span in spans if span[0] >= claim.span[1]]
-        before = [span for span in spans if span[1] <= claim.span[0]]
-        other = after[0] if after else before[-1] if before else None
+        other = self.next_sentence(claim.span)
         if other is None:
             return None
         words = re.findall(r"\S+", _slice(text, tail_phrase(text, other)))[-JOINED_WORDS:]
         joined = (min(claim.span[0], other[0]), max(claim.span[1], other[1]))
         obj = f"{claim.object}, {' '.join(words)}"
         return Claim(claim.source, joined, claim.subject, claim.relation, obj)
+
+    def verdict_cases(self, config: str, sent: Sent) -> list[Case]:
+        """A yes-or-no item's ledgers: its verdict, claimed in the question's words.
+
+        The perfect ledger's one fact is the question's claim (:func:`verdict_claim`) with the
+        gold verdict as its object, citing the gold passage's sentence that best matches the
+        question (:func:`verdict_sentence`); ``two_sentences`` cites it and the next sentence;
+        a ``distractor`` cites the top other passage's best-matching sentence for the same
+        claim. Kinds that need a span of the answer are not built (:data:`VERDICT_NOT_BUILT`).
+        """
+        item = self.item
+        verdict = item.long_answer or item.answers[0]
+        subject, relation = verdict_claim(item.question)
+        span = verdict_sentence(item.text, item.question)
+        claim = Claim(sent.gold, span, subject, relation, verdict)
+        built = [Case(PERFECT, config, sent.sources, (claim,), verdict)]
+        if config == FIRST:
+            return built
+        for kind, why in VERDICT_NOT_BUILT.items():
+            self.not_built[kind, config] = why
+        other = self.next_sentence(span)
+        if other is None:
+            self.not_built["two_sentences", config] = "the passage has one sentence"
+        else:
+            joined = (min(span[0], other[0]), max(span[1], other[1]))
+            two = Claim(sent.gold, joined, subject, relation, verdict)
+            built.append(Case("two_sentences", config, sent.sources, (two,), verdict))
+        if sent.top_other is not None:
+            top = sent.sources[sent.top_other]
+            cited = verdict_sentence(top.text, item.question)
+            wrong = Claim(sent.top_other, cited, subject, relation, verdict)
+            built.append(Case("distractor", config, sent.sources, (wrong,), verdict))
+        return built
 
     def distractor(self, config: str, sent: Sent) -> list[Case]:
         """The top other passage's sentence nearest the question, unless it holds an answer."""
@@ -1292,6 +1411,107 @@ def invalid_table(records: Sequence[Record]) -> list[str]:
     return markdown(header, rows, labels=6)
 
 
+def _most_by_mode(
+    group: Sequence[Record],
+    modes: Sequence[str],
+    configs: Sequence[str],
+    share: Callable[[Record], bool],
+) -> str:
+    """The highest share of any one configuration, per mode: ``quote / passage``."""
+    cells = []
+    for mode in modes:
+        rates = []
+        for config in configs:
+            of = [r for r in group if r.mode == mode and r.config == config]
+            if of:
+                rates.append(sum(map(share, of)) / len(of))
+        cells.append(f"{100 * max(rates):.1f}%" if rates else "-")
+    return " / ".join(cells)
+
+
+def right_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Right ledgers by set and split: the most any one configuration flags or withholds."""
+    sets, splits, configs, modes = _order(records)
+    right = [r for r in records if r.kind in RIGHT_KINDS and r.built]
+    header = [
+        "set",
+        "split",
+        "items",
+        *(f"`perfect` flagged `{check}`" for check in CHECKS),
+        *(f"`{kind}` flagged by a check on" for kind in REALISTIC_KINDS),
+        "right ledgers withheld under the policy",
+        "`perfect` answered, gold first",
+    ]
+    rows = []
+    for name in sets:
+        for split in splits:
+            of = [r for r in right if r.set == name and r.split == split]
+            if any(r.kind == PERFECT for r in of):
+                rows.append([name, split, *_set_right_cells(of, modes, configs, policy)])
+    return markdown(header, rows)
+
+
+def _set_right_cells(
+    of: Sequence[Record],
+    modes: Sequence[str],
+    configs: Sequence[str],
+    policy: Mapping[str, FlagPolicy],
+) -> list[str]:
+    """One set's and split's row of :func:`right_by_set`, after its labels."""
+    perfect = [r for r in of if r.kind == PERFECT]
+    cells = [str(len({r.item for r in perfect}))]
+    cells += [_most_by_mode(perfect, modes, configs, flagged(check)) for check in CHECKS]
+    for kind in REALISTIC_KINDS:
+        group = [r for r in of if r.kind == kind]
+        cells.append(_most_by_mode(group, modes, configs, flagged_on(policy)) if group else "-")
+    cells.append(_most_by_mode(of, modes, configs, lambda r: r.withheld(policy)))
+    first = [r for r in perfect if r.config == FIRST]
+    cells.append(per_mode(first, modes, lambda r: r.answered(policy)) if first else "-")
+    return cells
+
+
+def wrong_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """Wrong ledgers by set and split: each kind's share flagged or withheld by a check on."""
+    sets, splits, _, modes = _order(records)
+    wrong = [r for r in records if r.kind in WRONG_KINDS and r.built]
+    caught = flagged_on(policy)
+
+    def cell(group: Sequence[Record]) -> str:
+        return per_mode(group, modes, lambda r: r.withheld(policy) or caught(r)) if group else "-"
+
+    header = ["set", "split", *(f"`{kind}` caught" for kind in WRONG_KINDS)]
+    rows = []
+    for name in sets:
+        for split in splits:
+            of = [r for r in wrong if r.set == name and r.split == split]
+            if of:
+                cells = [cell([r for r in of if r.kind == kind]) for kind in WRONG_KINDS]
+                rows.append([name, split, *cells])
+    return markdown(header, rows)
+
+
+def summary(records: Sequence[Record], policy: Mapping[str, FlagPolicy] = DEFAULT_POLICY) -> str:
+    """The tables of :func:`tables` summarised: each check per split, then one row per set.
+
+    A right ledger's cell is the most that any one configuration flags or withholds; a wrong
+    kind's is over every configuration together.
+    """
+    scripted = [r for r in records if r.kind != READER]
+    _, splits, _, modes = _order(records)
+    lines = [policy_line(policy), f"Cells: {' / '.join(modes)}."]
+    for split in splits:
+        of = [r for r in records if r.split == split]
+        label = "held out (every item)" if split == HELDOUT else f"{split} split"
+        lines += ["", f"#### Each check, {label}", "", *checks_table(of, policy)]
+    lines += ["", "#### Right ledgers by set", "", *right_by_set(scripted, policy)]
+    lines += ["", "#### Wrong ledgers by set", "", *wrong_by_set(scripted, policy)]
+    if any(r.kind == READER for r in records):
+        lines += ["", "#### The reader's stored right ledgers", "", *reader_table(records, policy)]
+    lines += ["", "#### Ledgers built", "", *built_table(scripted)]
+    lines += ["", "#### `invalid_response` reason codes", "", *invalid_table(scripted)]
+    return "\n".join(lines)
+
+
 def tables(records: Sequence[Record], policy: Mapping[str, FlagPolicy] = DEFAULT_POLICY) -> str:
     """The Markdown tables of a run's records under a policy (check: off, flag or abstain).
 
@@ -1336,8 +1556,8 @@ def _split_tables(of: Sequence[Record], split: str, policy: Mapping[str, FlagPol
     if any(r.config == FIRST for r in scripted):
         lines += [
             "",
-            f"#### The gold passage first among {FIRST_OTHERS} BM25 neighbours, the default "
-            f"allowance, {label}",
+            f"#### The gold passage first among its retriever's {FIRST_OTHERS} nearest others, "
+            f"the default allowance, {label}",
             "",
             *first_table(scripted, policy),
         ]
@@ -1422,6 +1642,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="tabulate the records of an earlier --json run instead of running",
     )
     parser.add_argument(
+        "--summary",
+        action="store_true",
+        help="print each check's table and one row per set instead of every configuration's",
+    )
+    parser.add_argument(
         "--policy",
         type=parse_policy,
         default=dict(DEFAULT_POLICY),
@@ -1483,7 +1708,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - start
     print(machine_line())
     print(what)
-    print(tables(records, args.policy))
+    print((summary if args.summary else tables)(records, args.policy))
     judged = sum(record.built for record in records)
     if args.records is None:
         print(

@@ -183,3 +183,21 @@ def test_a_gold_answer_counts_only_as_whole_words(load_benchmark):
     assert question.is_gold("entries close on may 2, 2026")
     assert not question.is_gold("entries close on May 24")
     assert not question.is_gold("entries close on 12 May")
+
+
+def test_the_tables_hold_only_the_flags_of_checks_on_by_default_to_the_flagged_floor(
+    load_benchmark,
+):
+    # The run asks every check to flag; a flag whose check is off by default is not one the
+    # engine would set, so it does not raise the floor.
+    quality = load_benchmark("quality")
+    floors = quality.Floors({"passage": 0.6}, {"passage": 0.8})
+
+    def decided(*flags: str) -> str:
+        outcome = quality.Outcome(**_ANSWERED, reader_confidence=0.7, answer_flags=flags)
+        return str(floors.decide(outcome, "passage").status)
+
+    assert decided() == "answered"
+    assert decided("uncovered_question") == "answered"
+    assert decided("unsupported_facts") == "insufficient_evidence"
+    assert decided("uncovered_question", "unsupported_facts") == "insufficient_evidence"

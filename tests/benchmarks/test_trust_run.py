@@ -182,6 +182,16 @@ def test_realistic_ledgers_write_the_answer_another_way(trust):
         "payment provider security review"
     )
     assert trust.restated_question("Who?") is None
+    # A word that asks inside the question is not restated: the words after it are.
+    question = (
+        "Immanuel Lutheran School is affiliated with the denomination that has how many members?"
+    )
+    assert trust.restated_question(question) == "members"
+    # Question words are read in English only: no restated ledger in another language.
+    item = trust.load_items("xquad-de")[0]
+    cases = trust.ItemCases(item)
+    assert "restated" not in {case.kind for case in cases.cases("alone")}
+    assert cases.not_built["restated", "alone"] == "the question is not in English"
 
 
 def test_the_reader_s_stored_right_ledgers_are_judged_again_without_a_model(trust):
@@ -254,3 +264,74 @@ def test_quality_set_nq_open_plans_its_questions_without_a_model_call(load_bench
             )
             assert [source.id for source in plan.packed.sent] == list(question.sources)
     assert quality.parse_args([]).set_name == "project"
+
+
+def test_a_yes_or_no_item_gets_a_verdict_ledger_citing_its_best_sentence(trust):
+    item = trust.load_items("boolq")[0]
+    assert item.yes_no
+    assert trust.verdict_claim("does new york city include the 5 boroughs") == (
+        "new york city include the 5 boroughs",
+        "does",
+    )
+    assert trust.verdict_claim("Ethanol is a fuel") == ("Ethanol is a fuel", "is")
+    cases = trust.ItemCases(item)
+    built = {case.kind: case for case in cases.cases("bm25")}
+    assert set(built) == {"perfect", "two_sentences", "distractor"}
+    perfect = built["perfect"]
+    (claim,) = perfect.claims
+    assert claim.object == perfect.answer == item.long_answer
+    assert (claim.subject, claim.relation) == trust.verdict_claim(item.question)
+    assert perfect.sources[claim.source].text == item.text
+    assert claim.span in trust.sentences(item.text)
+    assert claim.span == trust.verdict_sentence(item.text, item.question)
+    assert built["distractor"].claims[0].source != claim.source
+    # The kinds that need a span of the answer are counted as not built, with why.
+    assert {kind for kind, _ in cases.not_built} == set(trust.VERDICT_NOT_BUILT)
+    assert "no words check" in cases.not_built["object_not_cited", "bm25"]
+    records = trust.item_records("boolq", item.id, ["alone"], ["quote", "passage"])
+    perfect_records = [r for r in records if r.kind == "perfect"]
+    assert [r.status for r in perfect_records] == ["answered", "answered"]
+    assert all(r.verified for r in perfect_records)
+
+
+def test_the_sentence_cited_for_a_verdict_holds_the_question_s_numbers_first(trust):
+    text = "The show has run for years. Its 5 seasons aired on TV. The show was renewed."
+    span = trust.verdict_sentence(text, "will the show be renewed for season 5")
+    assert text[span[0] : span[1]] == "Its 5 seasons aired on TV."
+    span = trust.verdict_sentence(text, "was the show renewed")
+    assert text[span[0] : span[1]] == "The show was renewed."
+
+
+def test_hotpotqa_is_sent_beside_its_own_distractors_and_cites_its_gold_paragraphs(trust):
+    item = trust.load_items("hotpotqa")[0]
+    distractors = {text for _, text in item.distractors}
+    assert distractors
+    for config in ("bm25", "first"):
+        sent = trust.configuration(item, config, trust.rng_for(item, config))
+        others = [s.text for n, s in enumerate(sent.sources) if n != sent.gold]
+        assert others
+        assert set(others) <= distractors
+        assert sent.sources[sent.gold].text == item.text
+    perfect = next(c for c in trust.ItemCases(item).cases("bm25") if c.kind == "perfect")
+    cited = {item.text[c.span[0] : c.span[1]] for c in perfect.claims}
+    assert cited == set(item.selected)
+    assert {perfect.sources[c.source].text for c in perfect.claims} == {item.text}
+
+
+def test_the_summary_gives_each_check_and_one_row_per_set(trust, ran, markdown_tables):
+    _, stored = ran
+    records = [trust.Record.from_json(record) for record in stored]
+    tables = markdown_tables(trust.summary(records))
+    # Each check per split, then right and wrong ledgers by set, ledgers built, reason codes.
+    assert len(tables) == 2 + 4
+    right, wrong = tables[2], tables[3]
+    rows = {(row[0], row[1]) for row in right[1:]}
+    assert rows == {(name, split) for name in ("nq-open", "clapnq") for split in ("tune", "report")}
+    assert {(row[0], row[1]) for row in wrong[1:]} == rows
+    # The quick run's right ledgers are all answered: nothing withheld, every gold first sent.
+    withheld = right[0].index("right ledgers withheld under the policy")
+    assert {row[withheld] for row in right[1:]} == {"0.0% / 0.0%"}
+    assert {row[-1] for row in right[1:]} == {"100.0% / 100.0%"}
+    # Every object_not_cited ledger is caught, as the full table counts it.
+    caught = wrong[0].index("`object_not_cited` caught")
+    assert {row[caught] for row in wrong[1:]} == {"100.0% / 100.0%"}

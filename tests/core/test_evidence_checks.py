@@ -610,6 +610,33 @@ def test_a_yes_or_no_whose_claim_its_span_lacks_is_flagged(scripted, verdict, su
     assert flagged.flags == ("unsupported_facts",)
 
 
+BOROUGHS = Evidence(
+    id="nyc",
+    text="New York City has five boroughs: Manhattan, Brooklyn, Queens, the Bronx and "
+    "Staten Island. Room 16 is booked in June. The count fell on June 15.",
+)
+
+
+@pytest.mark.parametrize(
+    ("subject", "relation", "quote", "flagged"),
+    [
+        # A number of the claim is read as a value: "5" is held by "five".
+        ("New York City", "has 5 boroughs", "New York City has five boroughs", False),
+        ("the city", "has 5 boroughs", "has five boroughs: Manhattan", False),
+        # ... only whole, and a date only with its own day, within one cited text.
+        ("New York City", "has 15 boroughs", "New York City has five boroughs", True),
+        ("the room", "is booked on June 16", "Room 16 is booked in June.", True),
+    ],
+)
+def test_a_yes_or_no_reads_its_claim_s_numbers_and_dates_as_values(
+    scripted, subject, relation, quote, flagged
+):
+    claim = fact("yes", ("nyc", quote), subject=subject, relation=relation)
+    answer = ask(scripted, [BOROUGHS], [claim], question="Does New York City have 5 boroughs?")
+    assert answer.citation_checks[0].flags == (("object_not_cited",) if flagged else ())
+    assert answer.flags == (("unsupported_facts",) if flagged else ())
+
+
 def test_a_yes_or_no_whose_claim_is_a_translation_is_not_checked(scripted):
     claim = fact("yes", ("email", REVIEW), subject="обзор бюджета", relation="в пятницу")
     answer = ask(scripted, [EMAIL], [claim], question="Is the budget review on Friday?")

@@ -19,12 +19,12 @@ reads it.
   the source holds around the cited spans. An object made only of the question's words
   restates the question: its fact's subject must then be held the same way, or, for a yes-or-no
   question, its claim, as a "yes" or a "no" is checked by its claim (the fact's subject and
-  relation: one span must hold each of the claim's numbers and month names and at least one of
-  its other words). The check is skipped for a translation, an object (or claim) whose letters
-  are all in one script in which none of its cited spans nor the sources they are cut from is
-  written, when the caller asked for an answer language (``output_language``), and under
-  ``unsupported_facts="off"``. A span without letters is in no script: it never skips the
-  check.
+  relation: one span must hold each of the claim's numbers and dates, read as values, and at
+  least one of its other words). The check is skipped for a translation, an object (or claim)
+  whose letters are all in one script in which none of its cited spans nor the sources they
+  are cut from is written, when the caller asked for an answer language
+  (``output_language``), and under ``unsupported_facts="off"``. A span without letters is in
+  no script: it never skips the check.
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from evidence_first._reading.words import (
     LetterCounts,
     as_latin,
     folded,
-    has_word,
     holds_word,
     normal,
     run,
@@ -58,24 +57,6 @@ __all__ = [
     "status_flags",
 ]
 
-_MONTHS = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-_NUMBER_OR_MONTH = re.compile(
-    r"\d+(?:[.,:]\d+)*|\b(?:" + "|".join(m[:3] + f"(?:{m[3:]})?" for m in _MONTHS) + r")\b",
-    re.IGNORECASE,
-)
 _VERDICTS = frozenset({"yes", "no"})
 # A question asked to be answered yes or no opens with an auxiliary verb.
 _YES_OR_NO = re.compile(
@@ -203,13 +184,17 @@ class _Texts:
         return asked and any(holds_word(normal(text), word) for text in self.around)
 
     def _holds_claim(self, claim: str) -> bool | None:
-        """Whether one text holds each number and month of ``claim`` and one of its other words."""
-        numbers = [normal(word) for word in _NUMBER_OR_MONTH.findall(as_latin(claim))]
+        """Whether one text holds each number and date of ``claim`` and one of its other words.
+
+        Numbers and dates are read as values, as an object's are: "the 5 boroughs" is held by
+        "five boroughs", and still only whole and within one cited text.
+        """
+        values = object_values(folded(as_latin(claim)))
         words = [word for word in WORD.findall(normal(claim)) if _tells(word)]
         if any(
-            all(has_word(text, number) for number in numbers)
-            and any(holds_word(text, word) for word in words)
-            for text in self.normal
+            all(stated_values(folded(text)).holds(value) for value in values)
+            and any(holds_word(norm, word) for word in words)
+            for text, norm in zip(self.texts, self.normal, strict=True)
         ):
             return True
         return None if self._translated(claim) else False
