@@ -62,6 +62,7 @@ from public_sets import HELDOUT, READER_SETS, reader_set
 
 from evidence_first import (
     AnswerTimeoutError,
+    Citation,
     CitationCheck,
     CitationMode,
     Evidence,
@@ -124,18 +125,20 @@ class Question:
         A gold answer counts only as whole words: "May 2" is not in "May 24". A question
         judged by its citations alone takes any answer.
         """
-        if self.judged_by_citation:
-            return True
-        folded = answer.casefold()
-        if any(
-            re.search(rf"(?<!\w){re.escape(gold.casefold())}(?!\w)", folded)
-            for gold in self.gold_answers
-        ):
+        if self.judged_by_citation or self.holds_gold(answer):
             return True
         first = answer.strip().split(maxsplit=1)[:1]
         return self.polarity is not None and [w.strip(".,;:!").casefold() for w in first] == [
             self.polarity
         ]
+
+    def holds_gold(self, text: str) -> bool:
+        """Whether a gold answer appears in ``text`` as whole words, case-folded."""
+        folded = text.casefold()
+        return any(
+            re.search(rf"(?<!\w){re.escape(gold.casefold())}(?!\w)", folded)
+            for gold in self.gold_answers
+        )
 
 
 def load_documents(path: Path = DATA / "documents.json") -> dict[str, Evidence]:
@@ -208,6 +211,70 @@ def supports_gold(check: CitationCheck, gold: Sequence[Span]) -> bool:
     return any(overlaps(span, g) for span in citation_spans(check) for g in gold)
 
 
+# The statuses a set gives the sources whose value another source overrides or denies.
+MARKED_STATUSES = ("superseded", "contradicted")
+
+
+@dataclass(frozen=True)
+class CounterCitation:
+    """A verified citation the reader marked ``contradicts``, as the stance targets read it.
+
+    Attributes:
+        fact: The index of its fact in the answer's facts.
+        source_id: The cited source.
+        text: The cited text: each group of a passage-mode citation, joined by " … ".
+        spans: Each group's half-open code-point offsets in the source, origin first.
+        marked_source: Whether the set marks the source superseded or contradicted.
+        other_value: Whether the cited text holds another value than the gold answer: the
+            question has gold answers and none appears in the text (whole words, case-folded,
+            as an answer is judged). A span that repeats the gold answer agrees with it,
+            whatever the reader said; one that lacks it says something else, which on the
+            project's superseded and contradicted questions is the old or rumoured value.
+    """
+
+    fact: int
+    source_id: str
+    text: str
+    spans: tuple[tuple[int, int], ...]
+    marked_source: bool
+    other_value: bool
+
+    @classmethod
+    def of(
+        cls, fact: int, citation: Citation, question: Question, marked: Collection[str]
+    ) -> CounterCitation:
+        groups = citation.evidence_spans
+        spans = [(g.char_start, g.char_end) for g in groups] or [
+            (citation.char_start, citation.char_end)
+        ]
+        text = " … ".join(g.text for g in groups) if groups else citation.quote
+        return cls(
+            fact=fact,
+            source_id=citation.source_id,
+            text=text,
+            spans=tuple(spans),
+            marked_source=citation.source_id in marked,
+            other_value=bool(question.gold_answers) and not question.holds_gold(text),
+        )
+
+    @classmethod
+    def from_json(cls, record: Mapping[str, Any]) -> CounterCitation:
+        spans = tuple((start, end) for start, end in record["spans"])
+        return cls(**{**record, "spans": spans})
+
+    @property
+    def counter_evidence(self) -> bool:
+        """What the targets count: a marked source's span holding the other value."""
+        return self.marked_source and self.other_value
+
+
+def marked_sources(plan: AnswerPlan) -> frozenset[str]:
+    """The IDs of the plan's sources that the set marks superseded or contradicted."""
+    return frozenset(
+        source_id for source_id, source in plan.offered.items() if source.status in MARKED_STATUSES
+    )
+
+
 @dataclass(frozen=True)
 class Outcome:
     """One question answered in one mode, as the tables count it and ``--json`` stores it."""
@@ -233,6 +300,16 @@ class Outcome:
     segments: int = 0  # an answered result's segments
     supported_segments: int = 0  # those resting on facts (marked or assigned)
     invalid_markers: int = 0  # markers in the reply naming no fact of its ledger
+    # The verified contradicting citations of its facts (stance per citation, passage/11 and
+    # quote/10 on); a stored row of an earlier prompt has none.
+    counter_citations: tuple[CounterCitation, ...] = ()
+
+    @property
+    def tokens_per_citation(self) -> float | None:
+        """Output tokens over the citations the model wrote; None without either."""
+        if self.output_tokens is None or not self.produced:
+            return None
+        return self.output_tokens / self.produced
 
     def decided(
         self,
@@ -269,8 +346,13 @@ class Outcome:
         latency_s: float,
         error: str | None = None,
         finish_reason: str | None = None,
+        marked: Collection[str] = (),
     ) -> Outcome:
-        """A judged answer, or with ``answer`` None a call that failed (``error`` names why)."""
+        """A judged answer, or with ``answer`` None a call that failed (``error`` names why).
+
+        ``marked`` names the sources the set marks superseded or contradicted
+        (:func:`marked_sources`), read by each counter-citation.
+        """
         if answer is None:
             return cls.failed(question, mode, latency_s, error, finish_reason)
         checks = answer.citation_checks
@@ -302,6 +384,11 @@ class Outcome:
             segments=len(segments),
             supported_segments=sum(segment.support != "unmarked" for segment in segments),
             invalid_markers=invalid_markers(answer.raw_response),
+            counter_citations=tuple(
+                CounterCitation.of(index, citation, question, marked)
+                for index, fact in enumerate(answer.facts)
+                for citation in fact.counter_citations
+            ),
             detail={
                 "question": question.question,
                 "error": error,
@@ -374,7 +461,10 @@ class Outcome:
         answer = judge(plan, response).model_copy(
             update={"reader_confidence": record.get("reader_confidence")}
         )
-        again = cls.of(question, plan.options.citation_mode, answer, gold, record["latency_s"])
+        mode = plan.options.citation_mode
+        again = cls.of(
+            question, mode, answer, gold, record["latency_s"], marked=marked_sources(plan)
+        )
         usage = {
             name: record[name] for name in ("input_tokens", "cached_input_tokens", "output_tokens")
         }
@@ -387,6 +477,9 @@ class Outcome:
         values = {name: record[name] for name in fields if name in record}
         values["reason_codes"] = tuple(values["reason_codes"])
         values["answer_flags"] = tuple(values.get("answer_flags", ()))
+        values["counter_citations"] = tuple(
+            CounterCitation.from_json(item) for item in values.get("counter_citations", ())
+        )
         values["correct"] = (
             question.answerable
             and values["status"] == "answered"
@@ -424,6 +517,7 @@ def _check_json(check: CitationCheck, gold: Sequence[Span]) -> dict[str, Any]:
         "path": check.path,
         "source_id": check.source_id,
         "quote": check.quote,
+        "stance": check.stance,
         "verdict": check.verdict,
         "code": check.code,
         "passages": [] if check.citation is None else list(check.citation.passages),
@@ -484,7 +578,15 @@ def answer_one(
         return Outcome.of(question, mode, None, gold, latency, type(exc).__name__)
     answer = judge(plan, response)
     latency = time.perf_counter() - start
-    return Outcome.of(question, mode, answer, gold, latency, finish_reason=response.finish_reason)
+    return Outcome.of(
+        question,
+        mode,
+        answer,
+        gold,
+        latency,
+        finish_reason=response.finish_reason,
+        marked=marked_sources(plan),
+    )
 
 
 def run_key(identity: str, plan: AnswerPlan, model: ReaderModel | None = None) -> str:

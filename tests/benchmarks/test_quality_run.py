@@ -201,3 +201,93 @@ def test_the_tables_hold_only_the_flags_of_checks_on_by_default_to_the_flagged_f
     assert decided("uncovered_question") == "answered"
     assert decided("unsupported_facts") == "insufficient_evidence"
     assert decided("uncovered_question", "unsupported_facts") == "insufficient_evidence"
+
+
+def _guillemot_reply() -> str:
+    # q47: the current notice supports December 19; the superseded one says December 7, and
+    # a span of the current notice that repeats the gold answer is marked contradicting too.
+    def cite(source: str, quote: str, stance: str) -> dict[str, str]:
+        return {"source_id": source, "quote": quote, "stance": stance}
+
+    fact = {
+        "subject": "MV Guillemot",
+        "relation": "returns to service on",
+        "object": "December 19",
+        "citations": [
+            cite("ksf-guillemot-1121", "now returns to service on December 19", "supports"),
+            cite("ksf-guillemot-1104", "returns to service on December 7", "contradicts"),
+            cite("ksf-guillemot-1121", "now returns to service on December 19", "contradicts"),
+        ],
+    }
+    ledger = {
+        "facts": [fact],
+        "answer": "December 19 [F1]",
+        "inference": None,
+        "missing_evidence": [],
+    }
+    return json.dumps(ledger)
+
+
+def test_an_answer_records_its_counter_citations_and_reads_them_back(tmp_path, load_benchmark):
+    quality = load_benchmark("quality")
+
+    class Scripted:
+        def generate(self, request):
+            return _guillemot_reply()
+
+    documents = quality.load_documents()
+    question = next(q for q in quality.load_questions() if q.id == "q47")
+    store = tmp_path / "results.jsonl"
+    run = quality.run
+    (outcome,) = run([question], ["quote"], documents, Scripted(), model_line="m", store=store)[
+        "quote"
+    ]
+    assert outcome.status == "answered"
+    assert outcome.correct
+    assert outcome.produced == 3
+    superseded, repeated = outcome.counter_citations
+    old = documents["ksf-guillemot-1104"].text
+    ((start, end),) = superseded.spans
+    assert old[start:end] == superseded.text == "returns to service on December 7"
+    assert (superseded.fact, superseded.source_id) == (0, "ksf-guillemot-1104")
+    assert (superseded.marked_source, superseded.other_value) == (True, True)
+    assert superseded.counter_evidence
+    # A span repeating the gold answer holds no other value, and its source is current.
+    assert repeated.source_id == "ksf-guillemot-1121"
+    assert (repeated.marked_source, repeated.other_value) == (False, False)
+    assert not repeated.counter_evidence
+    stances = [c["stance"] for c in outcome.detail["citations"]]
+    assert stances == ["supports", "contradicts", "contradicts"]
+
+    (record,) = [json.loads(line) for line in store.read_text().splitlines()]
+    assert [c["source_id"] for c in record["counter_citations"]] == [
+        "ksf-guillemot-1104",
+        "ksf-guillemot-1121",
+    ]
+    # The stored reply judged again, and the stored fields read back, give the same citations.
+    (again,) = run([question], ["quote"], documents, Scripted(), model_line="m", store=store)[
+        "quote"
+    ]
+    assert again.counter_citations == outcome.counter_citations
+    assert quality.Outcome.from_json(record, question).counter_citations == (
+        outcome.counter_citations
+    )
+
+
+def test_a_row_stored_before_the_stance_key_loads_with_no_counter_citations(load_benchmark):
+    quality = load_benchmark("quality")
+    question = next(q for q in quality.load_questions() if q.id == "q47")
+    record = {**_ANSWERED, "detail": {"answer": "December 19"}}
+    outcome = quality.Outcome.from_json(record, question)
+    assert outcome.counter_citations == ()
+    assert outcome.tokens_per_citation is None  # no output tokens were reported
+
+
+def test_output_tokens_per_citation_count_every_citation_written(load_benchmark):
+    quality = load_benchmark("quality")
+    written = quality.Outcome(**{**_ANSWERED, "produced": 4, "output_tokens": 180})
+    assert written.tokens_per_citation == 45.0
+    assert (
+        quality.Outcome(**{**_ANSWERED, "produced": 0, "output_tokens": 90}).tokens_per_citation
+        is None
+    )
