@@ -1,12 +1,17 @@
-"""Load a benchmark script as a module, as ``python benchmarks/<name>.py`` sees it; read tables."""
+"""Load a benchmark script as a module, as ``python benchmarks/<name>.py`` sees it; read tables.
+
+Also a scripted reader whose answer carries counter-citations (``guillemot_model``).
+"""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -51,3 +56,37 @@ def markdown_tables() -> Callable[[str], list[list[list[str]]]]:
         return [[table[0], *table[2:]] for table in tables]
 
     return read
+
+
+class _Guillemot:
+    """Answers q47 in quote mode: December 19, with two spans marked contradicting."""
+
+    def generate(self, request: Any) -> str:
+        # The current notice supports December 19; the superseded one says December 7, and a
+        # span of the current notice that repeats the gold answer is marked contradicting too.
+        def cite(source: str, quote: str, stance: str) -> dict[str, str]:
+            return {"source_id": source, "quote": quote, "stance": stance}
+
+        fact = {
+            "subject": "MV Guillemot",
+            "relation": "returns to service on",
+            "object": "December 19",
+            "citations": [
+                cite("ksf-guillemot-1121", "now returns to service on December 19", "supports"),
+                cite("ksf-guillemot-1104", "returns to service on December 7", "contradicts"),
+                cite("ksf-guillemot-1121", "now returns to service on December 19", "contradicts"),
+            ],
+        }
+        ledger = {
+            "facts": [fact],
+            "answer": "December 19 [F1]",
+            "inference": None,
+            "missing_evidence": [],
+        }
+        return json.dumps(ledger)
+
+
+@pytest.fixture
+def guillemot_model() -> _Guillemot:
+    """A scripted reader of q47 (quote mode) whose fact has two counter-citations."""
+    return _Guillemot()

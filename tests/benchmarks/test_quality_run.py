@@ -203,45 +203,17 @@ def test_the_tables_hold_only_the_flags_of_checks_on_by_default_to_the_flagged_f
     assert decided("uncovered_question", "unsupported_facts") == "insufficient_evidence"
 
 
-def _guillemot_reply() -> str:
-    # q47: the current notice supports December 19; the superseded one says December 7, and
-    # a span of the current notice that repeats the gold answer is marked contradicting too.
-    def cite(source: str, quote: str, stance: str) -> dict[str, str]:
-        return {"source_id": source, "quote": quote, "stance": stance}
-
-    fact = {
-        "subject": "MV Guillemot",
-        "relation": "returns to service on",
-        "object": "December 19",
-        "citations": [
-            cite("ksf-guillemot-1121", "now returns to service on December 19", "supports"),
-            cite("ksf-guillemot-1104", "returns to service on December 7", "contradicts"),
-            cite("ksf-guillemot-1121", "now returns to service on December 19", "contradicts"),
-        ],
-    }
-    ledger = {
-        "facts": [fact],
-        "answer": "December 19 [F1]",
-        "inference": None,
-        "missing_evidence": [],
-    }
-    return json.dumps(ledger)
-
-
-def test_an_answer_records_its_counter_citations_and_reads_them_back(tmp_path, load_benchmark):
+def test_an_answer_records_its_counter_citations_and_reads_them_back(
+    tmp_path, load_benchmark, guillemot_model
+):
     quality = load_benchmark("quality")
-
-    class Scripted:
-        def generate(self, request):
-            return _guillemot_reply()
-
     documents = quality.load_documents()
     question = next(q for q in quality.load_questions() if q.id == "q47")
     store = tmp_path / "results.jsonl"
     run = quality.run
-    (outcome,) = run([question], ["quote"], documents, Scripted(), model_line="m", store=store)[
-        "quote"
-    ]
+    (outcome,) = run(
+        [question], ["quote"], documents, guillemot_model, model_line="m", store=store
+    )["quote"]
     assert outcome.status == "answered"
     assert outcome.correct
     assert outcome.produced == 3
@@ -265,7 +237,7 @@ def test_an_answer_records_its_counter_citations_and_reads_them_back(tmp_path, l
         "ksf-guillemot-1121",
     ]
     # The stored reply judged again, and the stored fields read back, give the same citations.
-    (again,) = run([question], ["quote"], documents, Scripted(), model_line="m", store=store)[
+    (again,) = run([question], ["quote"], documents, guillemot_model, model_line="m", store=store)[
         "quote"
     ]
     assert again.counter_citations == outcome.counter_citations
