@@ -36,7 +36,8 @@ endpoint)::
 own passage and a BM25 retriever's nearest others), exactly as the project's set is asked.
 
 It prints the Python version and platform, the model line, then the Markdown tables; progress
-goes to stderr. ``--json`` also writes every result (status, codes, answer, citations).
+goes to stderr. ``--json`` also writes every result (status, codes, answer, citations with
+their stance, and the verified counter-citations that ``stances.py`` reads).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -209,61 +209,76 @@ def _shown_value(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
 
 
+def _right(runs: Sequence[Outcome]) -> str:
+    return share(sum(o.correct for o in runs), sum(o.answerable for o in runs))
+
+
+def _per_citation(runs: Sequence[Outcome]) -> float | None:
+    return _median([o.tokens_per_citation for o in runs])
+
+
+def _tokens_met(old: Sequence[Outcome], new: Sequence[Outcome]) -> str:
+    before, after = _per_citation(old), _per_citation(new)
+    if before is None or after is None:
+        return "-"
+    return _met(after <= before + MAX_EXTRA_TOKENS_PER_CITATION)
+
+
+def _row(
+    name: str, runs: tuple[Sequence[Outcome], ...], measure: Callable[[Sequence[Outcome]], str]
+) -> list[str]:
+    return [name, *(measure(r) for r in runs)]
+
+
 def comparison_table(previous: Sequence[Outcome], current: Sequence[Outcome]) -> list[str]:
     """Both runs on the questions both hold, against the targets."""
     common = {o.id for o in previous} & {o.id for o in current}
     old = [o for o in previous if o.id in common]
     new = [o for o in current if o.id in common]
-    correct_old, correct_new = (sum(o.correct for o in runs) for runs in (old, new))
-    per_old, per_new = (_median([o.tokens_per_citation for o in runs]) for runs in (old, new))
-    tokens_met = (
-        "-"
-        if per_old is None or per_new is None
-        else _met(per_new <= per_old + MAX_EXTRA_TOKENS_PER_CITATION)
-    )
-
-    def right(runs: Sequence[Outcome]) -> str:
-        return share(sum(o.correct for o in runs), sum(o.answerable for o in runs))
-
+    both = (old, new)
+    correct_met = _met(sum(o.correct for o in new) >= sum(o.correct for o in old))
     rows = [
-        ["questions (both runs)", str(len(old)), str(len(new)), "", ""],
-        ["answered", *(str(len(_answered(runs))) for runs in (old, new)), "", ""],
+        [*_row("questions (both runs)", both, lambda r: str(len(r))), "", ""],
+        [*_row("answered", both, lambda r: str(len(_answered(r)))), "", ""],
+        [*_row("right answers (correct / answerable)", both, _right), "no fewer", correct_met],
         [
-            "right answers (correct / answerable)",
-            right(old),
-            right(new),
-            "no fewer",
-            _met(correct_new >= correct_old),
-        ],
-        [
-            "precision of answered",
-            precision(old),
-            precision(new),
+            *_row("precision of answered", both, lambda r: precision(list(r))),
             "no lower",
             _met(_precision(new) >= _precision(old)),
         ],
         [
-            "median output tokens",
-            *(_shown_value(_median([o.output_tokens for o in r])) for r in (old, new)),
+            *_row(
+                "median output tokens",
+                both,
+                lambda r: _shown_value(_median([o.output_tokens for o in r])),
+            ),
             "",
             "",
         ],
         [
-            "median output tokens per citation",
-            _shown_value(per_old),
-            _shown_value(per_new),
+            *_row(
+                "median output tokens per citation",
+                both,
+                lambda r: _shown_value(_per_citation(r)),
+            ),
             f"at most +{MAX_EXTRA_TOKENS_PER_CITATION:g}",
-            tokens_met,
+            _tokens_met(old, new),
         ],
         [
-            "output tokens per citation, every result (sum / sum)",
-            *(_shown_value(_pooled(r)) for r in (old, new)),
+            *_row(
+                "output tokens per citation, every result (sum / sum)",
+                both,
+                lambda r: _shown_value(_pooled(r)),
+            ),
             "",
             "",
         ],
         [
-            "median latency per question (s)",
-            *(_shown_value(_median([o.latency_s for o in r])) for r in (old, new)),
+            *_row(
+                "median latency per question (s)",
+                both,
+                lambda r: _shown_value(_median([o.latency_s for o in r])),
+            ),
             "reported",
             "",
         ],
