@@ -948,7 +948,8 @@ class Record:
 def judge_case(item: Item, case: Case, mode: CitationMode) -> Record:
     """Answer the item with the case's ledger through the engine, every check only flagging."""
     require(
-        set(CHECKS) == {"non_current_evidence", "unsupported_facts", "uncovered_question"},
+        set(CHECKS)
+        == {"non_current_evidence", "unsupported_facts", "uncovered_question", "contested_facts"},
         "a check was added: set its policy to flag below",
     )
     sources = [
@@ -966,6 +967,7 @@ def judge_case(item: Item, case: Case, mode: CitationMode) -> Record:
         non_current_evidence="flag",
         unsupported_facts="flag",
         uncovered_question="flag",
+        contested_facts="flag",
         **allowance,
     )
     sent = len(answer.used_source_ids)

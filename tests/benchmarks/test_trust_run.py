@@ -20,7 +20,7 @@ from evidence_first._shapes.vocabulary import CitationFlag
 
 BENCHMARKS = Path(__file__).parents[2] / "benchmarks"
 
-CHECKS = ["non_current_evidence", "unsupported_facts", "uncovered_question"]
+CHECKS = ["non_current_evidence", "unsupported_facts", "uncovered_question", "contested_facts"]
 # Every citation flag but `contradicted_source`: no source of the sets is marked contradicted.
 CITATION_FLAGS = [flag for flag in typing.get_args(CitationFlag) if flag != "contradicted_source"]
 WRONG_KINDS = {"on_topic_non_answer", "distractor", "superseded_only", "object_not_cited"}
@@ -167,6 +167,7 @@ def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran, mar
         "non_current_evidence": "abstain",
         "unsupported_facts": "flag",
         "uncovered_question": "off",
+        "contested_facts": "flag",
     }
 
 
