@@ -7,7 +7,10 @@ out, SQuAD 2.0, BoolQ, HotpotQA and TAT-QA) is answered by the real engine
 sentence; for a yes-or-no question, the verdict as the object of the question's claim,
 citing the gold passage's sentence that best matches the question), a **realistic** right one
 (the question's words restated, a date or number written another way, two sentences cited),
-or a **wrong** one of five kinds:
+a **countered** right one (the perfect ledger, sent beside the ``superseded`` copy that
+``superseded_only`` cites, with the copy's changed sentence cited ``contradicts`` after its
+first fact's supporting citation: one verified contradicting citation, which the defaults
+must not withhold), or a **wrong** one of five kinds:
 
 - ``on_topic_non_answer``: an unanswerable item (ClapNQ, SQuAD 2.0): its on-topic passage's
   sentence sharing most words with the question, cited as the answer;
@@ -115,7 +118,10 @@ PERFECT = "perfect"
 # Right ledgers as readers write them: the question's words restated in the object, a date or
 # a number written another way, an object drawn from two cited sentences.
 REALISTIC_KINDS = ("restated", "reformatted", "two_sentences")
-RIGHT_KINDS = (PERFECT, *REALISTIC_KINDS)
+# The perfect ledger with one verified contradicting citation added to its first fact: the
+# sentence of a ``superseded`` copy of the gold passage that gives another value.
+COUNTERED = "countered"
+RIGHT_KINDS = (PERFECT, *REALISTIC_KINDS, COUNTERED)
 WRONG_KINDS = (
     "on_topic_non_answer",
     "distractor",
@@ -171,14 +177,30 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Against:
+    """A citation a fact's ledger marks ``contradicts``: ``span`` of source ``source``.
+
+    ``value`` is the other value it gives, which passage mode keeps within one citation.
+    """
+
+    source: int
+    span: Span
+    value: str
+
+
+@dataclass(frozen=True)
 class Claim:
-    """One fact of a scripted ledger: it cites ``span`` of source ``source`` (an index)."""
+    """One fact of a scripted ledger: it cites ``span`` of source ``source`` (an index).
+
+    Its contradicting citations (``against``) follow its supporting one.
+    """
 
     source: int
     span: Span
     subject: str
     relation: str
     object: str
+    against: tuple[Against, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -272,32 +294,65 @@ NOT_SENT = {
 }
 
 
+def cited_as(
+    source: int,
+    span: Span,
+    value: str,
+    texts: Mapping[str, str],
+    labels: Mapping[str, list[Any]],
+) -> list[dict[str, Any]]:
+    """A span's citations: its exact text (quote mode), or the labels of its passages.
+
+    In passage mode (``labels`` given) the passages holding ``value`` make one citation when
+    they are four or fewer (:func:`label_groups`).
+    """
+    cited = source_id(source)
+    start, end = span
+    if not labels:
+        return [{"quote": texts[cited][start:end], "source_id": cited}]
+    touched = [(label, at) for label, at in labels[cited] if at[0] < end and start < at[1]]
+    found = texts[cited].find(value, start, end)
+    held = None if found < 0 else (found, found + len(value))
+    return [
+        {"source_id": cited, "passages": group, "quote": None}
+        for group in label_groups(touched, held)
+    ]
+
+
+def counter_cited(
+    against: Against, texts: Mapping[str, str], labels: Mapping[str, list[Any]]
+) -> list[dict[str, Any]]:
+    """A contradicting citation: in passage mode, only the passages that hold its value."""
+    citations = cited_as(against.source, against.span, against.value, texts, labels)
+    if labels:
+        found = texts[source_id(against.source)].find(against.value, *against.span)
+        holding = {
+            label
+            for label, (a, b) in labels[source_id(against.source)]
+            if a < found + len(against.value) and found < b
+        }
+        citations = [c for c in citations if holding & set(c["passages"])]
+    return [{**citation, "stance": "contradicts"} for citation in citations]
+
+
 def ledger_json(case: Case, mode: CitationMode, request: ModelRequest) -> str:
     """The case's ledger as a reader writes it: quotes, or the labels of its passages.
 
     A reader sent none of the passages it would cite says that the sources lack the answer.
+    A supporting citation leaves ``stance`` out (it then means ``supports``); a contradicting
+    one writes it.
     """
     texts = {source_id(n): source.text for n, source in enumerate(case.sources)}
-    if not {source_id(claim.source) for claim in case.claims} <= sent_ids(request):
+    cited = {claim.source for claim in case.claims}
+    cited |= {against.source for claim in case.claims for against in claim.against}
+    if not {source_id(n) for n in cited} <= sent_ids(request):
         return json.dumps(NOT_SENT)
     labels = sent_passages(request, texts) if mode == "passage" else {}
     facts = []
     for claim in case.claims:
-        cited = source_id(claim.source)
-        start, end = claim.span
-        citations: list[dict[str, Any]]
-        if mode == "quote":
-            citations = [{"quote": texts[cited][start:end], "source_id": cited}]
-        else:
-            touched = [
-                (label, span) for label, span in labels[cited] if span[0] < end and start < span[1]
-            ]
-            found = texts[cited].find(claim.object, start, end)
-            held = None if found < 0 else (found, found + len(claim.object))
-            citations = [
-                {"source_id": cited, "passages": group, "quote": None}
-                for group in label_groups(touched, held)
-            ]
+        citations = cited_as(claim.source, claim.span, claim.object, texts, labels)
+        for against in claim.against:
+            citations += counter_cited(against, texts, labels)
         facts.append(
             {
                 "subject": claim.subject,
@@ -544,6 +599,8 @@ VERDICT_NOT_BUILT = {
     "reformatted": "a yes or no answer has no date or number to rewrite",
     "superseded_only": "a yes or no answer is no span of the passage to replace",
     "object_not_cited": "the opposite verdict states the same claim: no words check tells it",
+    COUNTERED: "a yes or no answer is no span of the passage to replace, so no copy gives "
+    "the other verdict",
 }
 
 
@@ -725,7 +782,7 @@ class ItemCases:
             return built
         built.extend(self.realistic(config, sent, claims))
         built.extend(self.distractor(config, sent))
-        built.extend(self.superseded(config, sent, rng))
+        built.extend(self.superseded(config, sent, rng, claims))
         first = claims[0]
         cited = item.text[first.span[0] : first.span[1]]
         replaced = other_answer(item, cited)
@@ -840,12 +897,23 @@ class ItemCases:
     def perfect_answer(self, claims: Sequence[Claim]) -> str:
         return self.item.long_answer or claims[0].object
 
-    def superseded(self, config: str, sent: Sent, rng: random.Random) -> list[Case]:
+    def superseded(
+        self, config: str, sent: Sent, rng: random.Random, claims: tuple[Claim, ...]
+    ) -> list[Case]:
+        """The ledgers over a ``superseded`` copy of the gold passage holding another answer.
+
+        The copy, with another item's answer in place of the short answer, is sent beside the
+        gold passage (marked ``current``). ``superseded_only`` cites the copy's changed
+        sentence as the answer; ``countered`` is the perfect ledger (``claims``) with that
+        sentence cited against its first fact, after the fact's supporting citation.
+        """
         item = self.item
         found = short_answer(item)
         replaced = None if found is None else other_answer(item, item.text)
         if found is None or replaced is None:
-            self.not_built["superseded_only", config] = "no other answer the gold passage lacks"
+            why = "no other answer the gold passage lacks"
+            self.not_built["superseded_only", config] = why
+            self.not_built[COUNTERED, config] = why
             return []
         start, end = found
         copy = item.text[:start] + replaced + item.text[end:]
@@ -855,7 +923,26 @@ class ItemCases:
         sources.insert(place, Source(copy, item.title, "superseded"))
         span = covering(copy, start, start + len(replaced))
         claim = Claim(place, span, item.title, "states", replaced)
-        return [Case("superseded_only", config, tuple(sources), (claim,), replaced)]
+        # The copy sent before the gold passage moves it one place on.
+        moved = [
+            Claim(c.source + (place <= c.source), c.span, c.subject, c.relation, c.object)
+            for c in claims
+        ]
+        against = (Against(place, span, replaced),)
+        first = moved[0]
+        countered = Claim(
+            first.source, first.span, first.subject, first.relation, first.object, against
+        )
+        return [
+            Case("superseded_only", config, tuple(sources), (claim,), replaced),
+            Case(
+                COUNTERED,
+                config,
+                tuple(sources),
+                (countered, *moved[1:]),
+                self.perfect_answer(claims),
+            ),
+        ]
 
     def near_miss(self, config: str, sent: Sent) -> list[Case]:
         """Another number of the passage as the answer; not for a set without short answers."""
@@ -904,6 +991,8 @@ class Record:
         sources: How many sources the case gave.
         sent: How many of them were sent.
         confidence: The reader's confidence (the reader's own ledgers only).
+        counter_citations: The answer's verified contradicting citations
+            (``Fact.counter_citations``, over every fact).
     """
 
     set: str
@@ -920,6 +1009,7 @@ class Record:
     sources: int = 0
     sent: int = 0
     confidence: float | None = None
+    counter_citations: int = 0
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -987,6 +1077,7 @@ def judge_case(item: Item, case: Case, mode: CitationMode) -> Record:
         verified=bool(checks) and all(check.verdict == "verified" for check in checks),
         sources=len(sources),
         sent=sent,
+        counter_citations=sum(len(fact.counter_citations) for fact in answer.facts),
     )
 
 
@@ -1182,6 +1273,76 @@ def _right_cells(
         per_mode(group, modes, lambda r: r.withheld(policy)),
         *(per_mode(group, modes, cited_with(flag)) for flag in CITATION_FLAGS),
     ]
+
+
+def countered_pairs(records: Sequence[Record]) -> list[tuple[Record, Record]]:
+    """Each ``countered`` ledger beside the same item's perfect one, configuration and mode."""
+    key = ("set", "split", "item", "config", "mode")
+    perfect = {tuple(getattr(r, k) for k in key): r for r in records if r.kind == PERFECT}
+    pairs = []
+    for record in records:
+        if record.kind == COUNTERED and record.built:
+            twin = perfect.get(tuple(getattr(record, k) for k in key))
+            if twin is not None and twin.built:
+                pairs.append((record, twin))
+    return pairs
+
+
+def extra_abstentions(
+    pairs: Sequence[tuple[Record, Record]], modes: Sequence[str], policy: Mapping[str, FlagPolicy]
+) -> str:
+    """Per mode, the ``countered`` ledgers withheld whose perfect twin is not (target: 0)."""
+    counts = [
+        sum(c.withheld(policy) and not p.withheld(policy) for c, p in pairs if c.mode == mode)
+        for mode in modes
+    ]
+    return " / ".join(map(str, counts))
+
+
+def countered_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
+    """``countered`` ledgers against the same items' perfect ones, by set and configuration.
+
+    The target: a verified contradicting citation adds no abstention under the policy.
+    """
+    sets, _, configs, modes = _order(records)
+    pairs = countered_pairs(records)
+    header = [
+        "set",
+        "config",
+        "ledgers",
+        "counter-citation returned",
+        "flagged `contested_facts`",
+        "flagged `non_current_evidence`",
+        "`countered` answered",
+        "`perfect` answered",
+        "`countered` withheld",
+        "`perfect` withheld",
+        "extra abstentions",
+    ]
+    rows = []
+    for name in sets:
+        for config in configs:
+            of = [(c, p) for c, p in pairs if c.set == name and c.config == config]
+            if not of:
+                continue
+            countered = [c for c, _ in of]
+            perfect = [p for _, p in of]
+            rows.append(
+                [
+                    name,
+                    config,
+                    str(len(of) // len(modes)),
+                    per_mode(countered, modes, lambda r: r.counter_citations == 1),
+                    per_mode(countered, modes, flagged("contested_facts")),
+                    per_mode(countered, modes, flagged("non_current_evidence")),
+                    per_mode(countered, modes, lambda r: r.answered(policy)),
+                    per_mode(perfect, modes, lambda r: r.answered(policy)),
+                    per_mode(countered, modes, lambda r: r.withheld(policy)),
+                    per_mode(perfect, modes, lambda r: r.withheld(policy)),
+                    extra_abstentions(of, modes, policy),
+                ]
+            )
+    return markdown(header, rows)
 
 
 def first_table(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
@@ -1442,6 +1603,9 @@ def right_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) ->
         *(f"`perfect` flagged `{check}`" for check in CHECKS),
         *(f"`{kind}` flagged by a check on" for kind in REALISTIC_KINDS),
         "right ledgers withheld under the policy",
+        "`countered` answered",
+        "`countered` withheld, `perfect`'s same ledgers",
+        "`countered` extra abstentions",
         "`perfect` answered, gold first",
     ]
     rows = []
@@ -1467,9 +1631,30 @@ def _set_right_cells(
         group = [r for r in of if r.kind == kind]
         cells.append(_most_by_mode(group, modes, configs, flagged_on(policy)) if group else "-")
     cells.append(_most_by_mode(of, modes, configs, lambda r: r.withheld(policy)))
+    cells += _countered_cells(of, modes, policy)
     first = [r for r in perfect if r.config == FIRST]
     cells.append(per_mode(first, modes, lambda r: r.answered(policy)) if first else "-")
     return cells
+
+
+def _countered_cells(
+    of: Sequence[Record], modes: Sequence[str], policy: Mapping[str, FlagPolicy]
+) -> list[str]:
+    """``countered`` answered, withheld against its perfect twins, and the extra abstentions."""
+    pairs = countered_pairs(of)
+    if not pairs:
+        return ["-", "-", "-"]
+    countered = [c for c, _ in pairs]
+    withheld = [
+        f"{per_mode(countered, [mode], lambda r: r.withheld(policy))} vs "
+        + per_mode([p for _, p in pairs], [mode], lambda r: r.withheld(policy))
+        for mode in modes
+    ]
+    return [
+        per_mode(countered, modes, lambda r: r.answered(policy)),
+        " / ".join(withheld),
+        extra_abstentions(pairs, modes, policy),
+    ]
 
 
 def wrong_by_set(records: Sequence[Record], policy: Mapping[str, FlagPolicy]) -> list[str]:
@@ -1555,6 +1740,13 @@ def _split_tables(of: Sequence[Record], split: str, policy: Mapping[str, FlagPol
         "",
         *right_table(scripted, policy),
     ]
+    if countered_pairs(scripted):
+        lines += [
+            "",
+            f"#### A verified contradicting citation added to the perfect ledger, {label}",
+            "",
+            *countered_table(scripted, policy),
+        ]
     if any(r.config == FIRST for r in scripted):
         lines += [
             "",

@@ -25,6 +25,7 @@ CHECKS = ["non_current_evidence", "unsupported_facts", "uncovered_question", "co
 CITATION_FLAGS = [flag for flag in typing.get_args(CitationFlag) if flag != "contradicted_source"]
 WRONG_KINDS = {"on_topic_non_answer", "distractor", "superseded_only", "object_not_cited"}
 REALISTIC_KINDS = ("restated", "reformatted", "two_sentences")
+RIGHT_KINDS = ("perfect", *REALISTIC_KINDS, "countered")
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +63,13 @@ def test_quick_run_prints_the_machine_line_the_sets_and_every_table(ran, markdow
     assert "(today's defaults)" in output
     assert "Wall time: " in output
     tables = markdown_tables(output)
-    # Per split: each check, right ledgers, the gold passage first, wrong ledgers; then the
-    # ledgers built and the reason codes. The quick run leaves the reader's ledgers out.
-    assert len(tables) == 2 * 4 + 2
-    checks, right, first, wrong = tables[:4]
+    # Per split: each check, right ledgers, the countered ones against the perfect ones, the
+    # gold passage first, wrong ledgers; then the ledgers built and the reason codes. The
+    # quick run leaves the reader's ledgers out.
+    assert len(tables) == 2 * 5 + 2
+    checks, right, countered, first, wrong = tables[:5]
     assert [row[0] for row in checks[1:]] == [f"`{check}`" for check in CHECKS]
-    assert checks[0][2:6] == [
-        f"flags `{kind}`: most, where" for kind in ("perfect", *REALISTIC_KINDS)
-    ]
+    assert checks[0][2:7] == [f"flags `{kind}`: most, where" for kind in RIGHT_KINDS]
     assert right[0] == [
         "set",
         "kind",
@@ -92,9 +92,18 @@ def test_quick_run_prints_the_machine_line_the_sets_and_every_table(ran, markdow
         for kind in REALISTIC_KINDS
         for config in ("alone", "random", "bm25")
         if (name, kind) != ("clapnq", "reformatted")
-    } - {("nq-open", "reformatted", config) for config in ("alone", "random", "bm25")}
+    } - {("nq-open", "reformatted", config) for config in ("alone", "random", "bm25")} | {
+        (name, "countered", config)
+        for name in ("nq-open", "clapnq")
+        for config in ("alone", "random", "bm25")
+    }
     for row in right[1:]:
         assert all(len(cell.split(" / ")) == 2 for cell in row[4:]), row  # quote / passage
+    assert countered[0][-1] == "extra abstentions"
+    assert {(row[0], row[1]) for row in countered[1:]} == {
+        (name, config) for name in ("nq-open", "clapnq") for config in ("alone", "random", "bm25")
+    }
+    assert {row[-1] for row in countered[1:]} == {"0 / 0"}
     assert first[0] == [
         "set",
         "ledgers",
@@ -117,7 +126,7 @@ def test_every_ledger_verifies_and_no_perfect_ledger_is_rejected(ran):
     _, records = ran
     built = [record for record in records if record["status"] != "not_built"]
     kinds = {record["kind"] for record in built}
-    assert {"perfect", "restated", "two_sentences", *WRONG_KINDS} <= kinds
+    assert {"perfect", "restated", "two_sentences", "countered", *WRONG_KINDS} <= kinds
     assert {record["mode"] for record in built} == {"quote", "passage"}
     assert {record["config"] for record in built} == {"alone", "random", "bm25", "first"}
     for record in built:
@@ -142,6 +151,83 @@ def test_superseded_only_is_flagged_non_current_and_object_not_cited_unsupported
     for record in not_cited:
         assert "unsupported_facts" in record["flags"], record
         assert "object_not_cited" in record["citation_flags"], record
+
+
+def test_countered_ledgers_return_their_counter_citation_flagged_and_answered(trust, ran):
+    _, records = ran
+    countered = [r for r in records if r["kind"] == "countered" and r["status"] != "not_built"]
+    perfect = {
+        (r["set"], r["item"], r["config"], r["mode"]): r for r in records if r["kind"] == "perfect"
+    }
+    assert {(r["set"], r["config"], r["mode"]) for r in countered} == {
+        (name, config, mode)
+        for name in ("nq-open", "clapnq")
+        for config in ("alone", "random", "bm25")
+        for mode in ("quote", "passage")
+    }
+    for record in countered:
+        assert record["verified"], record
+        assert record["counter_citations"] == 1, record
+        assert "contested_facts" in record["flags"], record
+        # The copy is marked superseded, but only supporting citations make evidence
+        # non-current: the flag the copy's citation earns does not reach the answer.
+        assert "superseded_source" in record["citation_flags"], record
+        assert "non_current_evidence" not in record["flags"], record
+        stored = trust.Record.from_json(record)
+        assert stored.answered(trust.DEFAULT_POLICY), record
+        twin = perfect[record["set"], record["item"], record["config"], record["mode"]]
+        assert set(record["flags"]) - {"contested_facts"} == set(twin["flags"]), record
+    assert all(r["counter_citations"] == 0 for r in records if r["kind"] != "countered")
+
+
+@pytest.mark.parametrize("mode", ["quote", "passage"])
+def test_a_countered_ledger_cites_the_superseded_copy_s_other_value_against_its_fact(trust, mode):
+    item = trust.load_items("nq-open")[0]
+    case = next(c for c in trust.ItemCases(item).cases("random") if c.kind == "countered")
+    copy = next(n for n, source in enumerate(case.sources) if source.status == "superseded")
+    (claim,) = case.claims
+    assert case.sources[claim.source].text == item.text
+    ((against,),) = [c.against for c in case.claims]
+    assert against.source == copy
+    changed = case.sources[copy].text[against.span[0] : against.span[1]]
+    assert against.value in changed
+    assert against.value not in item.text
+    sources = [
+        trust.Evidence(id=trust.source_id(n), text=s.text, status=s.status)
+        for n, s in enumerate(case.sources)
+    ]
+    answer = trust.answer_from_evidence(
+        item.question,
+        sources,
+        trust.ScriptedReader(case, mode),
+        citation_mode=mode,
+        max_context_tokens=trust.MAX_CONTEXT_TOKENS,
+    )
+    assert answer.status == "answered"
+    assert answer.flags == ("contested_facts",)
+    (fact,) = answer.facts
+    assert [c.source_id for c in fact.citations] == [trust.source_id(claim.source)]
+    (counter,) = fact.counter_citations
+    assert counter.source_id == trust.source_id(copy)
+    assert against.value in counter.quote
+    assert [check.stance for check in answer.citation_checks] == ["supports", "contradicts"]
+    # The perfect ledger over the same sources is answered with no flag.
+    perfect = trust.Case(
+        "perfect",
+        case.config,
+        case.sources,
+        (trust.Claim(claim.source, claim.span, claim.subject, claim.relation, claim.object),),
+        case.answer,
+    )
+    plain = trust.answer_from_evidence(
+        item.question,
+        sources,
+        trust.ScriptedReader(perfect, mode),
+        citation_mode=mode,
+        max_context_tokens=trust.MAX_CONTEXT_TOKENS,
+    )
+    assert plain.status == "answered"
+    assert plain.flags == ()
 
 
 def test_a_policy_is_applied_to_stored_records_without_a_new_run(trust, ran, markdown_tables):
