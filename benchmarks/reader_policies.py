@@ -49,6 +49,7 @@ from quality import (
     markdown_table,
     plan_one,
     precision,
+    run_key,
     share,
 )
 
@@ -109,7 +110,11 @@ class Policy:
 
 
 def judged(set_name: str, path: Path, mode: str = "passage") -> list[Outcome]:
-    """Every stored reply of ``path`` in ``mode``, judged again by today's engine."""
+    """Every stored reply of ``path`` in ``mode`` to today's request, judged again today.
+
+    A file may hold runs of earlier prompts too: a reply counts only where its request is
+    byte-identical to the one today's code sends (the run key's digest).
+    """
     if not path.exists():
         return []
     documents, questions = load_set(set_name)
@@ -128,9 +133,16 @@ def judged(set_name: str, path: Path, mode: str = "passage") -> list[Outcome]:
             reader,
             max_context_tokens=context_tokens(set_name),
         )
+        if _digest(record["run_key"]) != _digest(run_key("", plan, reader)):
+            continue
         gold = tuple(gold_spans(question, documents))
         outcomes.append(Outcome.judged_again(record, question, plan, gold))
     return outcomes
+
+
+def _digest(key: str) -> str:
+    """The request's digest in a run key (its model identity left out)."""
+    return key.rpartition(" | ")[2]
 
 
 def figures(outcomes: Sequence[Outcome], policy: Policy) -> tuple[int, int, int, int, int]:
