@@ -70,9 +70,10 @@ def present(answer: EvidenceAnswer, language: str) -> str:
         for number, record in enumerate(records, start=1):
             title = record["metadata"].get("title", record["source_id"])
             lines.append(f"  [{number}] {title}: “{record['quote']}”")
-        # What deserves a second look, though answered: a fact its citation does not hold,
-        # or cited sources lacking the question's words (both only flag by default); under
-        # non_current_evidence="flag", an answer resting only on superseded sources.
+        # What deserves a second look, though answered: a fact its citation does not hold
+        # (it only flags by default); cited sources lacking the question's words, under
+        # uncovered_question="flag"; under non_current_evidence="flag", an answer resting only
+        # on superseded sources.
         if answer.flags:
             log.info("answered with flags=%s", ",".join(answer.flags))
         return "\n".join(lines)

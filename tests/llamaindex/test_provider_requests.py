@@ -16,6 +16,7 @@ import sys
 import time
 import types
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -235,6 +236,21 @@ def gemini(loopback, ledger_for):
     return loopback
 
 
+def mock_gemini_llm(handle: Callable[[httpx.Request], httpx.Response]):
+    """A GoogleGenAI whose clients, sync and async, are answered by ``handle``."""
+    from llama_index.llms.google_genai import GoogleGenAI
+
+    transport = httpx.MockTransport(handle)
+    return GoogleGenAI(
+        model=GEMINI_MODEL,
+        api_key="test-key",
+        http_options={
+            "httpx_client": httpx.Client(transport=transport),
+            "httpx_async_client": httpx.AsyncClient(transport=transport),
+        },
+    )
+
+
 def gemini_llm(base_url: str, **settings: Any):
     from llama_index.llms.google_genai import GoogleGenAI
 
@@ -295,17 +311,7 @@ async def test_gemini_is_sent_the_timeout_in_the_request(mode, launch_nodes, led
             200, json=GEMINI_META if body is None else gemini_answer(ledger_for, body)
         )
 
-    transport = httpx.MockTransport(handle)
-    from llama_index.llms.google_genai import GoogleGenAI
-
-    llm = GoogleGenAI(
-        model=GEMINI_MODEL,
-        api_key="test-key",
-        http_options={
-            "httpx_client": httpx.Client(transport=transport),
-            "httpx_async_client": httpx.AsyncClient(transport=transport),
-        },
-    )
+    llm = mock_gemini_llm(handle)
     synthesizer = EvidenceSynthesizer(llm=llm, timeout=12.5)
 
     await synthesize(synthesizer, launch_nodes, mode)
@@ -1011,17 +1017,7 @@ async def test_gemini_streams_the_same_strict_request(mode, launch_nodes, ledger
             200, content=sse.encode(), headers={"content-type": "text/event-stream"}
         )
 
-    transport = httpx.MockTransport(handle)
-    from llama_index.llms.google_genai import GoogleGenAI
-
-    llm = GoogleGenAI(
-        model=GEMINI_MODEL,
-        api_key="test-key",
-        http_options={
-            "httpx_client": httpx.Client(transport=transport),
-            "httpx_async_client": httpx.AsyncClient(transport=transport),
-        },
-    )
+    llm = mock_gemini_llm(handle)
     plain = await synthesize(EvidenceSynthesizer(llm=llm), launch_nodes, mode)
     chat_body = json.loads(seen[-1].content)
     seen.clear()
