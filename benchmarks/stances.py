@@ -2,10 +2,10 @@
 
 The reader's runs (``quality.py --json``, in ``results/``) keep each reply. Every stored reply of
 the reader's own mode (passage) is judged again by today's engine and decided as the engine
-decides it for the reader (its profile's floors, each flag's default policy). The rows of a
-file are told apart by their request: a row whose run key is the one today's request for its
-question would get belongs to the current prompt's run; the file's other rows of that mode
-are the stored run of the previous prompt (``passage/8``, the runs the floors were chosen on).
+decides it for the reader (each flag's default policy, and the floors of the reader's profile
+under that run's prompt). The rows of a file are told apart by their request: a row whose run
+key is the one today's request for its question would get belongs to the current prompt's run;
+the file's other rows of that mode are the stored run of the previous prompt (``passage/8``).
 
 It prints:
 
@@ -55,6 +55,12 @@ from evidence_first import PASSAGE_PROMPT_VERSION, CitationMode, ReaderModel, pr
 from evidence_first.adapters import profile_for_name
 
 RESULTS = Path(__file__).parent / "results"
+# The reader's profile under passage/8 and quote/8, chosen on those prompts' tune runs
+# (docs/benchmarks.md, "The reader on public questions"): the stored run is decided as it was
+# decided then, so that the comparison is between the two prompts each with its own floors.
+PREVIOUS_FLOORS = Floors(
+    floors={"passage": 0.61, "quote": 0.73}, flagged={"passage": 0.84, "quote": 0.89}
+)
 READER = "qwen2.5-coder-1.5b"
 PROJECT_RUN = f"quality-report-{READER}.jsonl"
 NQ_OPEN_RUN = f"quality-nq-open-report-{READER}.jsonl"
@@ -317,7 +323,7 @@ def nq_open_table(current: Sequence[Outcome]) -> list[str]:
 def report(project: Runs, nq_open: Runs, floors: Floors, mode: CitationMode) -> list[str]:
     """The three sections, each run decided as the engine decides it for the reader."""
     current = decided(project.current, floors, mode)
-    previous = decided(project.previous, floors, mode)
+    previous = decided(project.previous, PREVIOUS_FLOORS, mode)
     contested = [o for o in current if o.kind in CONTESTED_KINDS]
     lines = [
         f"Report half, {mode} mode: counter-evidence on superseded and contradicted questions",
@@ -352,8 +358,9 @@ def main(argv: list[str] | None = None) -> int:
     nq_open = split_runs("nq-open", args.results / NQ_OPEN_RUN, mode, reader)
     print(machine_line())
     print(
-        f"Reader {READER}: floors {floors.describe(mode)}; current prompt "
-        f"{PASSAGE_PROMPT_VERSION}, previous {PREVIOUS_VERSION}."
+        f"Reader {READER}: floors {floors.describe(mode)} under the current prompt "
+        f"{PASSAGE_PROMPT_VERSION}, {PREVIOUS_FLOORS.describe(mode)} under the previous "
+        f"{PREVIOUS_VERSION}."
     )
     print()
     print("\n".join(report(project, nq_open, floors, mode)))
