@@ -10,6 +10,7 @@ prompt version; ``tests/record.py`` re-records them against the local model.
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import math
 import re
@@ -169,14 +170,14 @@ SYSTEM_PROMPT_MARKERS = {"@system-prompt@": False, "@system-prompt-ascii@": True
 @functools.cache
 def _system_prompts() -> dict[str, str]:
     """Each default system prompt by its full version: every citation style, with and without
-    fact markers."""
+    fact markers, and with and without the stance key."""
     from evidence_first._sending.citing.modes import STYLES
     from evidence_first._sending.prompt import system_prompt
 
     found = {}
     for style in STYLES.values():
-        for markers in (True, False):
-            system, version = system_prompt(style(), enforced_markers=markers)
+        for markers, stance in itertools.product((True, False), (True, False)):
+            system, version = system_prompt(style(), enforced_markers=markers, stance=stance)
             found[version] = system
     return found
 

@@ -66,6 +66,8 @@ def settings(values: Mapping[str, Any]) -> str:
             floors = ", ".join(f"{mode} {floor}" for mode, floor in value.items())
             whose = "confidence floors" if field == "confidence_floors" else "a flagged answer's"
             words.append(f"{whose}: {floors}")
+        elif field == "writes_stance":
+            words.append("a stance per citation asked for" if value else "no stance asked for")
         elif field == "policies":
             policies = ", ".join(f"`{flag}` {policy}" for flag, policy in value.items())
             words.append(f"policies: {policies}")

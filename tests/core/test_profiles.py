@@ -23,7 +23,6 @@ from typing import Any, ClassVar
 
 import pytest
 
-import evidence_first
 from evidence_first import (
     Evidence,
     InvalidRequestError,
@@ -39,6 +38,7 @@ from evidence_first import (
 )
 from evidence_first._models.profiles import model_key
 from evidence_first._models.rules import CAUTIOUS, PROFILE_RULES
+from evidence_first._sending.citing.modes import STYLES
 from evidence_first._transport import reading
 from evidence_first.adapters import (
     DIALECTS,
@@ -612,10 +612,6 @@ def test_the_docs_profile_rules_table_is_the_rule_table():
 def test_the_readers_floors_were_chosen_under_todays_prompts():
     # A floor is a measurement of one prompt: once a prompt version moves, every rule setting
     # floors for that mode must be chosen again (or confirmed) on the tune runs, and say so.
-    today = {
-        "quote": evidence_first.PROMPT_VERSION,
-        "passage": evidence_first.PASSAGE_PROMPT_VERSION,
-    }
     rules_with_floors = [
         rule
         for rule in PROFILE_RULES
@@ -623,6 +619,13 @@ def test_the_readers_floors_were_chosen_under_todays_prompts():
     ]
     assert rules_with_floors  # the embedded reader's
     for rule in rules_with_floors:
+        # The versions the rule's model reads: a model not asked for a stance reads the
+        # prompts of before the key.
+        stance = rule.settings.get("writes_stance", True)
+        today = {
+            mode: (style.prompt_version if stance else style.prompt_version_without_stance)
+            for mode, style in STYLES.items()
+        }
         modes = {
             mode
             for name in ("confidence_floors", "flagged_floors")

@@ -27,7 +27,7 @@ from evidence_first._sending import prompt_text as text
 from evidence_first._sending.citing.modes import STYLES
 from evidence_first._sending.injection import Defences
 from evidence_first._sending.options import AnswerOptions
-from evidence_first._sending.schema import ledger_schema
+from evidence_first._sending.schema import ledger_schema, without_stance
 from evidence_first.chat_completions import ChatCompletionsModel
 
 PROMPT_VERSIONS = Path(__file__).parents[1] / "golden" / "prompt_versions.json"
@@ -63,11 +63,16 @@ DEFENCES = (Defences(), Defences(escape_controls=False, datamark=False, restate_
 DIALECTS = ("full", "json-schema")
 
 
-def read_by(mode: str) -> list[Any]:
-    """Everything the model of ``mode`` reads, in every variant above, and the general schema."""
-    read: list[Any] = [ledger_schema(STYLES[mode]().shape(None))]
+def read_by(mode: str, *, stance: bool = True) -> list[Any]:
+    """Everything the model of ``mode`` reads, in every variant above, and the general schema.
+
+    ``stance=False``: what a model whose profile is not asked for a stance reads.
+    """
+    shape = STYLES[mode]().shape(None)
+    read: list[Any] = [ledger_schema(shape if stance else without_stance(shape))]
     for dialect, defences, options in product(DIALECTS, DEFENCES, OPTIONS):
         model = ChatCompletionsModel("http://127.0.0.1:9/v1", model="m", dialect=dialect)
+        model.profile = model.profile.replace(writes_stance=stance)
         answer_options = AnswerOptions(citation_mode=mode, defences=defences, **options)
         request = plan_answer(answer_options, QUESTION, SOURCES, model).request
         assert request is not None
@@ -75,16 +80,21 @@ def read_by(mode: str) -> list[Any]:
     return read
 
 
-def prompt_digest(mode: str) -> str:
+def prompt_digest(mode: str, *, stance: bool = True) -> str:
     """A SHA-256 over :func:`read_by` ``mode``."""
-    encoded = json.dumps(read_by(mode), ensure_ascii=False, sort_keys=True).encode("utf-8")
+    read = read_by(mode, stance=stance)
+    encoded = json.dumps(read, ensure_ascii=False, sort_keys=True).encode("utf-8")
     return hashlib.sha256(encoded).hexdigest()
 
 
+@pytest.mark.parametrize("stance", [True, False], ids=["stance", "without-stance"])
 @pytest.mark.parametrize("mode", sorted(STYLES))
-def test_a_prompt_version_names_one_prompt(mode, pytestconfig):
-    version = STYLES[mode].prompt_version
-    digest = prompt_digest(mode)
+def test_a_prompt_version_names_one_prompt(mode, stance, pytestconfig):
+    # Without the stance key a model reads the prompt of before it, whose digest was
+    # recorded then: the same bytes under the same version.
+    style = STYLES[mode]
+    version = style.prompt_version if stance else style.prompt_version_without_stance
+    digest = prompt_digest(mode, stance=stance)
     recorded: dict[str, str] = json.loads(PROMPT_VERSIONS.read_text(encoding="utf-8"))
     if pytestconfig.getoption("--record-golden") and version not in recorded:
         recorded[version] = digest
@@ -110,13 +120,14 @@ def test_the_digests_cover_every_text_the_model_reads():
     sent = [
         part
         for mode in STYLES
-        for _, system, user, _ in read_by(mode)[1:]
+        for stance in (True, False)
+        for _, system, user, _ in read_by(mode, stance=stance)[1:]
         for part in (system, user)
     ]
     texts = [
         value
         for name, value in vars(text).items()
-        if name.isupper() and not name.endswith("_VERSION") and isinstance(value, str)
+        if name.isupper() and "_VERSION" not in name and isinstance(value, str)
     ]
     texts += text.POLICY_TEXT.values()
     for value in texts:

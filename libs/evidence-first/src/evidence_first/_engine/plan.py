@@ -26,7 +26,7 @@ from evidence_first._sending.prompt import (
     serialize_source,
     system_prompt,
 )
-from evidence_first._sending.schema import ledger_schema
+from evidence_first._sending.schema import ledger_schema, without_stance
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.limits import LARGE_INPUT_CHARS
@@ -141,7 +141,9 @@ def plan_answer(
 
     packed = pack_sources(offered, options, count_tokens=count, sent_form=serialize)
     sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
-    system, prompt_version = system_prompt(style, defences, enforced_markers=profile.reads_patterns)
+    system, prompt_version = system_prompt(
+        style, defences, enforced_markers=profile.reads_patterns, stance=profile.writes_stance
+    )
     message = UserMessage.of(question, options)
     system_tokens = count(system)
     # What the style adds around the sources is framing, like the question's: reported
@@ -157,11 +159,14 @@ def plan_answer(
     )
     request = None
     if len(packed.sent) >= options.min_evidence:
+        shape = style.shape(sent, patterns=profile.reads_patterns)
         request = ModelRequest(
             system=system,
             user=message.with_sources(prompt_order(packed.sent, packed.serialized)),
             max_tokens=options.max_output_tokens,
-            json_schema=ledger_schema(style.shape(sent, patterns=profile.reads_patterns), options),
+            json_schema=ledger_schema(
+                shape if profile.writes_stance else without_stance(shape), options
+            ),
             timeout=options.timeout,
             temperature=0.0 if profile.temperature else None,
             prompt_version=prompt_version,

@@ -113,6 +113,9 @@ class ModelProfile:
             :class:`~evidence_first.InvalidRequestError` naming the field and the cap.
         cautious: Whether it is a known provider's cautious profile for a model name the
             rules do not know: nothing a current model of that provider refuses is sent.
+        writes_stance: Whether the model is asked for a stance per citation; ``False``: it
+            reads the prompt and schema of before the key (``quote/8``, ``passage/8``), and
+            every citation it writes supports its fact.
     """
 
     name: str = "default"
@@ -132,6 +135,7 @@ class ModelProfile:
     timeout: float | None = None
     max_context_tokens: int | None = None
     cautious: bool = False
+    writes_stance: bool = True
 
     def __post_init__(self) -> None:
         _check_profile(self)

@@ -22,7 +22,11 @@ __all__ = ["UserMessage", "prompt_order", "serialize_source", "system_prompt"]
 
 
 def system_prompt(
-    style: CitationStyle, defences: Defences = DEFAULT_DEFENCES, *, enforced_markers: bool = True
+    style: CitationStyle,
+    defences: Defences = DEFAULT_DEFENCES,
+    *,
+    enforced_markers: bool = True,
+    stance: bool = True,
 ) -> tuple[str, str]:
     """The system prompt and its version for a citation style and set of defences.
 
@@ -42,11 +46,17 @@ def system_prompt(
             asked
             for (a model without the grammar wrote markers alone as its answer), and the
             version ends with :data:`~evidence_first._shapes.markers.UNMARKED_SUFFIX`.
+        stance: Whether a stance per citation is asked for (the model's profile's
+            ``writes_stance``). Otherwise the prompt is the style's of before the key, under
+            its own version.
     """
     rule = f" {text.MARKER_RULE}" if enforced_markers else ""
     answer_keys = Template(text.ANSWER_KEYS).substitute(marker_rule=rule, max_facts=MAX_FACTS)
-    system = text.SYSTEM_RULES + style.facts_rule + answer_keys + style.rules(defences)
-    version = style.prompt_version + defences.version_suffix(style.defences)
+    rules = Template(text.SYSTEM_RULES).substitute(stance_rule=text.STANCE_RULE if stance else "")
+    facts_rule = style.facts_rule if stance else style.facts_rule_without_stance
+    system = rules + facts_rule + answer_keys + style.rules(defences)
+    base = style.prompt_version if stance else style.prompt_version_without_stance
+    version = base + defences.version_suffix(style.defences)
     return system, version if enforced_markers else version + UNMARKED_SUFFIX
 
 

@@ -22,15 +22,20 @@ __all__ = [
     "KNOWLEDGE_POLICY_LINE",
     "MARKER_RULE",
     "PASSAGE_FACTS_RULE",
+    "PASSAGE_FACTS_RULE_WITHOUT_STANCE",
     "PASSAGE_PROMPT_VERSION",
+    "PASSAGE_PROMPT_VERSION_WITHOUT_STANCE",
     "POLICY_TEXT",
     "QUESTION_LANGUAGE",
     "QUESTION_LINE",
     "QUESTION_TIME_LINE",
     "QUOTE_FACTS_RULE",
+    "QUOTE_FACTS_RULE_WITHOUT_STANCE",
     "QUOTE_PROMPT_VERSION",
+    "QUOTE_PROMPT_VERSION_WITHOUT_STANCE",
     "RESTATED_RULES",
     "SOURCES_HEADER",
+    "STANCE_RULE",
     "SYSTEM_RULES",
 ]
 
@@ -43,8 +48,14 @@ PASSAGE_PROMPT_VERSION = "evidence-first/passage/11"
 # quote/9, passage/9 and passage/10 were tried and dropped (docs/benchmarks.md): a version is
 # never used twice, so the stance key came with quote/10 and passage/11.
 
+# A model whose profile is not asked for a stance (ModelProfile.writes_stance) reads the
+# prompts of before the key, byte for byte: no rule 6, facts rules that name no stance, a
+# schema without the key. They keep their versions.
+QUOTE_PROMPT_VERSION_WITHOUT_STANCE = "evidence-first/quote/8"
+PASSAGE_PROMPT_VERSION_WITHOUT_STANCE = "evidence-first/passage/8"
+
 # The system prompt: SYSTEM_RULES, the citation style's facts rule, ANSWER_KEYS, then the
-# style's own rules.
+# style's own rules. $stance_rule: STANCE_RULE, or nothing for a model not asked for a stance.
 
 SYSTEM_RULES = """\
 You answer one question using only the sources in the user message, and you show your evidence.
@@ -62,13 +73,16 @@ related thing, another date, another place or another person does not answer it:
 disputed. Without a status, prefer the latest "observed_at". When you cannot tell which is \
 right, say so in "missing_evidence".
 5. When the answer combines facts from several sources, cite each of those sources.
-6. Each citation has a "stance": "supports" when its text states the fact, "contradicts" when \
-its text says otherwise than the fact (another value for the same thing). A fact's first \
-citation supports it.
-
+$stance_rule
 Reply with exactly one JSON object and nothing else, with these five keys:
 - "answerable": "yes" if a source states the answer to this exact question, else "no". Write \
 it first.
+"""
+
+STANCE_RULE = """\
+6. Each citation has a "stance": "supports" when its text states the fact, "contradicts" when \
+its text says otherwise than the fact (another value for the same thing). A fact's first \
+citation supports it.
 """
 
 # $marker_rule: " " and MARKER_RULE when the provider enforces the answer's shape, else nothing.
@@ -110,6 +124,24 @@ is given as numbered passages, each with a "label". "source_id" is the "id" of a
 "passages" lists the labels of that source's passages that state the fact, or say otherwise; \
 "quote" is null (the passages are turned into exact positions for you). "stance" is \
 "supports" or "contradicts" (rule 6).
+"""
+
+# The facts rules of quote/8 and passage/8, for a model not asked for a stance.
+QUOTE_FACTS_RULE_WITHOUT_STANCE = """\
+- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
+"relation": ..., "object": ..., "citations": [{"quote": ..., "source_id": ...}]}. Each fact \
+has 1 to $citations citations. "quote" is copied exactly, character for character, from a \
+source's "text": one contiguous excerpt, usually a sentence or a clause, with nothing changed, \
+added or left out. "source_id" is the "id" of that source.
+"""
+
+PASSAGE_FACTS_RULE_WITHOUT_STANCE = """\
+- "facts": a list of facts that support the answer. Each fact is {"subject": ..., \
+"relation": ..., "object": ..., "citations": [{"source_id": ..., "passages": [...], \
+"quote": ...}]}. Each fact has 1 to $citations citations. Each source's text is given as numbered \
+passages, each with a "label". "source_id" is the "id" of a source; "passages" lists the \
+labels of that source's passages that state the fact; "quote" is null (the passages are \
+turned into exact positions for you).
 """
 
 # Passage mode's rule when datamarking. $datamark: _injection.DATAMARK.

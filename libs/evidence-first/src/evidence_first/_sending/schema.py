@@ -12,6 +12,7 @@ as a :class:`CitationShape`: the styles call this module, never the reverse.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from evidence_first._shapes.limits import (
     MAX_FACTS,
     OUTPUT_TOKENS_PER_FACT,
 )
-from evidence_first._shapes.vocabulary import DECISION_KEY, ReaderDecision
+from evidence_first._shapes.vocabulary import DECISION_KEY, STANCE_KEY, ReaderDecision
 
 if TYPE_CHECKING:
     from evidence_first._sending.options import AnswerOptions
@@ -41,6 +42,7 @@ __all__ = [
     "ledger_schema",
     "narrowed",
     "stance_last",
+    "without_stance",
     "worst_case_chars",
 ]
 
@@ -154,6 +156,30 @@ class CitationShape:
     identifiers: Collection[str]
     output_cost: int
     fitted: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+
+def without_stance(shape: CitationShape) -> CitationShape:
+    """``shape`` with no ``stance`` key: the citation of before the key.
+
+    Each citation object's ``stance`` is last (:func:`stance_last`), so what is left is that
+    object as it was before the key, in its order; the bounds fitted to
+    ``max_response_chars`` are then fitted to it.
+    """
+    return dataclasses.replace(shape, schema=_no_stance(shape.schema))
+
+
+def _no_stance(schema: Any) -> Any:
+    """``schema`` with the ``stance`` key taken out of every object that has one."""
+    if isinstance(schema, list):
+        return [_no_stance(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {name: _no_stance(value) for name, value in schema.items()}
+    properties = out.get("properties")
+    if isinstance(properties, dict) and STANCE_KEY in properties:
+        out["properties"] = {name: sub for name, sub in properties.items() if name != STANCE_KEY}
+        out["required"] = [name for name in out.get("required", ()) if name != STANCE_KEY]
+    return out
 
 
 def ledger_schema(citation: CitationShape, options: AnswerOptions | None = None) -> dict[str, Any]:

@@ -24,9 +24,12 @@ class CitationStyle(ABC):
     Attributes:
         mode: The mode's name, as callers pass it in ``citation_mode``.
         prompt_version: Versions the system prompt, the user message and the schema.
+        prompt_version_without_stance: The version of the prompt of before the stance key,
+            read by a model whose profile is not asked for a stance.
         citation_model: The ledger citation this style parses.
         facts_rule: The system prompt's description of the ``facts`` key (its text, like all the
             prompt's, in ``_prompt_text``).
+        facts_rule_without_stance: The facts rule of before the stance key.
         defences: The names of the :class:`Defences` settings this style applies.
         identifiers: The citation's keys that hold IDs or labels: their schema bounds are
             validity bounds, never shortened to fit ``max_response_chars``.
@@ -36,8 +39,10 @@ class CitationStyle(ABC):
 
     mode: ClassVar[CitationMode]
     prompt_version: ClassVar[str]
+    prompt_version_without_stance: ClassVar[str]
     citation_model: ClassVar[type[LedgerCitationBase]]
     facts_rule: ClassVar[str]
+    facts_rule_without_stance: ClassVar[str]
     defences: ClassVar[Collection[str]] = ("escape_controls", "restate_rules")
     identifiers: ClassVar[Collection[str]] = ("source_id",)
     output_cost: ClassVar[int] = 1

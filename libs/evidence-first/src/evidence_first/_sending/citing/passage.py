@@ -94,6 +94,10 @@ class PassageStyle(CitationStyle):
     facts_rule: ClassVar[str] = Template(text.PASSAGE_FACTS_RULE).substitute(
         citations=MAX_CITATIONS_PER_FACT
     )
+    prompt_version_without_stance: ClassVar[str] = text.PASSAGE_PROMPT_VERSION_WITHOUT_STANCE
+    facts_rule_without_stance: ClassVar[str] = Template(
+        text.PASSAGE_FACTS_RULE_WITHOUT_STANCE
+    ).substitute(citations=MAX_CITATIONS_PER_FACT)
     defences: ClassVar[Collection[str]] = ("escape_controls", "datamark", "restate_rules")
     identifiers: ClassVar[Collection[str]] = ("source_id", "passages")
     # A passage citation lists up to four labels (measured on the quality set, with 512

@@ -66,6 +66,10 @@ class QuoteStyle(CitationStyle):
     facts_rule: ClassVar[str] = Template(text.QUOTE_FACTS_RULE).substitute(
         citations=MAX_CITATIONS_PER_FACT
     )
+    prompt_version_without_stance: ClassVar[str] = text.QUOTE_PROMPT_VERSION_WITHOUT_STANCE
+    facts_rule_without_stance: ClassVar[str] = Template(
+        text.QUOTE_FACTS_RULE_WITHOUT_STANCE
+    ).substitute(citations=MAX_CITATIONS_PER_FACT)
 
     def text_fields(
         self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
