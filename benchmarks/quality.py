@@ -953,6 +953,8 @@ def open_model(args: argparse.Namespace) -> Iterator[tuple[ReaderModel, str, str
         yield model, f"Model: {identity} (OpenAI-compatible chat completions)", identity
         return
     with LocalModel(args.local, threads=args.threads) as local:
+        if args.stance:
+            local.profile = local.profile.replace(writes_stance=True)
         identity = f"{local.title}, seed {local.seed}"
         yield (
             local,
@@ -1027,6 +1029,11 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default {DEFAULT_READER})",
     )
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    parser.add_argument(
+        "--stance",
+        action="store_true",
+        help="ask the embedded model for a stance per citation, where its profile does not",
+    )
     parser.add_argument(
         "--base-url", help="an OpenAI-compatible API root; default: the embedded local model"
     )

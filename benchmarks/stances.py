@@ -1,11 +1,13 @@
 """The stance per citation's targets, read from the embedded reader's stored runs (no model runs).
 
-The reader's runs (``quality.py --json``, in ``results/``) keep each reply. Every stored reply of
-the reader's own mode (passage) is judged again by today's engine and decided as the engine
-decides it for the reader (each flag's default policy, and the floors of the reader's profile
-under that run's prompt). The rows of a file are told apart by their request: a row whose run
-key is the one today's request for its question would get belongs to the current prompt's run;
-the file's other rows of that mode are the stored run of the previous prompt (``passage/8``).
+The reader's profile asks for no stance (``ModelProfile.writes_stance``): it reads ``passage/8``.
+Its runs asked for one (``quality.py --stance``, ``passage/11``) are stored beside its own in the
+same files (``quality.py --json``, in ``results/``). Every stored reply of the reader's own mode
+(passage) is judged again by today's engine and decided as the engine decides it for the reader
+(each flag's default policy, and the floors chosen under that run's prompt). The rows of a file
+are told apart by their request: a row whose run key is the one the request asking for a
+stance would get belongs to the stance run; the file's other rows of that mode are the run
+without it (``passage/8``).
 
 It prints:
 
@@ -55,11 +57,12 @@ from evidence_first import PASSAGE_PROMPT_VERSION, CitationMode, ReaderModel, pr
 from evidence_first.adapters import profile_for_name
 
 RESULTS = Path(__file__).parent / "results"
-# The reader's profile under passage/8 and quote/8, chosen on those prompts' tune runs
-# (docs/benchmarks.md, "The reader on public questions"): the stored run is decided as it was
-# decided then, so that the comparison is between the two prompts each with its own floors.
-PREVIOUS_FLOORS = Floors(
-    floors={"passage": 0.61, "quote": 0.73}, flagged={"passage": 0.84, "quote": 0.89}
+# The floors chosen for passage/11 and quote/10 by reader_policies.py --choose on the tune runs
+# made with quality.py --stance (docs/benchmarks.md, "Stance per citation, on the reader"); the
+# run without the key is decided under the profile's own floors, chosen for passage/8 and
+# quote/8: each prompt with its own floors.
+STANCE_FLOORS = Floors(
+    floors={"passage": 0.77, "quote": 0.80}, flagged={"passage": 0.86, "quote": 0.87}
 )
 READER = "qwen2.5-coder-1.5b"
 PROJECT_RUN = f"quality-report-{READER}.jsonl"
@@ -72,9 +75,13 @@ NOT_RUN = "not run yet"
 
 
 class StoredReader:
-    """Plans requests as the embedded reader is sent them (its profile); never called."""
+    """Plans requests as the embedded reader is sent them asked for a stance; never called.
 
-    profile = profile_for_name(READER)
+    Its profile asks for none (``writes_stance``); the runs that asked were made with
+    ``quality.py --stance``.
+    """
+
+    profile = profile_for_name(READER).replace(writes_stance=True)
 
     def generate(self, request: Any) -> str:
         raise AssertionError("the stored replies are judged again; nothing is sent")
@@ -322,8 +329,8 @@ def nq_open_table(current: Sequence[Outcome]) -> list[str]:
 
 def report(project: Runs, nq_open: Runs, floors: Floors, mode: CitationMode) -> list[str]:
     """The three sections, each run decided as the engine decides it for the reader."""
-    current = decided(project.current, floors, mode)
-    previous = decided(project.previous, PREVIOUS_FLOORS, mode)
+    current = decided(project.current, STANCE_FLOORS, mode)
+    previous = decided(project.previous, floors, mode)
     contested = [o for o in current if o.kind in CONTESTED_KINDS]
     lines = [
         f"Report half, {mode} mode: counter-evidence on superseded and contradicted questions",
@@ -336,7 +343,7 @@ def report(project: Runs, nq_open: Runs, floors: Floors, mode: CitationMode) -> 
     lines += ["", f"Report half, {mode} mode: the current run against the previous one", ""]
     lines += comparison_table(previous, current) if current and previous else [NOT_RUN]
     lines += ["", f"NQ-open's report slice, {mode} mode: counter-citations", ""]
-    nq_current = decided(nq_open.current, floors, mode)
+    nq_current = decided(nq_open.current, STANCE_FLOORS, mode)
     if nq_current:
         countered = [o for o in _answered(nq_current) if o.counter_citations]
         lines += [*nq_open_table(nq_current), "", *cases(countered)]
@@ -358,9 +365,9 @@ def main(argv: list[str] | None = None) -> int:
     nq_open = split_runs("nq-open", args.results / NQ_OPEN_RUN, mode, reader)
     print(machine_line())
     print(
-        f"Reader {READER}: floors {floors.describe(mode)} under the current prompt "
-        f"{PASSAGE_PROMPT_VERSION}, {PREVIOUS_FLOORS.describe(mode)} under the previous "
-        f"{PREVIOUS_VERSION}."
+        f"Reader {READER}: floors {STANCE_FLOORS.describe(mode)} asked for a stance "
+        f"({PASSAGE_PROMPT_VERSION}), {floors.describe(mode)} without ({PREVIOUS_VERSION}, "
+        "its profile's)."
     )
     print()
     print("\n".join(report(project, nq_open, floors, mode)))
