@@ -17,9 +17,10 @@ from evidence_first._models.profiles import ModelProfile
 from evidence_first._models.writing import schema_in
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.citing.modes import style_for
+from evidence_first._sending.compress import Ranges
 from evidence_first._sending.options import AnswerOptions
 from evidence_first._sending.packing import PackedSources, pack_sources
-from evidence_first._sending.passages import Passage, SentSources
+from evidence_first._sending.passages import Passage, SentSources, kept_passages
 from evidence_first._sending.prompt import (
     UserMessage,
     prompt_order,
@@ -135,13 +136,19 @@ def plan_answer(
     # fit is never cut.
     passages: dict[str, tuple[Passage, ...]] = {}
 
-    def serialize(source: Evidence) -> str:
-        passages[source.id] = cut = style.passages(source)
-        return serialize_source(source, style.text_fields(source, cut, defences), defences)
+    def serialize(source: Evidence, kept: Ranges | None) -> str:
+        passages[source.id] = cut = kept_passages(style.passages(source), kept)
+        return serialize_source(source, style.text_fields(source, cut, defences, kept), defences)
 
-    packed = pack_sources(offered, options, count_tokens=count, sent_form=serialize)
-    sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
-    system, prompt_version = system_prompt(style, defences, enforced_markers=profile.reads_patterns)
+    packed = pack_sources(
+        offered, options, count_tokens=count, sent_form=serialize, question=question
+    )
+    sent = SentSources(
+        packed.sent, {source.id: passages[source.id] for source in packed.sent}, packed.kept
+    )
+    system, prompt_version = system_prompt(
+        style, defences, enforced_markers=profile.reads_patterns, compressed=bool(packed.kept)
+    )
     message = UserMessage.of(question, options)
     system_tokens = count(system)
     # What the style adds around the sources is framing, like the question's: reported
@@ -154,6 +161,8 @@ def plan_answer(
         total_tokens=system_tokens + question_tokens + packed.tokens,
         max_context_tokens=options.max_context_tokens,
         max_output_tokens=options.max_output_tokens,
+        saved_tokens=packed.saved_tokens,
+        compressed_tokens=packed.compressed_tokens,
     )
     request = None
     if len(packed.sent) >= options.min_evidence:

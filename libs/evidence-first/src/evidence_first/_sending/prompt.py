@@ -18,11 +18,24 @@ if TYPE_CHECKING:
     from evidence_first._sending.citing.base import CitationStyle
     from evidence_first._sending.options import AnswerOptions
 
-__all__ = ["UserMessage", "prompt_order", "serialize_source", "system_prompt"]
+__all__ = [
+    "COMPRESSED_SUFFIX",
+    "UserMessage",
+    "prompt_order",
+    "serialize_source",
+    "system_prompt",
+]
+
+COMPRESSED_SUFFIX = "+compressed"
+"""The prompt version's suffix when a compressed source was sent (its elision rule added)."""
 
 
 def system_prompt(
-    style: CitationStyle, defences: Defences = DEFAULT_DEFENCES, *, enforced_markers: bool = True
+    style: CitationStyle,
+    defences: Defences = DEFAULT_DEFENCES,
+    *,
+    enforced_markers: bool = True,
+    compressed: bool = False,
 ) -> tuple[str, str]:
     """The system prompt and its version for a citation style and set of defences.
 
@@ -42,11 +55,17 @@ def system_prompt(
             asked
             for (a model without the grammar wrote markers alone as its answer), and the
             version ends with :data:`~evidence_first._shapes.markers.UNMARKED_SUFFIX`.
+        compressed: Whether a compressed source is sent: then the style's elision rule
+            follows its rules, and the version carries :data:`COMPRESSED_SUFFIX` (before
+            ``+unmarked``), so that the base versions name the same text as before.
     """
     rule = f" {text.MARKER_RULE}" if enforced_markers else ""
     answer_keys = Template(text.ANSWER_KEYS).substitute(marker_rule=rule, max_facts=MAX_FACTS)
     system = text.SYSTEM_RULES + style.facts_rule + answer_keys + style.rules(defences)
     version = style.prompt_version + defences.version_suffix(style.defences)
+    if compressed:
+        system += style.elision_rule
+        version += COMPRESSED_SUFFIX
     return system, version if enforced_markers else version + UNMARKED_SUFFIX
 
 
