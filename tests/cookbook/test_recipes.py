@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import html
 import importlib.util
+import itertools
 import json
 import logging
 import re
@@ -454,7 +455,7 @@ def test_long_chunks_recipe_cites_a_compressed_chunk_at_offsets_into_the_origina
     text = sources["wiki/harbor-terminal"].text
     ranges = compressed.kept_ranges["wiki/harbor-terminal"]
     assert all(0 <= a < b <= len(text) for a, b in ranges)
-    assert all(b < c for (_, b), (c, _) in zip(ranges, ranges[1:]))
+    assert all(b < c for (_, b), (c, _) in itertools.pairwise(ranges))
     assert sum(b - a for a, b in ranges) < len(text)
     (fact,) = compressed.facts
     (citation,) = fact.citations
