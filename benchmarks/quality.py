@@ -1099,6 +1099,17 @@ def check_model_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
         parser.error(f"the environment variable {args.api_key_env} is not set")
 
 
+def allowance_line(args: argparse.Namespace) -> str | None:
+    """The header line saying how a run's allowance was set, unless it is the set's own."""
+    compressed = "on" if args.compress else "off"
+    if args.half_budget:
+        return (
+            "max_context_tokens: half of what each question's sources are charged whole; "
+            f"compress {compressed}."
+        )
+    return "compress on." if args.compress else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     documents, every = load_set(args.set_name)
@@ -1126,16 +1137,7 @@ def main(argv: list[str] | None = None) -> int:
     # A public set's documents are many; count those its asked questions were sent.
     sent = len({source for q in questions for source in q.sources})
     count = len(documents) if args.set_name == PROJECT_SET else sent
-    allowance = None
-    if args.half_budget:
-        compressed = "on" if args.compress else "off"
-        allowance = (
-            "max_context_tokens: half of what each question's sources are charged whole; "
-            f"compress {compressed}."
-        )
-    elif args.compress:
-        allowance = "compress on."
-    print(render(outcomes, model_line, count, split, floors, args.set_name, allowance))
+    print(render(outcomes, model_line, count, split, floors, args.set_name, allowance_line(args)))
     return 0
 
 
