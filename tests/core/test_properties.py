@@ -330,8 +330,8 @@ def scenarios(draw: st.DrawFn, compress: bool = False) -> dict[str, Any]:
 
     ``compress``: sources over budget are sent as their kept passages, under an allowance
     that may fit none whole. Half the ledgers are clean (every quote an excerpt of a sent
-    source), so citations are returned; the others mix exact, near-miss, unrelated and blank quotes naming sent, omitted
-    and never-supplied sources.
+    source), so citations are returned; the others mix exact, near-miss, unrelated and blank
+    quotes naming sent, omitted and never-supplied sources.
     """
     count = draw(st.integers(1, 4))
     ids = draw(st.lists(source_ids, min_size=count, max_size=count, unique=True))
