@@ -329,9 +329,9 @@ def scenarios(draw: st.DrawFn, compress: bool = False) -> dict[str, Any]:
     """Sources (some over budget), a never-supplied ID, and a model returning a ledger.
 
     ``compress``: sources over budget are sent as their kept passages, under an allowance
-    that may fit none whole. Half the ledgers are clean (every quote an excerpt of a sent source), so citations are
-    returned; the others mix exact, near-miss, unrelated and blank quotes naming sent, omitted
-    and never-supplied sources.
+    that may fit none whole. Half the ledgers are clean (every quote an excerpt of a sent
+    source), so citations are returned; the others mix exact, near-miss, unrelated and blank
+    quotes naming sent, omitted and never-supplied sources.
     """
     count = draw(st.integers(1, 4))
     ids = draw(st.lists(source_ids, min_size=count, max_size=count, unique=True))

@@ -8,6 +8,7 @@ second test plants a lenient verifier and shows that the oracle catches it.
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import unicodedata
@@ -181,7 +182,7 @@ def _kept(answer: EvidenceAnswer, originals: dict[str, str], sent: dict[str, Any
     for source_id, ranges in answer.kept_ranges.items():
         text = originals[source_id]
         if any(not 0 <= a < b <= len(text) for a, b in ranges) or any(
-            b1 >= a2 for (_, b1), (a2, _) in zip(ranges, ranges[1:], strict=False)
+            b1 >= a2 for (_, b1), (a2, _) in itertools.pairwise(ranges)
         ):
             return "kept ranges are not ordered, disjoint ranges of the text"
         item = sent[source_id]

@@ -66,7 +66,7 @@ def answer_from_evidence(
         AnswerTimeoutError: The model did not answer within ``timeout``.
         AnswerCancelledError: ``cancel`` was set before the model answered.
     """
-    plan = plan_answer(AnswerOptions(**options), question, sources, model)
+    plan = plan_answer(AnswerOptions(**options), question, sources, model, cancel=cancel)
     return run_plan(plan, model, cancel=cancel)
 
 

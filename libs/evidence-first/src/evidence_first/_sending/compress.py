@@ -10,10 +10,11 @@ passages are sent in source order; adjacent ones are one part and one range, the
 between them included. Every kept range is an exact span of the caller's text, so a citation
 of a compressed source is verified against that text, at its offsets there, inside one range.
 
-Relevance is BM25 over the source's passages with the question's words, folded as the checks
-fold them (NFKC normalization and case folding); a passage sharing no word with the question
-scores 0 and is not sent. With an ``embedder``, it is the cosine similarity of each passage's
-vector to the question's. Ties go to the earlier passage.
+Relevance is BM25 over the source's passages with the question's words, read as the checks
+read them (NFKC normalization and case folding, less English function words); a passage
+sharing no such word with the question scores 0 and is not sent. With an ``embedder``, it is
+the cosine similarity of each passage's vector to the question's. Ties go to the earlier
+passage.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from __future__ import annotations
 import math
 import numbers
 import re
-import unicodedata
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,6 +32,8 @@ from evidence_first._sending.passages import split_passages
 from evidence_first._sending.prompt import serialize_source
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence
+from evidence_first._shapes.unicode import folded
+from evidence_first._shapes.vocabulary import FUNCTION_WORDS
 
 if TYPE_CHECKING:
     from evidence_first._sending.injection import Defences
@@ -201,13 +203,22 @@ def _order(scores: list[float], *, drop_zero: bool) -> list[int]:
 
 
 def _words(value: str) -> list[str]:
-    # Folded as the checks fold text (_reading.words.folded), which this layer cannot import.
-    return _WORD.findall(unicodedata.normalize("NFKC", value).casefold())
+    return _WORD.findall(folded(value))
+
+
+def _asked(question: str) -> set[str]:
+    """The question's words as the checks read them; all of them where that leaves none.
+
+    Of two characters or more, less English function words.
+    """
+    words = set(_words(question))
+    telling = {word for word in words if len(word) > 1 and word not in FUNCTION_WORDS}
+    return telling or words
 
 
 def _bm25(question: str, passages: list[str]) -> list[float]:
     """Each passage's BM25 score for the question's distinct words, over these passages."""
-    asked = set(_words(question))
+    asked = _asked(question)
     counts = [Counter(word for word in _words(passage) if word in asked) for passage in passages]
     lengths = [len(passage) for passage in passages]
     if not passages:
