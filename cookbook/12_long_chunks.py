@@ -6,11 +6,13 @@ larger than what is left of the allowance is otherwise left out whole.
 Shows:
 
 - three long chunks over a small ``max_context_tokens``: without compression each one is
-  omitted ``over_budget`` and the reader, sent nothing, abstains;
-- ``compress=True``: each chunk is sent as its most relevant whole passages (BM25 over the
-  question's words), its title first when it fits, the gaps marked as elisions;
-  ``EvidenceAnswer.kept_ranges`` gives each compressed chunk's kept ranges (code-point
-  offsets into your text) and ``budget.saved_tokens`` what compression saved;
+  omitted ``over_budget``, nothing is sent and the model is not called;
+- ``compress=True``: the allowance is shared among them, and each is sent as its most relevant
+  whole passages (BM25 over the question's words), its first passage (often a title) too when
+  it fits, the gaps marked as elisions; a chunk whose best passage does not fit its share
+  stays ``over_budget``. ``EvidenceAnswer.kept_ranges`` gives each compressed chunk's kept
+  ranges (code-point offsets into your text) and ``budget.saved_tokens`` what compression
+  saved;
 - the citation verified against your original chunk: its offsets index the long text you
   passed, not the shorter text that was sent.
 

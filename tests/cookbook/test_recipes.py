@@ -467,6 +467,7 @@ def test_long_chunks_recipe_cites_a_compressed_chunk_at_offsets_into_the_origina
     assert "Without compression: insufficient_evidence" in printed
     assert f"Cited wiki/harbor-terminal[{start}:{end}]" in printed
     assert f"Estimated tokens saved: {compressed.budget.saved_tokens}" in printed
+    assert "wiki/harbor-terminal: sent in 1 part," in printed  # the report's note
 
 
 # 9. Follow-up retrieval.
