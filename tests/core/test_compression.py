@@ -305,7 +305,16 @@ def test_a_stored_compressed_answer_loads_with_its_kept_ranges():
 
 @pytest.mark.parametrize(
     "edit",
-    ["outside", "overlapping", "unordered", "out_of_text", "unknown_source", "dropped", "empty"],
+    [
+        "outside",
+        "overlapping",
+        "unordered",
+        "out_of_text",
+        "unknown_source",
+        "dropped",
+        "empty",
+        "whole_text",
+    ],
 )
 def test_an_edited_kept_range_does_not_load(edit):
     stored = _stored_answer()
@@ -321,7 +330,11 @@ def test_an_edited_kept_range_does_not_load(edit):
         # Judged again as sent whole, the quote's first occurrence is in the left-out text.
         "dropped": {},
         "empty": {"e": []},
+        # Kept ranges the request never had: its prompt version names no compression.
+        "whole_text": {"e": [[0, end]]},
     }[edit]
+    if edit == "whole_text":
+        stored["prompt_version"] = stored["prompt_version"].replace("+compressed", "")
     with pytest.raises(StoredAnswerError):
         EvidenceAnswer.load(stored)
 
