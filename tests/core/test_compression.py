@@ -305,7 +305,16 @@ def test_a_stored_compressed_answer_loads_with_its_kept_ranges():
 
 @pytest.mark.parametrize(
     "edit",
-    ["outside", "overlapping", "unordered", "out_of_text", "unknown_source", "dropped", "empty"],
+    [
+        "outside",
+        "overlapping",
+        "unordered",
+        "out_of_text",
+        "unknown_source",
+        "dropped",
+        "empty",
+        "whole_text",
+    ],
 )
 def test_an_edited_kept_range_does_not_load(edit):
     stored = _stored_answer()
@@ -321,7 +330,11 @@ def test_an_edited_kept_range_does_not_load(edit):
         # Judged again as sent whole, the quote's first occurrence is in the left-out text.
         "dropped": {},
         "empty": {"e": []},
+        # Kept ranges the request never had: its prompt version names no compression.
+        "whole_text": {"e": [[0, end]]},
     }[edit]
+    if edit == "whole_text":
+        stored["prompt_version"] = stored["prompt_version"].replace("+compressed", "")
     with pytest.raises(StoredAnswerError):
         EvidenceAnswer.load(stored)
 
@@ -414,23 +427,25 @@ def test_the_model_gets_what_the_embedder_left_of_the_timeout():
 
 
 def test_async_planning_with_an_embedder_runs_off_the_event_loop():
-    threads: list[threading.Thread] = []
+    # The embedder always runs on a thread of its own; the planning around it (here, the
+    # token counter) moves off the loop too, however small the input.
+    counted: list[threading.Thread] = []
+
+    def count(text: str) -> int:
+        counted.append(threading.current_thread())
+        return len(text) // 4
 
     def embed(texts: list[str]) -> list[list[float]]:
-        threads.append(threading.current_thread())
         return [[1.0] for _ in texts]
 
     async def ask() -> EvidenceAnswer:
         loop_thread = threading.current_thread()
+        model = ScriptedModel(ledger(answer=None, missing_evidence=["x"]))
         answer = await aanswer_from_evidence(
-            QUESTION,
-            [LONG],
-            ScriptedModel(ledger(answer=None, missing_evidence=["x"])),
-            compress=True,
-            embedder=embed,
+            QUESTION, [LONG], model, compress=True, embedder=embed, token_counter=count
         )
-        assert threads
-        assert all(thread is not loop_thread for thread in threads)
+        assert counted
+        assert all(thread is not loop_thread for thread in counted)
         return answer
 
     assert asyncio.run(ask()).kept_ranges

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from evidence_first._engine.judge import Case, Judgment, judge_reply
 from evidence_first._sending.citing.modes import style_for
 from evidence_first._sending.passages import SentSources, kept_passages
+from evidence_first._sending.prompt import COMPRESSED_SUFFIX
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence, check_edges, source_evidence
 from evidence_first._shapes.model import ModelResponse
@@ -188,6 +189,8 @@ def _kept_problem(answer: EvidenceAnswer) -> str | None:
 
     A span across an elision or in left-out text cites what the model never read.
     """
+    if bool(answer.kept_ranges) != (COMPRESSED_SUFFIX in answer.prompt_version):
+        return "kept_ranges and the prompt version disagree on whether a source was compressed"
     texts = {source.id: source.text for source in answer.evidence}
     for source_id, ranges in answer.kept_ranges.items():
         text = texts.get(source_id)

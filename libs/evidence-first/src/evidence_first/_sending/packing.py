@@ -74,8 +74,9 @@ def pack_sources(
     (:func:`~evidence_first._sending.prompt.serialize_source`: its ID, speaker, time, status
     and whole text, control strings escaped), whatever the citation mode: a source that fits
     in one mode fits in the other. ``sent_form``, when given, renders a source as the prompt
-    carries it in the mode (passage mode: labeled, datamarked passages); it is built only
-    for a source that fits, and what it adds over the charged form is the prompt's framing
+    carries it in the mode (passage mode: labeled, datamarked passages), given its kept ranges
+    when it is compressed (``None`` when it is sent whole); it is built only for a source that
+    fits, and what it adds over the charged form is the prompt's framing
     (:attr:`PackedSources.framing_tokens`), not the caller's evidence.
 
     With ``compress`` (and ``embedder``), the sources omitted ``over_budget`` share what is
