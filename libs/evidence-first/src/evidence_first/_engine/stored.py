@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -185,32 +186,31 @@ def _sources_problem(answer: EvidenceAnswer) -> str | None:
 
 
 def _kept_problem(answer: EvidenceAnswer) -> str | None:
-    """Kept ranges lie in their source's text, in order, apart; every span of it inside one.
-
-    A span across an elision or in left-out text cites what the model never read.
-    """
+    """Kept ranges lie in their source's text, in order, apart; every span of it inside one."""
     if bool(answer.kept_ranges) != (COMPRESSED_SUFFIX in answer.prompt_version):
         return "kept_ranges and the prompt version disagree on whether a source was compressed"
-    texts = {source.id: source.text for source in answer.evidence}
+    lengths = {source.id: len(source.text) for source in answer.evidence}
     for source_id, ranges in answer.kept_ranges.items():
-        text = texts.get(source_id)
-        if text is None:
-            return "kept_ranges names a source the answer does not hold"
-        if not ranges:
-            return "kept_ranges lists a source with no range"
         # Adjacent kept passages are one range: ranges that touch were never sent apart.
-        cursor = -1
-        for start, end in ranges:
-            if not (0 <= start < end <= len(text) and start > cursor):
-                return "kept_ranges are not ordered, disjoint ranges of their source's text"
-            cursor = end
+        edges = [-1, *(edge for kept in ranges for edge in kept)]
+        if (
+            len(edges) < 3
+            or edges[-1] > lengths.get(source_id, -1)
+            or any(a >= b for a, b in itertools.pairwise(edges))
+        ):
+            return "kept_ranges are not ordered, disjoint ranges of a source's text it holds"
+    return _outside_kept(answer)
+
+
+def _outside_kept(answer: EvidenceAnswer) -> str | None:
+    """Where a citation cites what the model never read: across an elision, or left-out text."""
     for path, citation in _citations(answer):
-        kept = answer.kept_ranges.get(citation.source_id)
-        if kept is None:
-            continue
-        for span in citation.evidence_spans or (citation,):
-            if not any(a <= span.char_start and span.char_end <= b for a, b in kept):
-                return f"{path} cites text outside its source's kept ranges"
+        kept = answer.kept_ranges.get(citation.source_id, ())
+        spans = citation.evidence_spans or (citation,)
+        if kept and not all(
+            any(a <= s.char_start and s.char_end <= b for a, b in kept) for s in spans
+        ):
+            return f"{path} cites text outside its source's kept ranges"
     return None
 
 
