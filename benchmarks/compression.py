@@ -50,12 +50,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,15 @@ from typing import Any
 from _common import WORDS, machine_line, prose_sentence, require
 from public_sets import Item, Span, gold_spans, in_split, items_by_id, load_items
 
-from evidence_first import Evidence, EvidenceAnswer, ModelRequest, answer_from_evidence
+from evidence_first import (
+    Evidence,
+    EvidenceAnswer,
+    ModelRequest,
+    answer_from_evidence,
+    estimate_tokens,
+)
+from evidence_first._sending.options import AnswerOptions
+from evidence_first._sending.packing import pack_sources
 
 SETS = ("nq-open", "clapnq")
 NEIGHBOURS = 9
@@ -71,6 +80,8 @@ LONG_SOURCES = 8
 JOIN = "\n\n"
 # The largest allowance the options accept: every long source alone fits it whole.
 WHOLE_ALLOWANCE = 32_768
+WHOLE_OPTIONS = AnswerOptions(max_context_tokens=WHOLE_ALLOWANCE)
+DEFAULT_ALLOWANCE = AnswerOptions().max_context_tokens
 TARGET_HALF = 0.95
 TARGET_RESCUE = 0.90
 TARGET_PLAN_S = 10.0
@@ -116,19 +127,52 @@ class LongSource:
     gold: tuple[Span, ...] = ()
 
 
+def neighbour_texts(item: Item, by_id: dict[str, Item], without: str | None) -> Iterator[str]:
+    """The passages nearest the item's: its BM25 neighbours, then theirs, breadth first.
+
+    Each distinct passage once, in that order, never the item's own nor ``without``.
+    """
+    seen = {item.text, without}
+    queue = list(item.neighbours)
+    for neighbour in queue:
+        found = by_id[neighbour]
+        if found.text not in seen:
+            seen.add(found.text)
+            yield found.text
+        queue.extend(found.neighbours)
+
+
+def charge(evidence: Evidence) -> int:
+    """What today's packing charges the source whole, by the default counter."""
+    packed = pack_sources([evidence], WHOLE_OPTIONS, count_tokens=estimate_tokens)
+    return packed.tokens
+
+
 def long_source(
-    item: Item, by_id: dict[str, Item], source_id: str, *, gold: bool, without: str | None = None
+    item: Item,
+    by_id: dict[str, Item],
+    source_id: str,
+    *,
+    gold: bool,
+    without: str | None = None,
+    over: int | None = None,
 ) -> LongSource:
-    """The item's passage joined with its 9 BM25 neighbours' at a seeded-random place.
+    """The item's passage joined with its 9 nearest at a seeded-random place.
 
     ``without`` leaves one passage out (another question's gold passage); ``gold`` keeps the
-    item's gold spans, moved to where its passage stands in the joined text.
+    item's gold spans, moved to where its passage stands in the joined text. With ``over``,
+    passages are added, nearest first, until the source alone is charged more than ``over``.
     """
-    others = [by_id[n].text for n in item.neighbours[:NEIGHBOURS] if by_id[n].text != without]
-    place = random.Random(f"compression:{item.set}:{item.id}").randint(0, len(others))
-    before = others[:place]
-    offset = sum(len(text) + len(JOIN) for text in before)
-    text = JOIN.join([*before, item.text, *others[place:]])
+    nearest = neighbour_texts(item, by_id, without)
+    others = list(itertools.islice(nearest, NEIGHBOURS))
+    rng = random.Random(f"compression:{item.set}:{item.id}")
+    place = rng.randint(0, len(others))
+    text = JOIN.join([*others[:place], item.text, *others[place:]])
+    while over is not None and charge(Evidence(id=source_id, text=text)) <= over:
+        # Each passage added goes at the end, so the gold passage keeps its seeded place.
+        others.append(next(nearest))
+        text = JOIN.join([*others[:place], item.text, *others[place:]])
+    offset = sum(len(other) + len(JOIN) for other in others[:place])
     spans = tuple((a + offset, b + offset) for a, b in gold_spans(item)) if gold else ()
     return LongSource(Evidence(id=source_id, text=text), spans)
 
@@ -243,9 +287,11 @@ class RescueCase:
 
 def rescue_sources(item: Item, by_id: dict[str, Item]) -> tuple[list[Evidence], LongSource]:
     """The question's long source among its 7 nearest neighbours' long sources."""
-    own = long_source(item, by_id, "answer", gold=True)
+    own = long_source(item, by_id, "answer", gold=True, over=DEFAULT_ALLOWANCE)
     others = [
-        long_source(by_id[n], by_id, f"other-{k}", gold=False, without=item.text).evidence
+        long_source(
+            by_id[n], by_id, f"other-{k}", gold=False, without=item.text, over=DEFAULT_ALLOWANCE
+        ).evidence
         for k, n in enumerate(item.neighbours[: LONG_SOURCES - 1])
     ]
     place = random.Random(f"compression:rescue:{item.set}:{item.id}").randint(0, len(others))
@@ -256,6 +302,10 @@ def rescue_sources(item: Item, by_id: dict[str, Item]) -> tuple[list[Evidence], 
 def rescue_case(item: Item, by_id: dict[str, Item]) -> RescueCase:
     sources, own = rescue_sources(item, by_id)
     off, off_recorder = ask(item.question, sources)
+    require(
+        set(off.omissions.values()) == {"over_budget"} and len(off.omissions) == len(sources),
+        f"{item.id}: today's packing sent one of the long sources",
+    )
     on, on_recorder = ask(item.question, sources, compress=True)
     today = seen(off, off_recorder, own)
     rescued = seen(on, on_recorder, own)
@@ -468,6 +518,7 @@ def load_embedder(name: str) -> tuple[Embedder | None, str]:
 @dataclass
 class Figures:
     sets: list[str]
+    split: str = "report"
     half: list[HalfCase] = field(default_factory=list)
     embedded: list[HalfCase] = field(default_factory=list)
     embedder: str = ""
@@ -475,19 +526,19 @@ class Figures:
     plan: list[PlanTime] = field(default_factory=list)
 
 
-def questions_of(name: str, limit: int | None) -> list[Item]:
-    """The report slice's answerable questions with a gold sentence, in the stable order."""
-    report = in_split(load_items(name), "report")
-    return [item for item in report if item.answerable and gold_spans(item)][:limit]
+def questions_of(name: str, limit: int | None, split: str = "report") -> list[Item]:
+    """The split's answerable questions with a gold sentence, in the stable order."""
+    chosen = in_split(load_items(name), split)
+    return [item for item in chosen if item.answerable and gold_spans(item)][:limit]
 
 
 def measure(args: argparse.Namespace) -> Figures:
     limit = QUICK_QUESTIONS if args.quick and args.limit is None else args.limit
     embedder, described = load_embedder(args.embedder)
-    figures = Figures(sets=list(args.sets), embedder=described)
+    figures = Figures(sets=list(args.sets), split=args.split, embedder=described)
     for name in args.sets:
         by_id = items_by_id(name)
-        questions = questions_of(name, limit)
+        questions = questions_of(name, limit, args.split)
         for number, item in enumerate(questions, 1):
             figures.half.append(half_case(item, by_id, None))
             if embedder is not None:
@@ -511,6 +562,8 @@ def render(figures: Figures) -> str:
     )
     lines = [
         machine_line(),
+        "",
+        f"The {figures.split} slices.",
         "",
         "Each long source compressed to half its tokens, BM25 (quote mode):",
         "",
@@ -564,6 +617,7 @@ def as_json(figures: Figures) -> dict[str, Any]:
     }
     return {
         "machine": machine_line(),
+        "split": figures.split,
         "half_budget_bm25": summary(figures.half),
         "embedder": figures.embedder,
         "half_budget_embedder": summary(figures.embedded),
@@ -584,6 +638,12 @@ def parse_sets(value: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", type=parse_sets, default=list(SETS), help="nq-open,clapnq")
+    parser.add_argument(
+        "--split",
+        choices=("tune", "report"),
+        default="report",
+        help="the slices measured: tune (where the rule's choices are made) or report (default)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="the first N questions per set")
     parser.add_argument(
         "--quick",
