@@ -23,7 +23,7 @@ import math
 import numbers
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -47,6 +47,9 @@ Ranges = tuple[tuple[int, int], ...]
 _K1 = 1.2
 _B = 0.75
 _WORD = re.compile(r"\w+")
+# Tuned on the tune slices of NQ-open and ClapNQ (benchmarks/compression.py --split tune).
+_PREFIX = 4
+_NEIGHBOURS = 0.5
 
 
 @dataclass(frozen=True)
@@ -136,9 +139,20 @@ def _within(
     """The kept ranges of one source within ``share``, its charged form and count."""
     kept: set[int] = set()
     best: tuple[Ranges, str, int] | None = None
+    alone: dict[int, int] = {}
 
     def fits(index: int) -> bool:
         nonlocal best
+        if index in kept:
+            return True
+        if best is not None:
+            # A passage counted more alone than what is left is not tried: serializing the
+            # kept parts once per passage would make a long source's fill quadratic.
+            if index not in alone:
+                start, end = cut[index]
+                alone[index] = count(source.text[start:end])
+            if alone[index] > share - best[2]:
+                return False
         ranges = _ranges(cut, kept | {index})
         charged = charged_form(source, ranges, defences)
         tokens = count(charged) + separator
@@ -150,12 +164,28 @@ def _within(
 
     if not order or not fits(order[0]):
         return None
-    if 0 not in kept:
-        fits(0)
+    fits(0)
     for index in order[1:]:
-        if index not in kept and not fits(index):
-            break
+        fits(index)
+    for index in _nearby([index for index in order if index in kept], len(cut)):
+        fits(index)
     return best
+
+
+def _nearby(anchors: list[int], length: int) -> Iterator[int]:
+    """The passages around ``anchors``, nearest first: the following before the preceding.
+
+    At each distance, the anchors in the order given.
+    """
+    for distance in range(1, length):
+        inside = False
+        for anchor in anchors:
+            for index in (anchor + distance, anchor - distance):
+                if 0 <= index < length:
+                    inside = True
+                    yield index
+        if not inside:
+            return
 
 
 def _ranges(cut: list[tuple[int, int]], kept: set[int]) -> Ranges:
@@ -217,9 +247,17 @@ def _asked(question: str) -> set[str]:
 
 
 def _bm25(question: str, passages: list[str]) -> list[float]:
-    """Each passage's BM25 score for the question's distinct words, over these passages."""
-    asked = _asked(question)
-    counts = [Counter(word for word in _words(passage) if word in asked) for passage in passages]
+    """Each passage's BM25 score for the question's distinct words, plus half its neighbours'.
+
+    Words match on their first four characters, so ``released`` meets ``release``. The
+    neighbours' share lifts a sentence next to the ones naming the question's words, where an
+    answer often stands without them.
+    """
+    asked = {word[:_PREFIX] for word in _asked(question)}
+    counts = [
+        Counter(stem for word in _words(passage) if (stem := word[:_PREFIX]) in asked)
+        for passage in passages
+    ]
     lengths = [len(passage) for passage in passages]
     if not passages:
         return []
@@ -228,12 +266,16 @@ def _bm25(question: str, passages: list[str]) -> list[float]:
     idf = {word: math.log(1 + (len(passages) - n + 0.5) / (n + 0.5)) for word, n in held.items()}
     # Lengths in characters: a word count would need every word of every passage cut, and the
     # ratio to the average is what BM25 reads.
-    return [
+    own = [
         sum(
             idf[word] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * length / average))
             for word, tf in found.items()
         )
         for found, length in zip(counts, lengths, strict=True)
+    ]
+    padded = [0.0, *own, 0.0]
+    return [
+        score + _NEIGHBOURS * (padded[place] + padded[place + 2]) for place, score in enumerate(own)
     ]
 
 
