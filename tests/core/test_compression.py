@@ -32,8 +32,10 @@ from evidence_first._sending.passages import split_passages
 from evidence_first._sending.prompt import serialize_source
 
 QUESTION = "When is the Harbor launch?"
-FILLER = " ".join(f"Row {n} of the inventory was counted." for n in range(200))
-# Passages: 1 a title, 2 filler (no word of the question), 3 the answer, 4 filler, 5 the answer
+# One sentence, cut into passages longer than the small allowances below leave room for, so
+# the passages next to the kept ones do not fit.
+FILLER = ", ".join(f"row {n} of the inventory was counted" for n in range(200)) + "."
+# Passages: 1 a title, then filler (no word of the question), the answer, filler, the answer
 # again, worded to score lower.
 TEXT = (
     "Quarterly notes.\n"
@@ -165,11 +167,76 @@ def test_the_first_passage_is_kept_when_it_fits_and_only_then():
     assert only.kept == (_range(TEXT, "The Harbor launch moved"),)
 
 
-def test_passages_sharing_no_word_with_the_question_are_not_sent_under_bm25():
-    answer, model = _ask([LONG], max_context_tokens=2048)
-    sent = model.requests[0].user
-    assert "Row 3 of the inventory" not in sent
-    # A source none of whose passages holds a word of the question stays over budget.
+def _alone(source: Evidence, share: int) -> tuple[tuple[int, int], ...]:
+    """The kept ranges of ``source`` compressed alone within ``share``, counted in characters."""
+    (only,) = compress_sources(
+        [(source, len(serialize_source(source)))],
+        share,
+        question=QUESTION,
+        embedder=None,
+        defences=DEFAULT_DEFENCES,
+        count=len,
+        separator=0,
+    )
+    return only.kept
+
+
+# Passage 4 alone holds words of the question; 3 and 5 stand next to it; 2 and 6 two away.
+AROUND = Evidence(
+    id="around",
+    text="Minutes.\nStaff met.\nRooms were set.\nIt slipped.\nHarbor launch news.\n"
+    "It is June 15.\nChairs were set.\nThe end.",
+)
+
+
+def test_the_share_left_is_filled_with_the_passages_nearest_the_kept_ones():
+    cut = _cut(AROUND.text)
+    # 4 ranks first, then 3 and 5 (next to it; the tie to the earlier). With room for one
+    # passage more, the first tried is one away from a kept one: 3's preceding, 2.
+    share = len(charged_form(AROUND, _ranges_of(cut, {0, 2, 3, 4, 5}), DEFAULT_DEFENCES))
+    assert _alone(AROUND, share) == _ranges_of(cut, {0, 2, 3, 4, 5})
+    # With room for all, passages sharing no word with the question are sent too.
+    assert _alone(AROUND, len(serialize_source(AROUND))) == ((0, len(AROUND.text)),)
+
+
+def _ranges_of(cut: list[tuple[int, int]], indices: set[int]) -> tuple[tuple[int, int], ...]:
+    runs: list[tuple[int, int]] = []
+    for index in sorted(indices):
+        if runs and index - 1 in indices:
+            runs[-1] = (runs[-1][0], cut[index][1])
+        else:
+            runs.append(cut[index])
+    return tuple(runs)
+
+
+def test_a_passage_that_does_not_fit_is_passed_over_for_later_ones():
+    # The second most relevant passage is long; the third, short, still fits after it.
+    long = "Harbor launch, " + ", ".join(f"item {n} on the list" for n in range(18)) + "."
+    text = "Harbor launch is set.\n" + long + "\nA launch."
+    source = Evidence(id="skip", text=text)
+    cut = _cut(text)
+    share = len(charged_form(source, _ranges_of(cut, {0, 2}), DEFAULT_DEFENCES))
+    assert _alone(source, share) == _ranges_of(cut, {0, 2})
+
+
+def test_question_words_match_passage_words_on_their_first_four_characters():
+    source = Evidence(id="r", text=FILLER + "\nThe Harbor release came in May.\n" + FILLER)
+    share = len(
+        charged_form(source, (_range(source.text, "The Harbor release"),), DEFAULT_DEFENCES)
+    )
+    (only,) = compress_sources(
+        [(source, len(serialize_source(source)))],
+        share,
+        question="When was the harbour released?",
+        embedder=None,
+        defences=DEFAULT_DEFENCES,
+        count=len,
+        separator=0,
+    )
+    assert only.kept == (_range(source.text, "The Harbor release"),)
+
+
+def test_a_source_with_no_passage_sharing_a_word_with_the_question_stays_over_budget():
     unrelated = Evidence(id="rows", text=FILLER + "\n" + FILLER)
     answer, model = _ask([SHORT, unrelated])
     assert answer.omissions == {"rows": "over_budget"}
@@ -216,7 +283,9 @@ def test_an_embedder_ranks_passages_by_cosine_similarity_to_the_question():
 # the date is first in left-out text.
 ELIDED = Evidence(
     id="e",
-    text="Harbor launch plan.\n" + FILLER + " It moved to June 15.\nThe Harbor launch is June 15.",
+    text="Harbor launch plan.\n"
+    + FILLER[:-1]
+    + ", and it moved to June 15.\nThe Harbor launch is June 15.",
 )
 
 
@@ -237,14 +306,14 @@ def test_quote_mode_sends_kept_parts_joined_by_the_elision_marker_with_its_rule(
     assert "+compressed" in request.prompt_version
     # The quote patterns are built from the kept parts only.
     schema = str(request.json_schema)
-    assert "Row" not in schema
+    assert "inventory" not in schema
 
 
 @pytest.mark.parametrize(
     "quote",
     [
-        "Harbor launch plan.\nRow 0",  # runs into left-out text
-        "It moved to June 15.",  # left out
+        "Harbor launch plan.\nrow 0",  # runs into left-out text
+        "it moved to June 15.",  # left out
         "plan.\n[…]\nThe Harbor",  # across the elision, as sent
     ],
 )
@@ -345,7 +414,7 @@ def test_views_note_each_compressed_source_and_cut_context_at_its_kept_range():
     text = str(answer)
     assert f"e: sent in 2 parts, {sent:,} of {whole:,} estimated tokens." in text
     assert "[…] The Harbor launch is ⟦June 15.⟧" in text
-    assert "Row 199" not in text
+    assert "row 199" not in text
 
 
 # --- Options and the embedder's errors -------------------------------------------------------
