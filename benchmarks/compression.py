@@ -1,14 +1,15 @@
 """Compression with no model: what a retriever's long chunk keeps of its answer when compressed.
 
-Over NQ-open's and ClapNQ's report slices (``public_sets.py``), each answerable question with
-a gold sentence gets a **long source**: its gold passage joined with the passages of its 9
-BM25 neighbours, a blank line between each, the gold passage at a seeded-random place among
-them. The neighbours are the 9 passages of the same set that a BM25 index of every distinct
-passage ranks nearest the question, its own passage left out (``data/public/make_sets.py``):
-the passages a retriever would find hardest to tell from the answer's, so the chunk is the
-hardest one a retriever could return. The **gold sentence** is the run of passage-mode
-sentences holding the short answer (NQ-open), or each of ClapNQ's selected sentences, at its
-offsets in the long source (``public_sets.gold_spans``).
+Over NQ-open's and ClapNQ's report slices (``public_sets.py``; ``--split tune`` for the tune
+slices, where every choice of the rule is made), each answerable question with a gold sentence
+gets a **long source**: its gold passage joined with the passages of its 9 BM25 neighbours, a
+blank line between each, the gold passage at a seeded-random place among them. The neighbours
+are the 9 passages of the same set that a BM25 index of every distinct passage ranks nearest
+the question, its own passage left out (``data/public/make_sets.py``): the passages a
+retriever would find hardest to tell from the answer's, so the chunk is the hardest one a
+retriever could return. The **gold sentence** is the run of passage-mode sentences holding the
+short answer (NQ-open), or each of ClapNQ's selected sentences, at its offsets in the long
+source (``public_sets.gold_spans``).
 
 Every answer goes through the public ``answer_from_evidence`` in quote mode. A scripted model
 records the request it receives and replies with an abstaining ledger, so what was sent is
@@ -24,13 +25,14 @@ sources array, JSON-decoded). The figures:
   at most half its tokens. BM25 relevance, then an embedder's (``--embedder``), where
   sentence-transformers and the model are installed: neither is a dependency, and nothing is
   downloaded.
-- **Rescue**: the default allowance (2,048), 8 long sources: the question's own and the long
-  sources of its 7 nearest neighbours' questions (each neighbour's passage with its own 9
-  BM25 neighbours, the question's gold passage left out, so one source holds the answer), the
-  question's own at a seeded-random place. Asked with compression off (today's packing) and
-  on. The target is read over the questions whose answer-holding source today's packing omits
-  whole (``over_budget``); an NQ-open long source (about 1,450 estimated tokens) fits the
-  allowance alone, so today's packing sends the first of the 8 whole and omits the others.
+- **Rescue**: the default allowance (2,048), 8 long sources that today's packing omits whole:
+  each is over the allowance alone. The question's own and the long sources of its 7 nearest
+  neighbours' questions (the question's gold passage left out of them, so one source holds the
+  answer), the question's own at a seeded-random place. Each joins its passage with its 9 BM25
+  neighbours, then, while the source alone is charged no more than the allowance, more
+  passages at the end: its neighbours' neighbours, breadth first (the first neighbour's 9,
+  then the second's...), each distinct passage once (a set stores 9 neighbours per passage).
+  Asked with compression off (today's packing, which must omit all 8 ``over_budget``) and on.
 - **Plan time**: 64 sources of generated prose, every one over the default allowance, quote
   mode, BM25, one run each at 131,072 and at 262,144 code points per source (the per-source
   limit), timed from the call of the entry point to the model's request arriving; and the

@@ -238,7 +238,7 @@ def test_question_words_match_passage_words_on_their_first_four_characters():
 
 def test_a_source_with_no_passage_sharing_a_word_with_the_question_stays_over_budget():
     unrelated = Evidence(id="rows", text=FILLER + "\n" + FILLER)
-    answer, model = _ask([SHORT, unrelated])
+    answer, _ = _ask([SHORT, unrelated])
     assert answer.omissions == {"rows": "over_budget"}
     assert answer.kept_ranges == {}
 

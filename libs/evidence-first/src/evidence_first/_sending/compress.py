@@ -5,16 +5,21 @@ left of the allowance after the sources sent whole is shared among them in order
 what is left divided by the number still to place (itself included), what it leaves unused
 passing on. Within its share a source keeps whole passages
 (:func:`~evidence_first._sending.passages.split_passages`): the most relevant first, then its
-first passage (often a title) if it fits, then the others by relevance while they fit. Kept
-passages are sent in source order; adjacent ones are one part and one range, the whitespace
-between them included. Every kept range is an exact span of the caller's text, so a citation
-of a compressed source is verified against that text, at its offsets there, inside one range.
+first passage (often a title) if it fits, then every other ranked passage by relevance, each
+that fits (one that does not is passed over); then, with the share left, the passages around
+those kept by relevance, nearest first (at each distance, around each of them in order of
+relevance, the following before the preceding), ranked or not. A passage counted more alone
+than what is left of the share is not tried. Kept passages are sent in source order; adjacent
+ones are one part and one range, the whitespace between them included. Every kept range is an
+exact span of the caller's text, so a citation of a compressed source is verified against
+that text, at its offsets there, inside one range.
 
 Relevance is BM25 over the source's passages with the question's words, read as the checks
-read them (NFKC normalization and case folding, less English function words); a passage
-sharing no such word with the question scores 0 and is not sent. With an ``embedder``, it is
-the cosine similarity of each passage's vector to the question's. Ties go to the earlier
-passage.
+read them (NFKC normalization and case folding, less English function words) and matched on
+their first four characters, plus half the BM25 scores of the passages just before and after;
+a passage scoring 0 is not ranked, and a source with none above 0 is not sent. With an
+``embedder``, it is the cosine similarity of each passage's vector to the question's, and
+every passage is ranked. Ties go to the earlier passage.
 """
 
 from __future__ import annotations
