@@ -181,21 +181,22 @@ def _alone(source: Evidence, share: int) -> tuple[tuple[int, int], ...]:
     return only.kept
 
 
-# Passage 4 alone holds words of the question; 3 and 5 stand next to it; 2 and 6 two away.
+# Passage 4 alone holds words of the question; 2 to 6 rank by their nearness to it; 1 and 7,
+# of one length, are three away from it and score 0.
 AROUND = Evidence(
     id="around",
     text="Minutes.\nStaff met.\nRooms were set.\nIt slipped.\nHarbor launch news.\n"
-    "It is June 15.\nChairs were set.\nThe end.",
+    "It is June 15.\nChairs were set.\nDesks set.\nThe end.",
 )
 
 
 def test_the_share_left_is_filled_with_the_passages_nearest_the_kept_ones():
     cut = _cut(AROUND.text)
-    # 4 ranks first, then 3 and 5 (next to it; the tie to the earlier). With room for one
-    # passage more, the first tried is one away from a kept one: 3's preceding, 2.
-    share = len(charged_form(AROUND, _ranges_of(cut, {0, 2, 3, 4, 5}), DEFAULT_DEFENCES))
-    assert _alone(AROUND, share) == _ranges_of(cut, {0, 2, 3, 4, 5})
-    # With room for all, passages sharing no word with the question are sent too.
+    # Room for one passage more than the title and the ranked ones: one next to a kept one
+    # (2's preceding, 2 ranking above 6, its tie going to the earlier), though it scores 0.
+    share = len(charged_form(AROUND, _ranges_of(cut, {0, 1, 2, 3, 4, 5, 6}), DEFAULT_DEFENCES))
+    assert _alone(AROUND, share) == _ranges_of(cut, {0, 1, 2, 3, 4, 5, 6})
+    # With room for all, every passage sharing no word with the question is sent too.
     assert _alone(AROUND, len(serialize_source(AROUND))) == ((0, len(AROUND.text)),)
 
 

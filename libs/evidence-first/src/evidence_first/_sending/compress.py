@@ -8,18 +8,18 @@ passing on. Within its share a source keeps whole passages
 first passage (often a title) if it fits, then every other ranked passage by relevance, each
 that fits (one that does not is passed over); then, with the share left, the passages around
 those kept by relevance, nearest first (at each distance, around each of them in order of
-relevance, the following before the preceding), ranked or not. A passage counted more alone
-than what is left of the share is not tried. Kept passages are sent in source order; adjacent
-ones are one part and one range, the whitespace between them included. Every kept range is an
-exact span of the caller's text, so a citation of a compressed source is verified against
-that text, at its offsets there, inside one range.
+relevance, the following before the preceding), ranked or not, each that fits. Each passage is
+tried once. Kept passages are sent in source order; adjacent ones are one part and one range,
+the whitespace between them included. Every kept range is an exact span of the caller's text,
+so a citation of a compressed source is verified against that text, at its offsets there,
+inside one range.
 
 Relevance is BM25 over the source's passages with the question's words, read as the checks
 read them (NFKC normalization and case folding, less English function words) and matched on
-their first four characters, plus half the BM25 scores of the passages just before and after;
-a passage scoring 0 is not ranked, and a source with none above 0 is not sent. With an
-``embedder``, it is the cosine similarity of each passage's vector to the question's, and
-every passage is ranked. Ties go to the earlier passage.
+their first four characters, plus half the BM25 scores of the passages just before and after
+and a quarter of those two away; a passage scoring 0 is not ranked, and a source with none
+above 0 is not sent. With an ``embedder``, it is the cosine similarity of each passage's vector
+to the question's, and every passage is ranked. Ties go to the earlier passage.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ _B = 0.75
 _WORD = re.compile(r"\w+")
 # Tuned on the tune slices of NQ-open and ClapNQ (benchmarks/compression.py --split tune).
 _PREFIX = 4
-_NEIGHBOURS = 0.5
+# The part of each passage's BM25 score added to the passages one away, and two away.
+_NEARBY = (0.5, 0.25)
 
 
 @dataclass(frozen=True)
@@ -143,21 +144,16 @@ def _within(
 ) -> tuple[Ranges, str, int] | None:
     """The kept ranges of one source within ``share``, its charged form and count."""
     kept: set[int] = set()
+    # Each passage is tried once: the kept parts only grow, so one that did not fit seldom
+    # would later, and each try costs a serialization of the kept parts.
+    tried: set[int] = set()
     best: tuple[Ranges, str, int] | None = None
-    alone: dict[int, int] = {}
 
     def fits(index: int) -> bool:
         nonlocal best
-        if index in kept:
-            return True
-        if best is not None:
-            # A passage counted more alone than what is left is not tried: serializing the
-            # kept parts once per passage would make a long source's fill quadratic.
-            if index not in alone:
-                start, end = cut[index]
-                alone[index] = count(source.text[start:end])
-            if alone[index] > share - best[2]:
-                return False
+        if index in tried:
+            return index in kept
+        tried.add(index)
         ranges = _ranges(cut, kept | {index})
         charged = charged_form(source, ranges, defences)
         tokens = count(charged) + separator
@@ -252,11 +248,12 @@ def _asked(question: str) -> set[str]:
 
 
 def _bm25(question: str, passages: list[str]) -> list[float]:
-    """Each passage's BM25 score for the question's distinct words, plus half its neighbours'.
+    """Each passage's BM25 score for the question's distinct words, plus its neighbours' part.
 
-    Words match on their first four characters, so ``released`` meets ``release``. The
-    neighbours' share lifts a sentence next to the ones naming the question's words, where an
-    answer often stands without them.
+    Words match on their first four characters, so ``released`` meets ``release``. A passage
+    gains half the scores of the passages just before and after it and a quarter of those two
+    away: that lifts a sentence beside the ones naming the question's words, where an answer
+    often stands without them.
     """
     asked = {word[:_PREFIX] for word in _asked(question)}
     counts = [
@@ -278,9 +275,15 @@ def _bm25(question: str, passages: list[str]) -> list[float]:
         )
         for found, length in zip(counts, lengths, strict=True)
     ]
-    padded = [0.0, *own, 0.0]
+    reach = len(_NEARBY)
+    padded = [0.0] * reach + own + [0.0] * reach
     return [
-        score + _NEIGHBOURS * (padded[place] + padded[place + 2]) for place, score in enumerate(own)
+        score
+        + sum(
+            weight * (padded[place + reach - distance] + padded[place + reach + distance])
+            for distance, weight in enumerate(_NEARBY, 1)
+        )
+        for place, score in enumerate(own)
     ]
 
 
