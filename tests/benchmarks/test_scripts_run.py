@@ -279,3 +279,19 @@ def test_compression_long_source_moves_the_gold_spans_with_the_gold_passage(load
             distractor = compression.long_source(other, by_id, "x", gold=False, without=item.text)
             assert item.text not in distractor.evidence.text
             assert distractor.gold == ()
+
+
+def test_compression_rescue_sources_are_each_over_the_default_allowance_alone(load_benchmark):
+    compression = load_benchmark("compression")
+    public_sets = load_benchmark("public_sets")
+    by_id = public_sets.items_by_id("nq-open")
+    for item in compression.questions_of("nq-open", 5, "tune"):
+        sources, own = compression.rescue_sources(item, by_id)
+        assert len(sources) == compression.LONG_SOURCES
+        assert all(compression.charge(s) > compression.DEFAULT_ALLOWANCE for s in sources)
+        text = own.evidence.text
+        assert [text[a:b] for a, b in own.gold] == [
+            item.text[a:b] for a, b in public_sets.gold_spans(item)
+        ]
+        # Nine neighbours alone fit the allowance: more passages were added at the end.
+        assert text.count(compression.JOIN) > compression.NEIGHBOURS
