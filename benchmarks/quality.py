@@ -31,9 +31,14 @@ endpoint)::
     uv run python benchmarks/quality.py [--modes quote,passage] [--quick | --limit N]
         [--json PATH] [--base-url URL --model NAME --api-key-env VAR]
         [--set project|nq-open|clapnq|squad2] [--split tune|report|all]
+        [--half-budget] [--compress]
 
 ``--set`` asks a public set's questions instead (``public_sets.reader_set``: each question's
 own passage and a BM25 retriever's nearest others), exactly as the project's set is asked.
+``--half-budget`` sets each question's ``max_context_tokens`` to half of what its sources are
+charged whole, so some are omitted ``over_budget``; ``--compress`` asks with ``compress=True``,
+so those are sent as their most relevant passages instead (``compression.py`` measures what
+that keeps, with no model).
 
 It prints the Python version and platform, the model line, then the Markdown tables; progress
 goes to stderr. ``--json`` also writes every result (status, codes, answer, citations with
@@ -537,11 +542,14 @@ def plan_one(
     defences: Defences = DEFAULT_DEFENCES,
     min_score: float | None = None,
     max_context_tokens: int = MAX_CONTEXT_TOKENS,
+    compress: bool = False,
+    every_source: bool = True,
 ) -> AnswerPlan:
     """The checked request for one question in one mode, before anything is sent.
 
-    Without ``min_score`` every source must be sent; ``defences`` are the injection defences
-    the request is built with (the defaults unless a benchmark measures them).
+    With ``every_source`` and without ``min_score`` every source must be sent; ``defences``
+    are the injection defences the request is built with (the defaults unless a benchmark
+    measures them).
     """
     sources = [documents[source_id] for source_id in question.sources]
     options = AnswerOptions(
@@ -551,6 +559,7 @@ def plan_one(
         timeout=TIMEOUT_SECONDS,
         min_score=min_score,
         defences=defences,
+        compress=compress,
         # No floor, and flags only flag: any floor or policy is applied to the stored results.
         min_reader_confidence=None,
         non_current_evidence="flag",
@@ -558,7 +567,7 @@ def plan_one(
         uncovered_question="flag",
     )
     plan = plan_answer(options, question.question, sources, model)
-    if min_score is None and len(plan.packed.sent) != len(sources):
+    if every_source and min_score is None and len(plan.packed.sent) != len(sources):
         msg = f"{question.id}: not every source would be sent ({plan.omissions})"
         raise RuntimeError(msg)
     return plan
@@ -597,12 +606,17 @@ def run_key(identity: str, plan: AnswerPlan, model: ReaderModel | None = None) -
     so a result is reused only for byte-identical input, whatever its prompt version is named
     (a prompt version names the defaults, and a change of defaults renames a prompt). Where
     ``model``'s profile sends the schema as a grammar (the ``llguidance`` dialect), the grammar
-    is part of it too: it decides the layout the model writes.
+    is part of it too: it decides the layout the model writes. A request asked with
+    ``compress=True`` has a key of its own even where nothing was compressed, so a run with
+    compression and one without never share a stored result; a request without it keeps the
+    key it always had.
     """
     request = plan.request
     if request is None:
         return f"{identity} | no model call"
     sent: list[Any] = [request.system, request.user, request.json_schema, request.max_tokens]
+    if plan.options.compress:
+        sent.append({"compress": True})
     profile = None if model is None else profile_for(model)
     grammar = None
     if profile is not None and profile.structured_output:
@@ -625,6 +639,17 @@ def load_done(path: Path | None) -> dict[str, dict[str, Any]]:
     return done
 
 
+def half_of_sources(
+    question: Question, documents: dict[str, Evidence], model: ReaderModel, allowance: int
+) -> int:
+    """Half of what the question's sources are charged whole, by the packing's own counter.
+
+    The charge is the same in every citation mode, so one plan gives it.
+    """
+    whole = plan_one(question, "quote", documents, model, max_context_tokens=allowance)
+    return max(whole.packed.tokens // 2, 1)
+
+
 def run(
     questions: Sequence[Question],
     modes: Sequence[CitationMode],
@@ -634,19 +659,34 @@ def run(
     model_line: str,
     store: Path | None = None,
     max_context_tokens: int = MAX_CONTEXT_TOKENS,
+    half_budget: bool = False,
+    compress: bool = False,
 ) -> dict[CitationMode, list[Outcome]]:
     """Answer every question in every mode, alternating modes question by question.
 
     With ``store``, each result is appended to it as a JSON line as soon as it is known, and
     results already there for the same run key are reused, so a stopped run picks up where it
-    stopped.
+    stopped. With ``half_budget`` each question's allowance is half of what its sources are
+    charged whole under ``max_context_tokens`` (:func:`half_of_sources`); ``compress`` asks
+    with ``compress=True``.
     """
     done = load_done(store)
     outcomes: dict[CitationMode, list[Outcome]] = {mode: [] for mode in modes}
     total = len(questions) * len(modes)
     for question in questions:
+        allowance = max_context_tokens
+        if half_budget:
+            allowance = half_of_sources(question, documents, model, max_context_tokens)
         for mode in modes:
-            plan = plan_one(question, mode, documents, model, max_context_tokens=max_context_tokens)
+            plan = plan_one(
+                question,
+                mode,
+                documents,
+                model,
+                max_context_tokens=allowance,
+                compress=compress,
+                every_source=not half_budget,
+            )
             key = run_key(model_line, plan, model)
             stored = done.get(key)
             reused = stored is not None
@@ -908,7 +948,9 @@ def render(
     split: str,
     floors: Floors | None = None,
     set_name: str = PROJECT_SET,
+    allowance: str | None = None,
 ) -> str:
+    """The run's tables under its header; ``allowance`` says how the allowance was set."""
     floors = floors or Floors()
     questions = next(iter(outcomes.values()))
     kinds = KINDS if set_name == PROJECT_SET else tuple(dict.fromkeys(o.kind for o in questions))
@@ -924,6 +966,7 @@ def render(
         f"max_output_tokens {MAX_OUTPUT_TOKENS}, timeout {TIMEOUT_SECONDS:g} s, temperature 0.",
         f"Reader's confidence floor (the model's own): {applied}; flags that abstain: "
         f"{abstaining}.",
+        *([] if allowance is None else [allowance]),
         "",
         *metrics_table(decided(outcomes, floors)),
         "",
@@ -1012,6 +1055,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="append each result to this JSON Lines file as it finishes, and reuse the "
         "results already there for the same model and a byte-identical request",
     )
+    parser.add_argument(
+        "--half-budget",
+        action="store_true",
+        help="set each question's max_context_tokens to half of what its sources are "
+        "charged whole, so that some are left out (or, with --compress, compressed)",
+    )
+    parser.add_argument(
+        "--compress",
+        action="store_true",
+        help="ask with compress=True: a source over the allowance is sent as its most "
+        "relevant passages (its results are stored under run keys of their own)",
+    )
     add_model_arguments(parser)
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
@@ -1051,6 +1106,17 @@ def check_model_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
         parser.error(f"the environment variable {args.api_key_env} is not set")
 
 
+def allowance_line(args: argparse.Namespace) -> str | None:
+    """The header line saying how a run's allowance was set, unless it is the set's own."""
+    compressed = "on" if args.compress else "off"
+    if args.half_budget:
+        return (
+            "max_context_tokens: half of what each question's sources are charged whole; "
+            f"compress {compressed}."
+        )
+    return "compress on." if args.compress else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     documents, every = load_set(args.set_name)
@@ -1070,13 +1136,15 @@ def main(argv: list[str] | None = None) -> int:
             model_line=identity,
             store=args.json,
             max_context_tokens=context_tokens(args.set_name),
+            half_budget=args.half_budget,
+            compress=args.compress,
         )
         floors = floors_of(model)
     split = HELDOUT if questions and questions[0].split == HELDOUT else args.split
     # A public set's documents are many; count those its asked questions were sent.
     sent = len({source for q in questions for source in q.sources})
     count = len(documents) if args.set_name == PROJECT_SET else sent
-    print(render(outcomes, model_line, count, split, floors, args.set_name))
+    print(render(outcomes, model_line, count, split, floors, args.set_name, allowance_line(args)))
     return 0
 
 

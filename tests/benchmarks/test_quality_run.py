@@ -111,6 +111,49 @@ def test_a_stopped_run_picks_up_where_it_stopped(capsys, tmp_path, load_benchmar
     assert "(stored)" in capsys.readouterr().err
 
 
+def test_half_budget_runs_with_and_without_compression_are_stored_apart(tmp_path, load_benchmark):
+    quality = load_benchmark("quality")
+    ledger = json.dumps({"facts": [], "answer": None, "inference": None, "missing_evidence": ["x"]})
+    sent: list[str] = []
+
+    class Abstaining:
+        def generate(self, request):
+            sent.append(request.user)
+            return ledger
+
+    documents, questions = quality.load_set("nq-open")
+    asked = [q for q in questions if q.split == "report"][:2]
+    store = tmp_path / "results.jsonl"
+    for question in asked:
+        whole = quality.plan_one(
+            question, "quote", documents, Abstaining(), max_context_tokens=8192
+        )
+        half = quality.half_of_sources(question, documents, Abstaining(), 8192)
+        assert half == whole.packed.tokens // 2
+
+    def stored(compress: bool) -> list[dict]:
+        quality.run(
+            asked,
+            ["quote"],
+            documents,
+            Abstaining(),
+            model_line="m",
+            store=store,
+            max_context_tokens=8192,
+            half_budget=True,
+            compress=compress,
+        )
+        return [json.loads(line) for line in store.read_text().splitlines()]
+
+    off = stored(compress=False)
+    on = stored(compress=True)
+    assert len(sent) == 4  # the run with compression reused no result of the run without
+    assert len({record["run_key"] for record in on}) == 4
+    assert stored(compress=True) == on  # and its own results are reused
+    assert len(sent) == 4
+    assert off == on[:2]
+
+
 # One question answered right in passage mode, as quality.py stores it.
 _ANSWERED = {
     "id": "q",

@@ -234,3 +234,64 @@ def test_reader_settings_compares_each_setting_with_the_default(
     assert rows["default"][2] == "1"  # one question
     assert rows["default"][8] == "1/1"  # the default is its own reference
     assert rows["default"][7] == "0 / 0"  # no draft without speculative decoding
+
+
+def test_compression_prints_its_tables(capsys, tmp_path, load_benchmark, markdown_tables):
+    figures = tmp_path / "compression.json"
+    compression = load_benchmark("compression")
+    assert compression.main(["--quick", "--json", str(figures)]) == 0
+    output = capsys.readouterr().out
+    assert output.startswith("Python ")
+    half, rescue, plan = markdown_tables(output)
+    quick = str(compression.QUICK_QUESTIONS)
+    assert [(row[0], row[1]) for row in half[1:]] == [
+        ("nq-open", quick),
+        ("clapnq", quick),
+        ("pooled", str(2 * compression.QUICK_QUESTIONS)),
+    ]
+    assert [row[0] for row in rescue[1:]] == ["nq-open", "clapnq", "pooled"]
+    assert all(row[-1] in {"yes", "NO", "-"} for row in [*half[1:], *rescue[1:]])
+    count, sizes = compression.QUICK_PLAN
+    assert [(row[0], row[1]) for row in plan[1:]] == [(str(count), f"{n:,}") for n in sizes]
+    # Every source is over the default allowance, so compression is what sends any of them.
+    assert all(int(row[5]) > 0 for row in plan[1:])
+    # No embedder is a dependency: without one the table says so instead.
+    assert "The same with an embedder: not installed" in output
+    stored = json.loads(figures.read_text(encoding="utf-8"))
+    assert stored["half_budget_bm25"]["pooled"]["questions"] == 2 * compression.QUICK_QUESTIONS
+    assert set(stored["rescue_default_budget"]) == {"nq-open", "clapnq", "pooled"}
+
+
+def test_compression_long_source_moves_the_gold_spans_with_the_gold_passage(load_benchmark):
+    compression = load_benchmark("compression")
+    public_sets = load_benchmark("public_sets")
+    for name in compression.SETS:
+        by_id = public_sets.items_by_id(name)
+        for item in compression.questions_of(name, 20):
+            long = compression.long_source(item, by_id, "chunk", gold=True)
+            text = long.evidence.text
+            assert item.text in text
+            assert text.count(compression.JOIN) >= compression.NEIGHBOURS
+            spans = public_sets.gold_spans(item)
+            assert [text[a:b] for a, b in long.gold] == [item.text[a:b] for a, b in spans]
+            # A distractor built without this passage holds it nowhere.
+            other = by_id[item.neighbours[0]]
+            distractor = compression.long_source(other, by_id, "x", gold=False, without=item.text)
+            assert item.text not in distractor.evidence.text
+            assert distractor.gold == ()
+
+
+def test_compression_rescue_sources_are_each_over_the_default_allowance_alone(load_benchmark):
+    compression = load_benchmark("compression")
+    public_sets = load_benchmark("public_sets")
+    by_id = public_sets.items_by_id("nq-open")
+    for item in compression.questions_of("nq-open", 5, "tune"):
+        sources, own = compression.rescue_sources(item, by_id)
+        assert len(sources) == compression.LONG_SOURCES
+        assert all(compression.charge(s) > compression.DEFAULT_ALLOWANCE for s in sources)
+        text = own.evidence.text
+        assert [text[a:b] for a, b in own.gold] == [
+            item.text[a:b] for a, b in public_sets.gold_spans(item)
+        ]
+        # Nine neighbours alone fit the allowance: more passages were added at the end.
+        assert text.count(compression.JOIN) > compression.NEIGHBOURS

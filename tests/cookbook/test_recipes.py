@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import html
 import importlib.util
+import itertools
 import json
 import logging
 import re
@@ -44,6 +45,7 @@ RECIPES = [
     "09_follow_up_retrieval",
     "10_streaming_chat",
     "11_counter_evidence",
+    "12_long_chunks",
 ]
 STATUSES = {"answered", "insufficient_evidence", "invalid_response"}
 
@@ -434,6 +436,38 @@ def test_counter_evidence_recipe_returns_the_ticket_against_the_emails_fact(caps
     assert "Answer: Yes, it finished on May 4. [1]" in printed
     assert "contradicted by [2] ticket-HAR-311" in printed
     assert "against: ticket-HAR-311: 'Status: in progress.'" in printed
+
+
+# 12. Long retriever chunks, compressed to their relevant passages.
+
+
+def test_long_chunks_recipe_cites_a_compressed_chunk_at_offsets_into_the_original(capsys):
+    module = recipe("12_long_chunks")
+    answers = module.main()
+    whole, compressed = answers["whole"], answers["compressed"]
+    sources = {source.id: source for source in module.chunks()}
+    # Without compression every chunk is over the allowance: nothing is sent.
+    assert whole.status == "insufficient_evidence"
+    assert whole.omissions == dict.fromkeys(sources, "over_budget")
+    assert whole.kept_ranges == {}
+    # With it, the answer's chunk is sent in parts, and the citation indexes the chunk as given.
+    assert compressed.status == "answered"
+    text = sources["wiki/harbor-terminal"].text
+    ranges = compressed.kept_ranges["wiki/harbor-terminal"]
+    assert all(0 <= a < b <= len(text) for a, b in ranges)
+    assert all(b < c for (_, b), (c, _) in itertools.pairwise(ranges))
+    assert sum(b - a for a, b in ranges) < len(text)
+    (fact,) = compressed.facts
+    (citation,) = fact.citations
+    start, end = citation.char_start, citation.char_end
+    assert text[start:end] == module.ANSWER_SENTENCE
+    assert any(a <= start and end <= b for a, b in ranges)
+    assert compressed.budget.saved_tokens > 0
+    printed = capsys.readouterr().out
+    assert "Without compression: insufficient_evidence" in printed
+    assert f"Cited wiki/harbor-terminal[{start}:{end}]" in printed
+    assert f"Estimated tokens saved: {compressed.budget.saved_tokens}" in printed
+    assert "wiki/harbor-terminal: sent in 1 part," in printed  # the report's note
 
 
 # 9. Follow-up retrieval.

@@ -40,7 +40,9 @@ class SentenceStyle(CitationStyle):
     citation_model: ClassVar[type[LedgerCitationBase]] = SentenceCitation
     facts_rule: ClassVar[str] = '- "facts": each citation is {"source_id": ..., "sentence": n}.\n'
 
-    def text_fields(self, source: Evidence, passages: Any, defences: Defences) -> dict[str, Any]:
+    def text_fields(
+        self, source: Evidence, passages: Any, defences: Defences, kept: Any = None
+    ) -> dict[str, Any]:
         return {"sentences": [source.text[a:b] for a, b in split_passages(source.text)]}
 
     def citation_schema(self, sent: Any) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from evidence_first._sending import prompt_text as text
 from evidence_first._sending.citing.modes import STYLES
 from evidence_first._sending.injection import Defences
 from evidence_first._sending.options import AnswerOptions
+from evidence_first._sending.prompt import COMPRESSED_SUFFIX
 from evidence_first._sending.schema import ledger_schema, without_stance
 from evidence_first.chat_completions import ChatCompletionsModel
 
@@ -45,6 +46,14 @@ SOURCES = [
         status="superseded",
     ),
 ]
+# Too long for the default allowance: with `compress`, sent as its passages on the launch.
+LONG_SOURCE = Evidence(
+    id="ticket-0601",
+    text="Harbor launch ticket.\n"
+    + " ".join(f"Check {n} of the release list passed." for n in range(400))
+    + " The Harbor launch waits for Ana's sign-off. "
+    + " ".join(f"Check {n} of the rollback list passed." for n in range(400)),
+)
 QUESTION = "When is the Harbor launch?"
 # The defaults, and every option that changes the text or the schema.
 OPTIONS: tuple[dict[str, Any], ...] = (
@@ -63,38 +72,49 @@ DEFENCES = (Defences(), Defences(escape_controls=False, datamark=False, restate_
 DIALECTS = ("full", "json-schema")
 
 
-def read_by(mode: str, *, stance: bool = True) -> list[Any]:
+def read_by(mode: str, *, stance: bool = True, compressed: bool = False) -> list[Any]:
     """Everything the model of ``mode`` reads, in every variant above, and the general schema.
 
     ``stance=False``: what a model whose profile is not asked for a stance reads.
+    ``compressed``: the requests that send a compressed source (``compress``), whose version
+    carries ``+compressed``.
     """
     shape = STYLES[mode]().shape(None)
     read: list[Any] = [ledger_schema(shape if stance else without_stance(shape))]
+    sources = [*SOURCES, LONG_SOURCE] if compressed else SOURCES
     for dialect, defences, options in product(DIALECTS, DEFENCES, OPTIONS):
         model = ChatCompletionsModel("http://127.0.0.1:9/v1", model="m", dialect=dialect)
         model.profile = model.profile.replace(writes_stance=stance)
-        answer_options = AnswerOptions(citation_mode=mode, defences=defences, **options)
-        request = plan_answer(answer_options, QUESTION, SOURCES, model).request
+        answer_options = AnswerOptions(
+            citation_mode=mode, defences=defences, compress=compressed, **options
+        )
+        plan = plan_answer(answer_options, QUESTION, sources, model)
+        request = plan.request
         assert request is not None
+        assert bool(plan.sent.kept) is compressed
         read.append([request.prompt_version, request.system, request.user, request.json_schema])
     return read
 
 
-def prompt_digest(mode: str, *, stance: bool = True) -> str:
+def prompt_digest(mode: str, *, stance: bool = True, compressed: bool = False) -> str:
     """A SHA-256 over :func:`read_by` ``mode``."""
-    read = read_by(mode, stance=stance)
+    read = read_by(mode, stance=stance, compressed=compressed)
     encoded = json.dumps(read, ensure_ascii=False, sort_keys=True).encode("utf-8")
     return hashlib.sha256(encoded).hexdigest()
 
 
+@pytest.mark.parametrize("compressed", [False, True], ids=["whole", "compressed"])
 @pytest.mark.parametrize("stance", [True, False], ids=["stance", "without-stance"])
 @pytest.mark.parametrize("mode", sorted(STYLES))
-def test_a_prompt_version_names_one_prompt(mode, stance, pytestconfig):
+def test_a_prompt_version_names_one_prompt(mode, stance, compressed, pytestconfig):
     # Without the stance key a model reads the prompt of before it, whose digest was
-    # recorded then: the same bytes under the same version.
+    # recorded then: the same bytes under the same version. A request that sent a compressed
+    # source reads the elision rule: its version has a digest of its own, so that the base
+    # versions' digests never move.
     style = STYLES[mode]
-    version = style.prompt_version if stance else style.prompt_version_without_stance
-    digest = prompt_digest(mode, stance=stance)
+    base = style.prompt_version if stance else style.prompt_version_without_stance
+    version = base + (COMPRESSED_SUFFIX if compressed else "")
+    digest = prompt_digest(mode, stance=stance, compressed=compressed)
     recorded: dict[str, str] = json.loads(PROMPT_VERSIONS.read_text(encoding="utf-8"))
     if pytestconfig.getoption("--record-golden") and version not in recorded:
         recorded[version] = digest
@@ -121,7 +141,8 @@ def test_the_digests_cover_every_text_the_model_reads():
         part
         for mode in STYLES
         for stance in (True, False)
-        for _, system, user, _ in read_by(mode, stance=stance)[1:]
+        for compressed in (False, True)
+        for _, system, user, _ in read_by(mode, stance=stance, compressed=compressed)[1:]
         for part in (system, user)
     ]
     texts = [

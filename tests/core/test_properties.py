@@ -11,6 +11,7 @@ import json
 import unicodedata
 from typing import Any, get_args
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -324,16 +325,22 @@ def clean_ledgers(
 
 
 @st.composite
-def scenarios(draw: st.DrawFn) -> dict[str, Any]:
+def scenarios(draw: st.DrawFn, compress: bool = False) -> dict[str, Any]:
     """Sources (some over budget), a never-supplied ID, and a model returning a ledger.
 
-    Half the ledgers are clean (every quote an excerpt of a sent source), so citations are
-    returned; the others mix exact, near-miss, unrelated and blank quotes naming sent, omitted
-    and never-supplied sources.
+    ``compress``: sources over budget are sent as their kept passages, under an allowance
+    that may fit none whole. Half the ledgers are clean (every quote an excerpt of a sent
+    source), so citations are returned; the others mix exact, near-miss, unrelated and blank
+    quotes naming sent, omitted and never-supplied sources.
     """
     count = draw(st.integers(1, 4))
     ids = draw(st.lists(source_ids, min_size=count, max_size=count, unique=True))
-    texts = draw(st.lists(source_texts, min_size=count, max_size=count))
+    if compress:
+        # Texts of several passages each, of which some can be kept and some left out.
+        lines = st.lists(source_texts, min_size=2, max_size=5).map("\n".join)
+        texts = draw(st.lists(lines, min_size=count, max_size=count))
+    else:
+        texts = draw(st.lists(source_texts, min_size=count, max_size=count))
     sources = [Evidence(id=i, text=t) for i, t in zip(ids, texts, strict=True)]
     ghost = "ghost"
     while ghost in ids:
@@ -341,12 +348,20 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     knowledge = draw(st.sampled_from(POLICIES))
     options: dict[str, Any] = {"knowledge": knowledge}
     budget = None
-    if draw(st.booleans()):
-        # Count tokens as characters, with an allowance that fits at least one source.
+    if compress or draw(st.booleans()):
+        # Count tokens as characters, with an allowance that fits at least one source whole,
+        # or, compressed, perhaps none.
         costs = [_cost(source) for source in sources]
-        budget = draw(st.integers(min(costs), sum(costs)))
+        low, high = (max(1, min(costs) // 4), max(costs)) if compress else (min(costs), sum(costs))
+        budget = draw(st.integers(low, high))
         options["token_counter"] = len
         options["max_context_tokens"] = budget
+    if compress:
+        options["compress"] = True
+        if draw(st.booleans()):
+            # Random texts seldom share a word with the question (BM25 sends none of them);
+            # any embedder ranks every passage.
+            options["embedder"] = _lengths
     sent = _likely_sent(sources, budget)
     if sent and draw(st.booleans()):
         unsent = [source for source in sources if source not in sent]
@@ -626,6 +641,7 @@ def _run(sources: list[Evidence], response: ModelResponse | str, **options: Any)
     event(f"status: {answer.status}")
     event(f"returned citations: {min(len(_returned_citations(answer)), 3)}")
     event(f"omitted sources: {min(len(answer.omissions), 2)}")
+    event(f"compressed sources: {min(len(answer.kept_ranges), 2)}")
     for code in answer.reason_codes:
         event(f"code: {code}")
     return answer
@@ -644,6 +660,24 @@ def _assert_spans(text: str, citation: Citation) -> None:
     assert units[2 * citation.utf16_start : 2 * citation.utf16_end].decode("utf-16-le") == quote
     data = text.encode("utf-8")
     assert data[citation.utf8_start : citation.utf8_end].decode("utf-8") == quote
+
+
+def _lengths(texts: list[str]) -> list[list[float]]:
+    """An embedder: each text as its length and its count of spaces."""
+    return [[1.0 + len(text), float(text.count(" "))] for text in texts]
+
+
+def _kept(answer: EvidenceAnswer, text: str, source_id: str) -> tuple[tuple[int, int], ...]:
+    """The ranges of a source the model read: its kept ranges, or its whole text."""
+    return answer.kept_ranges.get(source_id, ((0, len(text)),))
+
+
+def _first_read(text: str, quote: str, kept: tuple[tuple[int, int], ...]) -> int:
+    """The first occurrence of ``quote`` inside one range the model read; -1 if none."""
+    return next((at for a, b in kept if (at := text.find(quote, a, b)) >= 0), -1)
+
+
+COMPRESS = pytest.mark.parametrize("compress", [False, True], ids=["whole", "compressed"])
 
 
 def _assert_status_invariants(answer: EvidenceAnswer) -> None:
@@ -671,32 +705,45 @@ def _assert_status_invariants(answer: EvidenceAnswer) -> None:
 # --- Properties: ledgers through the whole pipeline -----------------------------------------
 
 
+@COMPRESS
 @PROPERTY_SETTINGS
-@given(scenarios())
-def test_returned_citations_always_satisfy_the_span_identity(scenario):
+@given(data=st.data())
+def test_returned_citations_always_satisfy_the_span_identity(compress, data):
+    # Compressed, every span also lies inside one kept range: none crosses an elision.
+    scenario = data.draw(scenarios(compress))
     answer = _run(scenario["sources"], scenario["response"], **scenario["options"])
     texts = {source.id: source.text for source in scenario["sources"]}
     for citation in _returned_citations(answer):
         assert citation.source_id in texts
-        _assert_spans(texts[citation.source_id], citation)
+        text = texts[citation.source_id]
+        _assert_spans(text, citation)
+        kept = _kept(answer, text, citation.source_id)
+        assert any(a <= citation.char_start and citation.char_end <= b for a, b in kept)
 
 
+@COMPRESS
 @PROPERTY_SETTINGS
-@given(scenarios())
-def test_returned_citations_resolve_to_the_first_occurrence_in_a_sent_source(scenario):
+@given(data=st.data())
+def test_returned_citations_resolve_to_the_first_occurrence_in_a_sent_source(compress, data):
+    scenario = data.draw(scenarios(compress))
     answer = _run(scenario["sources"], scenario["response"], **scenario["options"])
     texts = {source.id: source.text for source in scenario["sources"]}
     for citation in _returned_citations(answer):
         assert citation.source_id in answer.used_source_ids
         assert citation.source_id not in answer.omissions
         assert citation.source_id != scenario["ghost"]
-        assert texts[citation.source_id].find(citation.quote) == citation.char_start
+        text = texts[citation.source_id]
+        kept = _kept(answer, text, citation.source_id)
+        assert _first_read(text, citation.quote, kept) == citation.char_start
         assert citation.char_end == citation.char_start + len(citation.quote)
 
 
+@COMPRESS
 @PROPERTY_SETTINGS
-@given(scenarios())
-def test_a_citation_verifies_exactly_when_it_is_an_excerpt_of_a_sent_source(scenario):
+@given(data=st.data())
+def test_a_citation_verifies_exactly_when_it_is_an_excerpt_of_a_sent_source(compress, data):
+    # Compressed: exactly when it is an excerpt of one kept range of a sent source.
+    scenario = data.draw(scenarios(compress))
     answer = _run(scenario["sources"], scenario["response"], **scenario["options"])
     if not answer.model_called:
         return
@@ -711,15 +758,18 @@ def test_a_citation_verifies_exactly_when_it_is_an_excerpt_of_a_sent_source(scen
             expected = "unknown_source"
         elif not has_text(quote):
             expected = "empty_quote"
-        elif quote not in texts[source_id]:
+        elif _first_read(texts[source_id], quote, _kept(answer, texts[source_id], source_id)) < 0:
             expected = "quote_not_in_source"
         else:
             expected = None
         if expected is None:
             assert check.verdict == "verified"
             assert check.citation is not None
-            _assert_spans(texts[source_id], check.citation)
-            assert texts[source_id].find(quote) == check.citation.char_start
+            text = texts[source_id]
+            _assert_spans(text, check.citation)
+            assert _first_read(text, quote, _kept(answer, text, source_id)) == (
+                check.citation.char_start
+            )
         else:
             assert (check.verdict, check.code, check.citation) == ("rejected", expected, None)
 

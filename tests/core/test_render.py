@@ -538,3 +538,31 @@ def test_a_segments_control_characters_never_reach_the_terminal(scripted):
     page = render_html(answer)
     assert "<b>" not in page
     assert "&lt;b&gt;more&lt;/b&gt;." in page
+
+
+def test_every_renderer_notes_a_compressed_source_and_cuts_its_context_at_the_kept_range(
+    scripted,
+):
+    filler = " ".join(f"Row {n} of the inventory was counted." for n in range(200))
+    text = f"Harbor launch plan.\n{filler} It moved to June 15.\nThe Harbor launch is June 15."
+    source = Evidence(id="notes", text=text)
+    ledger = _support.ledger(
+        [_support.fact(("notes", "June 15."), obj="June 15")], answer="June 15 [F1]"
+    )
+    answer = answer_from_evidence(
+        "When is the Harbor launch?",
+        [source],
+        scripted(ledger),
+        compress=True,
+        max_context_tokens=80,
+    )
+    sent, whole = answer.budget.compressed_tokens["notes"]
+    note = f"notes: sent in 2 parts, {sent:,} of {whole:,} estimated tokens."
+    page = html.unescape(render_html(answer, context_chars=40))
+    markdown = render_markdown(answer, context_chars=40)
+    report = render_text(answer, context_chars=40)
+    for rendered in (report, markdown.replace("\\", ""), page):
+        assert note in rendered
+        # The context stops where the kept range starts: the left-out "It moved to" never shows.
+        assert "[…] The Harbor launch is " in rendered
+        assert "It moved to" not in rendered

@@ -75,6 +75,11 @@ def _edited(stored: dict[str, Any], edit: str) -> dict[str, Any]:
         stored["used_source_ids"] = ["notes", "secret-plans"]
     elif edit == "confidence":
         stored.update(confidence_floor=0.9, reader_confidence=0.2)
+    elif edit == "kept ranges":
+        # A compression the request never had, leaving out the text the citation quotes.
+        start = citation["char_start"]
+        stored["kept_ranges"] = {citation["source_id"]: [[0, max(start, 1)]]}
+        stored["prompt_version"] += "+compressed"
     return stored
 
 
@@ -91,6 +96,7 @@ EDITS = [
     "check verdict",
     "sources sent",
     "confidence",
+    "kept ranges",
 ]
 
 # "A stored answer (`as_dict()` output loaded with `EvidenceAnswer.model_validate`) is checked on

@@ -66,7 +66,7 @@ def answer_from_evidence(
         AnswerTimeoutError: The model did not answer within ``timeout``.
         AnswerCancelledError: ``cancel`` was set before the model answered.
     """
-    plan = plan_answer(AnswerOptions(**options), question, sources, model)
+    plan = plan_answer(AnswerOptions(**options), question, sources, model, cancel=cancel)
     return run_plan(plan, model, cancel=cancel)
 
 
@@ -208,6 +208,7 @@ def _built(
         prompt_version=plan.prompt_version,
         citation_mode=plan.style.mode,
         judged_with=rules,
+        kept_ranges=dict(plan.sent.kept),
     )
     answer = EvidenceAnswer.model_validate(
         fields, context={JUDGED: judgment, OFFSETS: plan.sent.offsets}
@@ -233,3 +234,4 @@ class ResultFields(JudgedFields):
     prompt_version: str
     citation_mode: CitationMode
     judged_with: JudgeRules
+    kept_ranges: dict[str, tuple[tuple[int, int], ...]]

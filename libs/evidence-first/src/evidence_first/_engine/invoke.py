@@ -13,6 +13,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import dataclasses
 import socket
 import ssl
 import threading
@@ -33,6 +34,7 @@ from evidence_first._shapes.model import ModelDelta, ModelRequest, ModelResponse
 from evidence_first._shapes.parts import TokenUsage
 
 __all__ = [
+    "after_planning",
     "astream_model",
     "call_model",
     "call_model_async",
@@ -41,6 +43,7 @@ __all__ = [
     "has_sync",
     "merged",
     "stream_model",
+    "within_deadline",
 ]
 
 # How often a sync wait checks the caller's cancel event.
@@ -253,6 +256,58 @@ class _Worker(_OnThread):
         if self._request.cancel.is_set():
             raise asyncio.CancelledError
         return await _await_agenerate(self._model, self._request)
+
+
+def within_deadline(
+    call: Callable[[], Any], deadline: float, timeout: float, cancel: threading.Event | None
+) -> Any:
+    """Run a caller-supplied callable (the embedder) on a daemon thread, until ``deadline``.
+
+    What it raises propagates as it is, as a token counter's does; the engine stops waiting at
+    the deadline (``AnswerTimeoutError``) or when ``cancel`` is set (``AnswerCancelledError``),
+    even if the callable ignores both.
+    """
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            outcome["result"] = context.run(call)
+        except BaseException as exc:
+            outcome["error"] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="evidence-first-embedder", daemon=True).start()
+    while not done.wait(_waited(deadline, cancel)):
+        if time.monotonic() >= deadline:
+            msg = f"the embedder and the model did not answer within {timeout:g} s"
+            raise AnswerTimeoutError(msg, timeout=timeout)
+        if cancel is not None and cancel.is_set():
+            msg = "the answer was cancelled while the embedder ran"
+            raise AnswerCancelledError(msg)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def _waited(deadline: float, cancel: threading.Event | None) -> float:
+    remaining = max(deadline - time.monotonic(), 0.0)
+    return remaining if cancel is None else min(remaining, _CANCEL_POLL_SECONDS)
+
+
+def after_planning(request: ModelRequest, deadline: float) -> ModelRequest:
+    """``request`` with what is left of a deadline that counted from the entry point.
+
+    Raises:
+        AnswerTimeoutError: Nothing is left: the model is not called.
+    """
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        msg = f"the embedder and the model did not answer within {request.timeout:g} s"
+        raise AnswerTimeoutError(msg, timeout=request.timeout)
+    return dataclasses.replace(request, timeout=remaining)
 
 
 def _normalize(result: object) -> ModelResponse:

@@ -369,8 +369,8 @@ def _uncovered(case: Case, checks: tuple[CitationCheck, ...]) -> bool:
     """Whether the answer is ``uncovered_question`` (:func:`answer_flags`)."""
     cited = {check.source_id for check in checks}
     sent = case.sent.sources
-    texts = [source.text for source in sent if source.id in cited]
-    others = [source.text for source in sent if source.id not in cited]
+    texts = [case.sent.text_of(source.id) for source in sent if source.id in cited]
+    others = [case.sent.text_of(source.id) for source in sent if source.id not in cited]
     return bool(texts) and question_is_covered(case.question, texts, others) is False
 
 
@@ -379,12 +379,15 @@ def _rests_on_stale_sources(
 ) -> bool:
     """Whether the answer is ``non_current_evidence`` (:func:`answer_flags`)."""
     stale = ("superseded_source", "contradicted_source")
-    current = [source.text for source in case.sent.sources if source.status == "current"]
+    sent = case.sent
+    current = [sent.text_of(source.id) for source in sent.sources if source.status == "current"]
     return bool(
         current
         and checks
         and all(set(stale) & set(c.flags) for c in checks)
-        and not current_sources_agree(case.question, facts, case.sent.by_id, current)
+        and not current_sources_agree(
+            case.question, facts, {s.id: sent.text_of(s.id) for s in sent.sources}, current
+        )
     )
 
 

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
+from evidence_first._engine.invoke import after_planning, within_deadline
 from evidence_first._engine.request_checks import (
     checked_model,
     checked_question,
@@ -17,9 +21,10 @@ from evidence_first._models.profiles import ModelProfile
 from evidence_first._models.writing import schema_in
 from evidence_first._sending.citing.base import CitationStyle
 from evidence_first._sending.citing.modes import style_for
+from evidence_first._sending.compress import Ranges
 from evidence_first._sending.options import AnswerOptions
 from evidence_first._sending.packing import PackedSources, pack_sources
-from evidence_first._sending.passages import Passage, SentSources
+from evidence_first._sending.passages import Passage, SentSources, kept_passages
 from evidence_first._sending.prompt import (
     UserMessage,
     prompt_order,
@@ -86,11 +91,14 @@ async def aplan_answer(
 
     Checking, estimating and cutting passages is CPU work that grows with the sources' text;
     past :data:`~evidence_first._shapes.limits.LARGE_INPUT_CHARS` of it, it runs off the event loop,
-    so the loop never stalls for long.
+    so the loop never stalls for long. A request that calls an embedder always does: the
+    embedder is the caller's code, and may block.
     """
     if isinstance(sources, Iterable) and not isinstance(sources, (str, bytes, Mapping, list)):
         sources = first_sources(sources)
-    if isinstance(sources, list) and text_chars(sources) > LARGE_INPUT_CHARS:
+    if options.embedder is not None or (
+        isinstance(sources, list) and text_chars(sources) > LARGE_INPUT_CHARS
+    ):
         return await asyncio.to_thread(
             plan_answer, options, question, sources, model, preomitted=preomitted
         )
@@ -104,6 +112,7 @@ def plan_answer(
     model: object,
     *,
     preomitted: Sequence[tuple[Evidence, OmissionReason]] = (),
+    cancel: threading.Event | None = None,
 ) -> AnswerPlan:
     """Check the question, sources and model, pack the sources and build the request.
 
@@ -116,14 +125,24 @@ def plan_answer(
         model: The reader model.
         preomitted: Sources an integration already set aside (``duplicate_id``,
             ``over_source_limit``); they are reported as omitted and never sent.
+        cancel: Stops waiting for the embedder, when one is called.
 
     Raises:
         InvalidRequestError: The question, a source or the model breaks the contract, the
             allowance for the sources is above the model's cap (``max_context_tokens``), or
             the request's schema would exceed a limit of the dialect the model declares.
     """
+    started = time.monotonic()
     profile = checked_model(model)
     options = _under_profile(options, profile)
+    deadline = started + options.timeout
+    if options.embedder is not None:
+        # The embedder receives evidence text and is the caller's code: it runs within the
+        # call's timeout and cancellation, which count from here, and the model gets the rest.
+        waits = cancel if isinstance(cancel, threading.Event) else None
+        options = options.model_copy(
+            update={"embedder": _bounded(options.embedder, deadline, options.timeout, waits)}
+        )
     profile.check_allowance(options.max_context_tokens)
     count = options.count_tokens
     question = checked_question(question, count)
@@ -135,14 +154,22 @@ def plan_answer(
     # fit is never cut.
     passages: dict[str, tuple[Passage, ...]] = {}
 
-    def serialize(source: Evidence) -> str:
-        passages[source.id] = cut = style.passages(source)
-        return serialize_source(source, style.text_fields(source, cut, defences), defences)
+    def serialize(source: Evidence, kept: Ranges | None) -> str:
+        passages[source.id] = cut = kept_passages(style.passages(source), kept)
+        return serialize_source(source, style.text_fields(source, cut, defences, kept), defences)
 
-    packed = pack_sources(offered, options, count_tokens=count, sent_form=serialize)
-    sent = SentSources(packed.sent, {source.id: passages[source.id] for source in packed.sent})
+    packed = pack_sources(
+        offered, options, count_tokens=count, sent_form=serialize, question=question
+    )
+    sent = SentSources(
+        packed.sent, {source.id: passages[source.id] for source in packed.sent}, packed.kept
+    )
     system, prompt_version = system_prompt(
-        style, defences, enforced_markers=profile.reads_patterns, stance=profile.writes_stance
+        style,
+        defences,
+        enforced_markers=profile.reads_patterns,
+        compressed=bool(packed.kept),
+        stance=profile.writes_stance,
     )
     message = UserMessage.of(question, options)
     system_tokens = count(system)
@@ -156,6 +183,8 @@ def plan_answer(
         total_tokens=system_tokens + question_tokens + packed.tokens,
         max_context_tokens=options.max_context_tokens,
         max_output_tokens=options.max_output_tokens,
+        saved_tokens=packed.saved_tokens,
+        compressed_tokens=packed.compressed_tokens,
     )
     request = None
     if len(packed.sent) >= options.min_evidence:
@@ -176,6 +205,8 @@ def plan_answer(
         if profile.dialect is not None and profile.structured_output:
             # What the provider would refuse is never sent: a limit past reach is an error now.
             schema_in(request.json_schema, profile.dialect)
+        if options.embedder is not None:
+            request = after_planning(request, deadline)
     # Set-aside sources follow the core's omissions. A duplicate's ID may also be in
     # used_source_ids: its first copy was sent. Each ID keeps its first reason.
     omissions = dict(packed.omissions)
@@ -197,6 +228,23 @@ def plan_answer(
         confidence_floor=floor,
         flagged_floor=flagged_floor,
     )
+
+
+def _bounded(
+    embedder: Callable[[list[str]], list[list[float]]],
+    deadline: float,
+    timeout: float,
+    cancel: threading.Event | None,
+) -> Callable[[list[str]], list[list[float]]]:
+    """The embedder, each call on a worker thread waited for until ``deadline``."""
+
+    def bounded(texts: list[str]) -> list[list[float]]:
+        result: list[list[float]] = within_deadline(
+            partial(embedder, texts), deadline, timeout, cancel
+        )
+        return result
+
+    return bounded
 
 
 def _under_profile(options: AnswerOptions, profile: ModelProfile) -> AnswerOptions:

@@ -109,6 +109,10 @@ class EvidenceAnswer(_Frozen):
             unmarked segments, ``"reject"`` fails it closed (``unmarked_segment``).
         judged_with: The rules the reply was judged under (the options the judge reads and
             the reader's floors), so that a stored answer is judged again under them on load.
+        kept_ranges: Each compressed source's kept ranges (``compress``), by ID: half-open
+            code-point offsets into its text, in order; the model read only these parts, and
+            every citation of the source lies inside one of them. A source sent whole is not
+            listed.
     """
 
     status: AnswerStatus
@@ -139,6 +143,7 @@ class EvidenceAnswer(_Frozen):
     segments: tuple[AnswerSegment, ...] = ()
     unmarked_segments: UnmarkedSegments = "list"
     judged_with: JudgeRules | None = None
+    kept_ranges: dict[str, tuple[tuple[int, int], ...]] = Field(default_factory=dict)
 
     # Every offered source by ID (sent or omitted), so framework objects stay reachable.
     _offered: dict[str, Evidence] = PrivateAttr(default_factory=dict)

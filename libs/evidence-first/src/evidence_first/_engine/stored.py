@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from evidence_first._engine.judge import Case, Judgment, judge_reply
 from evidence_first._sending.citing.modes import style_for
-from evidence_first._sending.passages import SentSources
+from evidence_first._sending.passages import SentSources, kept_passages
+from evidence_first._sending.prompt import COMPRESSED_SUFFIX
 from evidence_first._shapes.errors import InvalidRequestError
 from evidence_first._shapes.evidence import Evidence, check_edges, source_evidence
 from evidence_first._shapes.model import ModelResponse
@@ -71,7 +73,7 @@ def stored_problem(
         offsets: Each source's offsets cache by ID, when the engine has one (the request's):
             then a span's UTF-16 and UTF-8 offsets cost no second pass over its source.
     """
-    problem = _spans_problem(answer, offsets) or _sources_problem(answer)
+    problem = _spans_problem(answer, offsets) or _sources_problem(answer) or _kept_problem(answer)
     if problem is not None:
         return problem
     if judgment is not None:
@@ -183,6 +185,35 @@ def _sources_problem(answer: EvidenceAnswer) -> str | None:
     return None
 
 
+def _kept_problem(answer: EvidenceAnswer) -> str | None:
+    """Kept ranges lie in their source's text, in order, apart; every span of it inside one."""
+    if bool(answer.kept_ranges) != (COMPRESSED_SUFFIX in answer.prompt_version):
+        return "kept_ranges and the prompt version disagree on whether a source was compressed"
+    lengths = {source.id: len(source.text) for source in answer.evidence}
+    for source_id, ranges in answer.kept_ranges.items():
+        # Adjacent kept passages are one range: ranges that touch were never sent apart.
+        edges = [-1, *(edge for kept in ranges for edge in kept)]
+        if (
+            len(edges) < 3
+            or edges[-1] > lengths.get(source_id, -1)
+            or any(a >= b for a, b in itertools.pairwise(edges))
+        ):
+            return "kept_ranges are not ordered, disjoint ranges of a source's text it holds"
+    return _outside_kept(answer)
+
+
+def _outside_kept(answer: EvidenceAnswer) -> str | None:
+    """Where a citation cites what the model never read: across an elision, or left-out text."""
+    for path, citation in _citations(answer):
+        kept = answer.kept_ranges.get(citation.source_id, ())
+        spans = citation.evidence_spans or (citation,)
+        if kept and not all(
+            any(a <= s.char_start and s.char_end <= b for a, b in kept) for s in spans
+        ):
+            return f"{path} cites text outside its source's kept ranges"
+    return None
+
+
 def _rejudged(answer: EvidenceAnswer) -> Iterator[Judgment] | str:
     """The judgments of the reply the answer keeps, or why there is none to derive.
 
@@ -196,7 +227,15 @@ def _rejudged(answer: EvidenceAnswer) -> Iterator[Judgment] | str:
         return "a result of a model call keeps the reply it judged"
     style = style_for(answer.citation_mode)
     sources = _with_documents(answer)
-    sent = SentSources(sources, {source.id: style.passages(source) for source in sources})
+    kept = answer.kept_ranges
+    sent = SentSources(
+        sources,
+        {
+            source.id: kept_passages(style.passages(source), kept.get(source.id))
+            for source in sources
+        },
+        kept,
+    )
     case = Case(rules=rules, style=style, question=answer.question, sent=sent)
     return (
         judge_reply(case, response, reader_confidence=lambda: answer.reader_confidence)

@@ -92,7 +92,7 @@ def stream_answer_from_evidence(
         AnswerTimeoutError: The reply did not end within ``timeout`` (from the iterator).
         AnswerCancelledError: ``cancel`` was set before it ended (from the iterator).
     """
-    plan = plan_answer(AnswerOptions(**options), question, sources, model)
+    plan = plan_answer(AnswerOptions(**options), question, sources, model, cancel=cancel)
     if cancel is not None and not isinstance(cancel, threading.Event):
         msg = f"cancel must be a threading.Event, got {type(cancel).__name__}"
         raise InvalidRequestError(msg, field="cancel")

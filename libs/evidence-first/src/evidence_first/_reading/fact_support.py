@@ -230,13 +230,14 @@ def _contains(text: str, wanted: str) -> bool:
 
 
 def current_sources_agree(
-    question: str, facts: Iterable[Fact], sources: Mapping[str, Evidence], current: Sequence[str]
+    question: str, facts: Iterable[Fact], sources: Mapping[str, str], current: Sequence[str]
 ) -> bool:
     """Whether the ``current`` texts hold what each fact's cited spans say of its object.
 
     What a span says of an object is the object where the span holds it, with the words of
     its source around it, on each side up to the nearest word that is neither an English
-    function word nor one of the ``question``'s, within the sentence (:func:`_statements`):
+    function word nor one of the ``question``'s, within the sentence (:func:`_statements`;
+    ``sources`` are the sent sources' texts as the model read them, by ID):
     "15" cited from "The launch moved to June 15." is looked for as "june 15". An object made
     only of function words, punctuation or the question's own words, a yes or a no, or one its
     spans do not hold, says nothing a current source could agree with.
@@ -258,13 +259,13 @@ _PLACES = 4
 _SENTENCE_END = re.compile(r"[.!?](?:\s|$)|[\u3002\uff01\uff1f]")
 
 
-def _statements(fact: Fact, sources: Mapping[str, Evidence], asked: Sequence[str]) -> Iterator[str]:
+def _statements(fact: Fact, sources: Mapping[str, str], asked: Sequence[str]) -> Iterator[str]:
     """What each span of ``fact`` says of its object: the object and the words around it."""
     wanted = normal(fact.object).rstrip(".!")
     if wanted in _VERDICTS or not any(_tells(word, asked) for word in WORD.findall(wanted)):
         return
     for citation in fact.citations:
-        text = sources[citation.source_id].text
+        text = sources[citation.source_id]
         for span in citation.evidence_spans:
             start, end = span.char_start, span.char_end
             before = run(text[max(0, start - _AROUND) : start])

@@ -146,8 +146,9 @@ class FactVerifier:
         # adjacent passages is one span of the source; groups apart are joined by a line
         # break, which no date runs across.
         texts = ["\n".join(span.text for span in c.evidence_spans) for c in citations]
-        cut_from = [sent.by_id[source_id].text for source_id in {c.source_id: 0 for c in citations}]
-        around = [cited_around(sent.by_id[c.source_id].text, c.evidence_spans) for c in citations]
+        # A compressed source is read as sent: its left-out text is line breaks.
+        cut_from = [sent.text_of(source_id) for source_id in {c.source_id: 0 for c in citations}]
+        around = [cited_around(sent.text_of(c.source_id), c.evidence_spans) for c in citations]
         unsupported = bool(
             self._check_objects
             and citations
@@ -185,7 +186,8 @@ class FactVerifier:
         if source.id not in self._touching:
             self._touching[source.id] = self._style.touching(source, self._sent)
         spans = [(span.char_start, span.char_end) for span in citation.evidence_spans]
-        return flags_of_spans(source.text, spans, self._touching[source.id]) + status_flags(source)
+        text = self._sent.text_of(source.id)
+        return flags_of_spans(text, spans, self._touching[source.id]) + status_flags(source)
 
 
 def _checked(

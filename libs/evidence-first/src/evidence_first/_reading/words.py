@@ -13,8 +13,10 @@ letters; a text of ASCII alone needs no pass at all.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable
+
+from evidence_first._shapes.unicode import folded
+from evidence_first._shapes.vocabulary import FUNCTION_WORDS
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -38,20 +40,6 @@ _SPACE = re.compile(r"\s+")
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'})
 WORD = re.compile(r"\w+")
 _WORD_CHAR = re.compile(r"\w")
-# English function words, and the heads of question phrases ("how long", "what time", "which
-# day"): what a question asks with, not what it asks about.
-FUNCTION_WORDS = frozenset(
-    """
-    a about after again already all also am an and any are as at be been before being both but
-    by can could date day days did do does doing done down during each either ever for from get
-    gets got had has have having he her him his how i if in into is it its just long many may
-    me might more most much must my no nor not now of on once one ones only or other others our
-    out over own per same shall she should since so some still such than that the their them
-    then there these they this those through time to too under until up us very was we were
-    what when where whether which while who whom whose why will with would year years yet you
-    your
-    """.split()  # noqa: SIM905 (a word list reads best as words)
-)
 # Two words match when equal, when one starts with the other and the shorter has this many
 # characters ("ship" and "ships"), or when the longer is the shorter and an inflection ("fix"
 # and "fixed").
@@ -73,11 +61,6 @@ def _spelling(word: str) -> str:
     for pattern, replacement in _SPELLINGS:
         word = pattern.sub(replacement, word)
     return word
-
-
-def folded(text: str) -> str:
-    """``text`` after NFKC normalization and case folding."""
-    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def run(text: str) -> str:

@@ -156,6 +156,20 @@ class OptionChecks(BaseModel):
             raise InvalidRequestError(msg, field="token_counter")
         return value
 
+    @field_validator("embedder", mode="before", check_fields=False)
+    @classmethod
+    def _embedder(cls, value: object, info: ValidationInfo) -> object:
+        if value is None:
+            return None
+        if not callable(value):
+            msg = "embedder must be callable"
+            raise InvalidRequestError(msg, field="embedder")
+        # Fields are checked in declaration order: compress, declared first, is read here.
+        if info.data.get("compress") is not True:
+            msg = "embedder is read only with compress=True; set compress=True or leave it out"
+            raise InvalidRequestError(msg, field="embedder")
+        return value
+
 
 def _number(name: str, value: object, field: FieldInfo, *, optional: bool) -> float:
     """A finite number within the option's declared range, as a float."""
@@ -279,6 +293,19 @@ class AnswerOptionFields(OptionChecks):
         description="counts a serialized source; `None`: a conservative offline estimate",
         json_schema_extra=_accepts("`str -> int`"),
     )
+    compress: bool = Field(
+        False,
+        description="a source that does not fit what is left of `max_context_tokens` is sent "
+        "as its most relevant whole passages, each kept range verified against the original "
+        "text; off: such a source is omitted whole (`over_budget`)",
+    )
+    embedder: Callable[[list[str]], list[list[float]]] | None = Field(
+        None,
+        exclude=True,
+        description="with `compress`, ranks passages by cosine similarity to the question; "
+        "`None`: BM25 over the question's words",
+        json_schema_extra=_accepts("`list[str] -> list[list[float]]`"),
+    )
     min_reader_confidence: float | None = Field(
         None,
         ge=0,
@@ -339,6 +366,8 @@ class OptionArgs(TypedDict, total=False):
     scope: Collection[str] | None
     scope_key: str
     token_counter: Callable[[str], int] | None
+    compress: bool
+    embedder: Callable[[list[str]], list[list[float]]] | None
     min_reader_confidence: float | None
     non_current_evidence: FlagPolicy
     unsupported_facts: FlagPolicy

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from evidence_first._sending.compress import Ranges, compress_sources
 from evidence_first._sending.prompt import serialize_source
 from evidence_first._shapes.evidence import Evidence
 from evidence_first._shapes.unicode import has_text
@@ -33,6 +34,9 @@ class PackedSources:
         omissions: Why each other source was not sent, in the order given.
         framing_tokens: Estimated tokens the citation style's sent form adds to the charged
             one (passage mode's labels, structure and datamark); not charged, never negative.
+        kept: Each compressed source's kept ranges, by ID (``compress``); a source sent
+            whole is not listed.
+        compressed_tokens: Each compressed source's charge as sent and whole, by ID.
     """
 
     sent: tuple[Evidence, ...]
@@ -40,6 +44,13 @@ class PackedSources:
     tokens: int
     omissions: dict[str, OmissionReason]
     framing_tokens: int = 0
+    kept: dict[str, Ranges] = field(default_factory=dict)
+    compressed_tokens: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def saved_tokens(self) -> int:
+        """What the compressed sources would have cost whole, less what they cost."""
+        return sum(whole - sent for sent, whole in self.compressed_tokens.values())
 
 
 def pack_sources(
@@ -47,7 +58,8 @@ def pack_sources(
     options: AnswerOptions,
     *,
     count_tokens: Callable[[str], int],
-    sent_form: Callable[[Evidence], str] | None = None,
+    sent_form: Callable[[Evidence, Ranges | None], str] | None = None,
+    question: str = "",
 ) -> PackedSources:
     """Take sources in order; send each whole if it fits, else omit it and go on.
 
@@ -62,17 +74,23 @@ def pack_sources(
     (:func:`~evidence_first._sending.prompt.serialize_source`: its ID, speaker, time, status
     and whole text, control strings escaped), whatever the citation mode: a source that fits
     in one mode fits in the other. ``sent_form``, when given, renders a source as the prompt
-    carries it in the mode (passage mode: labeled, datamarked passages); it is built only
-    for a source that fits, and what it adds over the charged form is the prompt's framing
+    carries it in the mode (passage mode: labeled, datamarked passages), given its kept ranges
+    when it is compressed (``None`` when it is sent whole); it is built only for a source that
+    fits, and what it adds over the charged form is the prompt's framing
     (:attr:`PackedSources.framing_tokens`), not the caller's evidence.
+
+    With ``compress`` (and ``embedder``), the sources omitted ``over_budget`` share what is
+    left, each sent as its passages most relevant to ``question`` where its best one fits
+    (:mod:`~evidence_first._sending.compress`); every source is then listed in the order given.
     """
     max_context_tokens = options.max_context_tokens
     defences = options.defences
-    sent: list[Evidence] = []
-    serialized: list[str] = []
+    # Each source sent, by its place among those given, with its sent form.
+    placed: dict[int, tuple[Evidence, str]] = {}
     omissions: dict[str, OmissionReason] = {}
+    over: list[tuple[int, Evidence, int]] = []
     used = framing = 0
-    for source in sources:
+    for place, source in enumerate(sources):
         reason = _filter_reason(source, options)
         if reason is not None:
             omissions[source.id] = reason
@@ -81,14 +99,47 @@ def pack_sources(
         tokens = count_tokens(charged)
         if used + tokens + _SEPARATOR_TOKENS > max_context_tokens:
             omissions[source.id] = "over_budget"
+            over.append((place, source, tokens + _SEPARATOR_TOKENS))
             continue
         used += tokens + _SEPARATOR_TOKENS
-        item = charged if sent_form is None else sent_form(source)
+        item = charged if sent_form is None else sent_form(source, None)
         if item != charged:
             framing += count_tokens(item) - tokens
-        sent.append(source)
-        serialized.append(item)
-    return PackedSources(tuple(sent), tuple(serialized), used, omissions, max(framing, 0))
+        placed[place] = source, item
+    kept: dict[str, Ranges] = {}
+    compressed_tokens: dict[str, tuple[int, int]] = {}
+    if options.compress and over:
+        places = {source.id: place for place, source, _ in over}
+        rescued = compress_sources(
+            [(source, whole) for _, source, whole in over],
+            max_context_tokens - used,
+            question=question,
+            embedder=options.embedder,
+            defences=defences,
+            count=count_tokens,
+            separator=_SEPARATOR_TOKENS,
+        )
+        for compressed in rescued:
+            source = compressed.source
+            del omissions[source.id]
+            kept[source.id] = compressed.kept
+            compressed_tokens[source.id] = (compressed.tokens, compressed.whole_tokens)
+            used += compressed.tokens
+            form = compressed.charged
+            if sent_form is not None:
+                form = sent_form(source, compressed.kept)
+                framing += count_tokens(form) - (compressed.tokens - _SEPARATOR_TOKENS)
+            placed[places[source.id]] = source, form
+    ordered = [placed[place] for place in sorted(placed)]
+    return PackedSources(
+        tuple(source for source, _ in ordered),
+        tuple(form for _, form in ordered),
+        used,
+        omissions,
+        max(framing, 0),
+        kept,
+        compressed_tokens,
+    )
 
 
 def _filter_reason(source: Evidence, options: AnswerOptions) -> OmissionReason | None:

@@ -22,6 +22,7 @@ __all__ = [
     "MAX_PASSAGE_CHARS",
     "Passage",
     "SentSources",
+    "kept_passages",
     "passages_around",
     "passages_of",
     "split_passages",
@@ -164,6 +165,19 @@ def passages_of(source: Evidence) -> tuple[Passage, ...]:
     )
 
 
+def kept_passages(
+    passages: tuple[Passage, ...], kept: tuple[tuple[int, int], ...] | None
+) -> tuple[Passage, ...]:
+    """The passages that lie inside the kept ranges, each keeping its label; all without any."""
+    if kept is None:
+        return passages
+    return tuple(
+        p
+        for p in passages
+        if any(start <= p.char_start and p.char_end <= end for start, end in kept)
+    )
+
+
 @dataclass(frozen=True)
 class SentSources:
     """What a request sent: the sources, in order, and the passages each was sent as.
@@ -174,6 +188,9 @@ class SentSources:
     Attributes:
         sources: The sources sent, in order.
         passages: Each sent source's passages, by source ID; a source sent whole has none.
+            A compressed source's are its kept passages only, each keeping its label.
+        kept: Each compressed source's kept ranges (half-open code-point ranges of its text, in
+            order, disjoint), by ID; a source sent whole is not listed.
         by_id: The sources sent, by ID.
         by_label: Every passage sent, by label.
         offsets: Each sent source's UTF-16 and UTF-8 offsets as far as spans have needed them,
@@ -182,9 +199,11 @@ class SentSources:
 
     sources: tuple[Evidence, ...]
     passages: Mapping[str, tuple[Passage, ...]] = field(default_factory=dict)
+    kept: Mapping[str, tuple[tuple[int, int], ...]] = field(default_factory=dict)
     by_id: Mapping[str, Evidence] = field(init=False, repr=False)
     by_label: Mapping[str, Passage] = field(init=False, repr=False)
     offsets: dict[str, UnitOffsets] = field(init=False, repr=False, compare=False)
+    _read: dict[str, str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # Derived once; the dataclass is frozen, so they are set past its __setattr__.
@@ -192,6 +211,29 @@ class SentSources:
         object.__setattr__(self, "by_id", {source.id: source for source in self.sources})
         object.__setattr__(self, "by_label", by_label)
         object.__setattr__(self, "offsets", {})
+        object.__setattr__(self, "_read", {})
+
+    def text_of(self, source_id: str) -> str:
+        """A sent source's text as the model read it, at the offsets of the caller's text.
+
+        A source sent whole is its text. A compressed source's left-out characters are each a
+        line break: every check that reads the text (span flags, question words, current
+        sources) reads the kept parts alone, cut apart where text was left out, and a span's
+        offsets still index it.
+        """
+        text = self.by_id[source_id].text
+        kept = self.kept.get(source_id)
+        if not kept:
+            return text
+        if source_id not in self._read:
+            parts: list[str] = []
+            cursor = 0
+            for start, end in kept:
+                parts += ["\n" * (start - cursor), text[start:end]]
+                cursor = end
+            parts.append("\n" * (len(text) - cursor))
+            self._read[source_id] = "".join(parts)
+        return self._read[source_id]
 
     def offsets_of(self, source: Evidence) -> UnitOffsets:
         """The offsets cache of a sent source."""

@@ -18,7 +18,16 @@ if TYPE_CHECKING:
     from evidence_first._sending.citing.base import CitationStyle
     from evidence_first._sending.options import AnswerOptions
 
-__all__ = ["UserMessage", "prompt_order", "serialize_source", "system_prompt"]
+__all__ = [
+    "COMPRESSED_SUFFIX",
+    "UserMessage",
+    "prompt_order",
+    "serialize_source",
+    "system_prompt",
+]
+
+COMPRESSED_SUFFIX = "+compressed"
+"""The prompt version's suffix when a compressed source was sent (its elision rule added)."""
 
 
 def system_prompt(
@@ -27,6 +36,7 @@ def system_prompt(
     *,
     enforced_markers: bool = True,
     stance: bool = True,
+    compressed: bool = False,
 ) -> tuple[str, str]:
     """The system prompt and its version for a citation style and set of defences.
 
@@ -49,6 +59,9 @@ def system_prompt(
         stance: Whether a stance per citation is asked for (the model's profile's
             ``writes_stance``). Otherwise the prompt is the style's of before the key, under
             its own version.
+        compressed: Whether a compressed source is sent: then the style's elision rule
+            follows its rules, and the version carries :data:`COMPRESSED_SUFFIX` (before
+            ``+unmarked``), so that the base versions name the same text as before.
     """
     rule = f" {text.MARKER_RULE}" if enforced_markers else ""
     answer_keys = Template(text.ANSWER_KEYS).substitute(marker_rule=rule, max_facts=MAX_FACTS)
@@ -57,6 +70,9 @@ def system_prompt(
     system = rules + facts_rule + answer_keys + style.rules(defences)
     base = style.prompt_version if stance else style.prompt_version_without_stance
     version = base + defences.version_suffix(style.defences)
+    if compressed:
+        system += style.elision_rule
+        version += COMPRESSED_SUFFIX
     return system, version if enforced_markers else version + UNMARKED_SUFFIX
 
 

@@ -157,6 +157,9 @@ class PromptBudget(_Frozen):
         total_tokens: The sum of the three.
         max_context_tokens: The allowance for the sources.
         max_output_tokens: The output limit passed to the model.
+        saved_tokens: What the compressed sources (``compress``) would have cost whole, less
+            what they cost: the sum over ``compressed_tokens``.
+        compressed_tokens: Each compressed source's estimated tokens as sent and whole, by ID.
     """
 
     system_tokens: int
@@ -165,6 +168,8 @@ class PromptBudget(_Frozen):
     total_tokens: int
     max_context_tokens: int
     max_output_tokens: int
+    saved_tokens: int = 0
+    compressed_tokens: dict[str, tuple[int, int]] = {}
 
 
 class TokenUsage(_Frozen):

@@ -5,7 +5,14 @@ from __future__ import annotations
 import threading
 import unicodedata
 
-__all__ = ["UnitOffsets", "has_text", "is_unicode_text", "is_visible", "utf16_units"]
+__all__ = [
+    "UnitOffsets",
+    "folded",
+    "has_text",
+    "is_unicode_text",
+    "is_visible",
+    "utf16_units",
+]
 
 _BLOCK = 16_384
 
@@ -54,6 +61,11 @@ def is_visible(char: str) -> bool:
         or unicodedata.category(char) in _INVISIBLE_CATEGORIES
         or char in _INVISIBLE_CHARACTERS
     )
+
+
+def folded(text: str) -> str:
+    """``text`` after NFKC normalization and case folding, as every check compares words."""
+    return unicodedata.normalize("NFKC", text).casefold()
 
 
 def has_text(value: str | None) -> bool:

@@ -9,6 +9,7 @@ __all__ = [
     "ANSWER_FLAG_DESCRIPTIONS",
     "DECISION_KEY",
     "FLAG_DESCRIPTIONS",
+    "FUNCTION_WORDS",
     "STANCE_KEY",
     "AbstentionReason",
     "AnswerFlag",
@@ -156,3 +157,19 @@ FLAG_DESCRIPTIONS: dict[CitationFlag, str] = {
     "object_not_cited": "does not hold its fact's object (nor its numbers and dates)",
 }
 """How the renderers and the CLI word each flag."""
+
+# English function words (the checks drop them from what a question asks about), and the
+# heads of question phrases ("how long", "what time", "which
+# day"): what a question asks with, not what it asks about.
+FUNCTION_WORDS = frozenset(
+    """
+    a about after again already all also am an and any are as at be been before being both but
+    by can could date day days did do does doing done down during each either ever for from get
+    gets got had has have having he her him his how i if in into is it its just long many may
+    me might more most much must my no nor not now of on once one ones only or other others our
+    out over own per same shall she should since so some still such than that the their them
+    then there these they this those through time to too under until up us very was we were
+    what when where whether which while who whom whose why will with would year years yet you
+    your
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)

@@ -98,7 +98,10 @@ def _read_sources(args: argparse.Namespace) -> list[Evidence | dict[str, Any]]:
 
 
 # The options `ask` offers as flags: every option a command line can spell.
-_ASK_OPTIONS = tuple(name for name in AnswerOptionFields.model_fields if name != "token_counter")
+# A callable has no spelling on a command line.
+_ASK_OPTIONS = tuple(
+    name for name in AnswerOptionFields.model_fields if name not in {"token_counter", "embedder"}
+)
 # The command's own defaults: the embedded reader is slow.
 _CLI_DEFAULTS: dict[str, Any] = {"max_output_tokens": 512, "timeout": 300.0}
 # Options a model's profile may set (ModelProfile.option_defaults): left unset, its own apply.

@@ -234,9 +234,15 @@ def render_markdown(answer: EvidenceAnswer, *, context_chars: int = _CONTEXT_CHA
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _in_context(source: Evidence, start: int, end: int, context_chars: int) -> str:
+def _in_context(
+    source: Evidence,
+    start: int,
+    end: int,
+    context_chars: int,
+    kept: tuple[tuple[int, int], ...] | None,
+) -> str:
     text = source.text
-    before, after = around(text, start, end, context_chars)
+    before, after = around(text, start, end, context_chars, kept)
     return printable(f"{before}⟦{text[start:end]}⟧{after}".replace("\n", " "))
 
 
@@ -250,7 +256,7 @@ def _check_line(item: CheckView, context_chars: int) -> list[str]:
             f"    ✓ verified  {label}{printable(c.source_id)}{printable(passages)}{stance}:",
             *(
                 f"      chars {span.char_start}-{span.char_end}: "
-                f"{_in_context(item.source, span.char_start, span.char_end, context_chars)}"
+                + _in_context(item.source, span.char_start, span.char_end, context_chars, item.kept)
                 for span in c.evidence_spans
             ),
             *(f"      ⚠ flagged: the span {FLAG_DESCRIPTIONS[flag]}" for flag in check.flags),

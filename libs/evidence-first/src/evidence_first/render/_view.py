@@ -31,7 +31,7 @@ from evidence_first._shapes.vocabulary import (
     OmissionReason,
     ReasonCode,
 )
-from evidence_first.render._escaping import unbracketed
+from evidence_first.render._escaping import printable, unbracketed
 
 if TYPE_CHECKING:
     from evidence_first._engine.result import EvidenceAnswer
@@ -140,6 +140,7 @@ class CheckView:
         source: A verified citation's source.
         source_id: The source ID the model wrote, as shown.
         quote: The quote the model wrote, as shown.
+        kept: A verified citation's source's kept ranges, when it was sent compressed.
     """
 
     check: CitationCheck
@@ -147,6 +148,7 @@ class CheckView:
     source: Evidence | None
     source_id: str
     quote: str
+    kept: tuple[tuple[int, int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -244,7 +246,9 @@ def _check_view(
     written = unbracketed(check.source_id), unbracketed(check.quote)
     if check.verdict != "verified" or c is None:
         return CheckView(check, None, None, *written)
-    return CheckView(check, by_span.get(_span(c)), answer.source(c.source_id), *written)
+    source = answer.source(c.source_id)
+    kept = answer.kept_ranges.get(c.source_id)
+    return CheckView(check, by_span.get(_span(c)), source, *written, kept=kept)
 
 
 def _notes(answer: EvidenceAnswer) -> list[str]:
@@ -266,17 +270,39 @@ def _notes(answer: EvidenceAnswer) -> list[str]:
             else f", {'below' if below else 'at or above'} the floor {floor:.2f}"
         )
         notes.insert(0, f"Reader's confidence that the sources state the answer: {shown}{limit}.")
+    return notes + _compressed_notes(answer)
+
+
+def _compressed_notes(answer: EvidenceAnswer) -> list[str]:
+    """One note per compressed source: its parts, and its tokens as sent against whole."""
+    notes = []
+    for source_id, kept in answer.kept_ranges.items():
+        parts = f"{len(kept)} part{'s' if len(kept) != 1 else ''}"
+        tokens = answer.budget.compressed_tokens.get(source_id)
+        counted = "" if tokens is None else f", {tokens[0]:,} of {tokens[1]:,} estimated tokens"
+        # A source ID is the caller's string: shown inert, as the renderers print notes as is.
+        notes.append(f"{printable(source_id)}: sent in {parts}{counted}.")
     return notes
 
 
-def around(text: str, start: int, end: int, context_chars: int) -> tuple[str, str]:
-    """Up to ``context_chars`` each side of ``text[start:end]``, with "…" where a side is cut."""
-    before = max(0, start - context_chars)
-    after = min(len(text), end + context_chars)
-    return (
-        ("…" if before > 0 else "") + text[before:start],
-        text[end:after] + ("…" if after < len(text) else ""),
-    )
+def around(
+    text: str,
+    start: int,
+    end: int,
+    context_chars: int,
+    kept: tuple[tuple[int, int], ...] | None = None,
+) -> tuple[str, str]:
+    """Up to ``context_chars`` each side of ``text[start:end]``, with "…" where a side is cut.
+
+    ``kept``: a compressed source's kept ranges. The context stops at the range holding the
+    span, with "[…]" where text the model never read was left out.
+    """
+    low, high = next(((a, b) for a, b in kept or () if a <= start and end <= b), (0, len(text)))
+    before = max(low, start - context_chars)
+    after = min(high, end + context_chars)
+    head = "[…] " if before == low > 0 else "…" if before > 0 else ""
+    tail = " […]" if after == high < len(text) else "…" if after < len(text) else ""
+    return head + text[before:start], text[end:after] + tail
 
 
 def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[Excerpt], dict[int, int]]:
@@ -299,7 +325,11 @@ def _excerpts(answer: EvidenceAnswer, context_chars: int) -> tuple[list[Excerpt]
         if key not in numbers:
             source = answer.source(citation.source_id)
             before, after = around(
-                source.text, citation.char_start, citation.char_end, context_chars
+                source.text,
+                citation.char_start,
+                citation.char_end,
+                context_chars,
+                answer.kept_ranges.get(citation.source_id),
             )
             numbers[key] = len(excerpts) + 1
             excerpts.append(

@@ -33,6 +33,7 @@ class CitationStyle(ABC):
         defences: The names of the :class:`Defences` settings this style applies.
         identifiers: The citation's keys that hold IDs or labels: their schema bounds are
             validity bounds, never shortened to fit ``max_response_chars``.
+        elision_rule: The rule added to the system prompt when a compressed source was sent.
         output_cost: How many times the quote style's output one citation costs; the
             schema allows proportionally fewer facts and citations per output token.
     """
@@ -46,6 +47,7 @@ class CitationStyle(ABC):
     defences: ClassVar[Collection[str]] = ("escape_controls", "restate_rules")
     identifiers: ClassVar[Collection[str]] = ("source_id",)
     output_cost: ClassVar[int] = 1
+    elision_rule: ClassVar[str] = ""
 
     def rules(self, defences: Defences) -> str:
         """System-prompt rules this style adds after the shared ones."""
@@ -57,11 +59,16 @@ class CitationStyle(ABC):
 
     @abstractmethod
     def text_fields(
-        self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
+        self,
+        source: Evidence,
+        passages: tuple[Passage, ...],
+        defences: Defences,
+        kept: tuple[tuple[int, int], ...] | None = None,
     ) -> dict[str, Any]:
         """The source's text as this style sends it: the JSON fields after the metadata.
 
-        ``passages`` are :meth:`passages` of ``source``.
+        ``passages`` are :meth:`passages` of ``source`` (a compressed source's kept ones);
+        ``kept`` a compressed source's kept ranges, ``None`` for a source sent whole.
         """
 
     @abstractmethod

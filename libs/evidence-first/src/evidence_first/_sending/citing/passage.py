@@ -60,19 +60,21 @@ def resolve_passages(
     quote: str | None,
     offsets: UnitOffsets | None = None,
 ) -> Citation | None:
-    """Resolve cited passage positions (1-based) among ``passages`` of ``source`` to spans.
+    """Resolve cited passage positions (1-based, ``Passage.index``) among ``passages`` to spans.
 
-    Adjacent passages merge into one span; the groups are listed in text order, the first
-    being the origin. A ``quote`` must lie inside one group and narrows that group's span;
-    ``None`` is returned when it lies in none.
+    ``passages`` may be some of the source's only (a compressed source's kept ones), each
+    cited position among them. Adjacent passages merge into one span; the groups are listed
+    in text order, the first being the origin. A ``quote`` must lie inside one group and
+    narrows that group's span; ``None`` is returned when it lies in none.
     """
+    by_index = {passage.index: passage for passage in passages}
     groups: list[list[int]] = []
     for position in sorted(set(indices)):
         if groups and groups[-1][-1] == position - 1:
             groups[-1].append(position)
         else:
             groups.append([position])
-    bounds = [(passages[g[0] - 1].char_start, passages[g[-1] - 1].char_end) for g in groups]
+    bounds = [(by_index[g[0]].char_start, by_index[g[-1]].char_end) for g in groups]
     if quote is not None:
         for number, (start, end) in enumerate(bounds):
             found = source.text.find(quote, start, end)
@@ -81,7 +83,7 @@ def resolve_passages(
                 break
         else:
             return None
-    labels = tuple(passages[p - 1].label for group in groups for p in group)
+    labels = tuple(by_index[p].label for group in groups for p in group)
     return citation_of(source, bounds, labels, offsets)
 
 
@@ -104,6 +106,7 @@ class PassageStyle(CitationStyle):
     # output tokens the quote-mode bounds let passage-mode output run out of tokens in most
     # answers), so passage mode allows half as many facts and citations.
     output_cost: ClassVar[int] = 2
+    elision_rule: ClassVar[str] = text.PASSAGE_ELISION_RULE
 
     def rules(self, defences: Defences) -> str:
         """The datamark rule, when datamarking."""
@@ -114,9 +117,17 @@ class PassageStyle(CitationStyle):
         return passages_of(source)
 
     def text_fields(
-        self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
+        self,
+        source: Evidence,
+        passages: tuple[Passage, ...],
+        defences: Defences,
+        kept: tuple[tuple[int, int], ...] | None = None,
     ) -> dict[str, Any]:
-        """The passages, each with its label after its text, datamarked when asked."""
+        """The passages, each with its label after its text, datamarked when asked.
+
+        A compressed source's passages are its kept ones, under their own labels: the gaps
+        in their numbers show what was left out.
+        """
         text = source.text
         # Each label follows its text: the label a model reads right after a passage is that
         # passage's own. With the label first, the next passage's label came right after the

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from evidence_first._sending import prompt_text as text
 from evidence_first._sending.citing.base import CitationStyle
+from evidence_first._sending.compress import kept_text
 from evidence_first._sending.injection import Defences
 from evidence_first._sending.passages import Passage, SentSources
 from evidence_first._sending.schema import (
@@ -48,13 +49,21 @@ class LedgerCitation(LedgerCitationBase):
 
 
 def locate_quote(
-    source: Evidence, quote: str, offsets: UnitOffsets | None = None
+    source: Evidence,
+    quote: str,
+    offsets: UnitOffsets | None = None,
+    kept: tuple[tuple[int, int], ...] | None = None,
 ) -> Citation | None:
-    """Return the citation of the first exact occurrence of ``quote`` in ``source``, or None."""
-    start = source.text.find(quote)
-    if start < 0:
-        return None
-    return citation_of(source, [(start, start + len(quote))], offsets=offsets)
+    """Return the citation of the first exact occurrence of ``quote`` in ``source``, or None.
+
+    With ``kept`` (a compressed source's ranges), the first occurrence inside one range: a
+    quote across an elision, or in left-out text, has none.
+    """
+    for begin, stop in kept or ((0, len(source.text)),):
+        start = source.text.find(quote, begin, stop)
+        if start >= 0:
+            return citation_of(source, [(start, start + len(quote))], offsets=offsets)
+    return None
 
 
 class QuoteStyle(CitationStyle):
@@ -70,12 +79,17 @@ class QuoteStyle(CitationStyle):
     facts_rule_without_stance: ClassVar[str] = Template(
         text.QUOTE_FACTS_RULE_WITHOUT_STANCE
     ).substitute(citations=MAX_CITATIONS_PER_FACT)
+    elision_rule: ClassVar[str] = text.QUOTE_ELISION_RULE
 
     def text_fields(
-        self, source: Evidence, passages: tuple[Passage, ...], defences: Defences
+        self,
+        source: Evidence,
+        passages: tuple[Passage, ...],
+        defences: Defences,
+        kept: tuple[tuple[int, int], ...] | None = None,
     ) -> dict[str, Any]:
-        """The whole text, unmarked: the model copies from it."""
-        return {"text": source.text}
+        """The whole text, unmarked: the model copies from it; compressed, its kept parts."""
+        return {"text": source.text if kept is None else kept_text(source.text, kept)}
 
     def citation_schema(self, sent: SentSources | None) -> dict[str, Any]:
         """The quote first, then its source: one choice per source sent.
@@ -108,7 +122,9 @@ class QuoteStyle(CitationStyle):
         """The first exact occurrence of the quote; no normalization, no fuzzy matching."""
         if not has_text(cited.quote):
             return Rejection("empty_quote", "the quote has no visible character", ".quote")
-        citation = locate_quote(source, cited.quote, sent.offsets_of(source))
+        citation = locate_quote(
+            source, cited.quote, sent.offsets_of(source), sent.kept.get(source.id)
+        )
         if citation is None:
             return Rejection(
                 "quote_not_in_source", "the quote is not an exact excerpt of the source", ".quote"
@@ -173,11 +189,18 @@ def _all_runs(sent: SentSources) -> list[list[Run]] | None:
     left = MAX_ANCHOR_PATTERN_CHARS
     for source in sent.sources:
         runs: list[Run] = []
-        for run in _runs(source.text):
-            left -= sum(map(len, run))
-            if left < 0:
-                return None
-            runs.append(run)
+        kept = sent.kept.get(source.id) or ((0, len(source.text)),)
+        # A compressed source's quotes are those of its kept parts, each read on its own.
+        seen: set[Run] = set()
+        for start, end in kept:
+            for run in _runs(source.text[start:end]):
+                if run in seen:
+                    continue
+                seen.add(run)
+                left -= sum(map(len, run))
+                if left < 0:
+                    return None
+                runs.append(run)
         found.append(runs)
     return found
 

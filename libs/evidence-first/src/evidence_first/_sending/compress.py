@@ -1,0 +1,321 @@
+"""Compression: a source that does not fit its share is sent as its most relevant passages.
+
+Only with ``compress=True``, and only for sources packing omits as ``over_budget``: what is
+left of the allowance after the sources sent whole is shared among them in order, each given
+what is left divided by the number still to place (itself included), what it leaves unused
+passing on. Within its share a source keeps whole passages
+(:func:`~evidence_first._sending.passages.split_passages`): the most relevant first, then its
+first passage (often a title) if it fits, then every other ranked passage by relevance, each
+that fits (one that does not is passed over); then, with the share left, the passages around
+those kept by relevance, nearest first (at each distance, around each of them in order of
+relevance, the following before the preceding), ranked or not, each that fits. Each passage is
+tried once. Kept passages are sent in source order; adjacent ones are one part and one range,
+the whitespace between them included. Every kept range is an exact span of the caller's text,
+so a citation of a compressed source is verified against that text, at its offsets there,
+inside one range.
+
+Relevance is BM25 over the source's passages with the question's words, read as the checks
+read them (NFKC normalization and case folding, less English function words) and matched on
+their first four characters, plus half the BM25 scores of the passages just before and after
+and a quarter of those two away; a passage scoring 0 is not ranked, and a source with none
+above 0 is not sent. With an ``embedder``, it is the cosine similarity of each passage's vector
+to the question's, and every passage is ranked. Ties go to the earlier passage.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from evidence_first._sending import prompt_text as text
+from evidence_first._sending.passages import split_passages
+from evidence_first._sending.prompt import serialize_source
+from evidence_first._shapes.errors import InvalidRequestError
+from evidence_first._shapes.evidence import Evidence
+from evidence_first._shapes.unicode import folded
+from evidence_first._shapes.vocabulary import FUNCTION_WORDS
+
+if TYPE_CHECKING:
+    from evidence_first._sending.injection import Defences
+
+__all__ = ["Compressed", "Ranges", "charged_form", "compress_sources", "kept_text"]
+
+Ranges = tuple[tuple[int, int], ...]
+"""Half-open code-point ranges of a source's text, in order, disjoint."""
+
+# BM25's usual constants (Robertson and Zaragoza, "The Probabilistic Relevance Framework").
+_K1 = 1.2
+_B = 0.75
+_WORD = re.compile(r"\w+")
+# Tuned on the tune slices of NQ-open and ClapNQ (benchmarks/compression.py --split tune).
+_PREFIX = 4
+# The part of each passage's BM25 score added to the passages one away, and two away.
+_NEARBY = (0.5, 0.25)
+
+
+@dataclass(frozen=True)
+class Compressed:
+    """One source sent compressed.
+
+    Attributes:
+        source: The source.
+        kept: Its kept ranges.
+        charged: Its charged form: quote mode's sent form of the kept parts.
+        tokens: The charged form's count, the separator included.
+        whole_tokens: What the source sent whole would have been charged, the separator
+            included.
+    """
+
+    source: Evidence
+    kept: Ranges
+    charged: str
+    tokens: int
+    whole_tokens: int
+
+
+def kept_text(source_text: str, kept: Ranges) -> str:
+    """The kept parts of ``source_text``, joined by the visible elision marker on its own line."""
+    return f"\n{text.ELISION_MARKER}\n".join(source_text[start:end] for start, end in kept)
+
+
+def charged_form(source: Evidence, kept: Ranges, defences: Defences) -> str:
+    """A compressed source's charged form, in every citation mode: its kept parts as text."""
+    return serialize_source(source, {"text": kept_text(source.text, kept)}, defences)
+
+
+def compress_sources(
+    candidates: Sequence[tuple[Evidence, int]],
+    left: int,
+    *,
+    question: str,
+    embedder: Callable[[list[str]], list[list[float]]] | None,
+    defences: Defences,
+    count: Callable[[str], int],
+    separator: int,
+) -> list[Compressed]:
+    """Share ``left`` tokens among ``candidates`` in order, each compressed within its share.
+
+    Args:
+        candidates: Each ``over_budget`` source, in the order given, with what it whole would
+            have been charged (the separator included).
+        left: The allowance left after the sources sent whole.
+        question: The question the passages are ranked for.
+        embedder: Ranks by cosine similarity when given; else BM25.
+        defences: The injection defences the charged form is serialized with.
+        count: The request's token counter.
+        separator: What each sent source adds to the charge besides its form.
+
+    Returns:
+        The sources that fit compressed, in the order given; a source whose best passage does
+        not fit its share is left out (it stays ``over_budget``).
+
+    Raises:
+        InvalidRequestError: The embedder's vectors are not one per text, of one length, of
+            finite numbers (``field="embedder"``).
+    """
+    cuts = [split_passages(source.text) for source, _ in candidates]
+    ranks = _ranked(question, candidates, cuts, embedder)
+    compressed: list[Compressed] = []
+    for place, ((source, whole), cut, order) in enumerate(
+        zip(candidates, cuts, ranks, strict=True)
+    ):
+        share = left // (len(candidates) - place)
+        found = _within(source, cut, order, share, defences, count, separator)
+        if found is not None:
+            kept, charged, tokens = found
+            compressed.append(Compressed(source, kept, charged, tokens, whole))
+            left -= tokens
+    return compressed
+
+
+def _within(
+    source: Evidence,
+    cut: list[tuple[int, int]],
+    order: list[int],
+    share: int,
+    defences: Defences,
+    count: Callable[[str], int],
+    separator: int,
+) -> tuple[Ranges, str, int] | None:
+    """The kept ranges of one source within ``share``, its charged form and count."""
+    kept: set[int] = set()
+    # Each passage is tried once: the kept parts only grow, so one that did not fit seldom
+    # would later, and each try costs a serialization of the kept parts.
+    tried: set[int] = set()
+    best: tuple[Ranges, str, int] | None = None
+
+    def fits(index: int) -> bool:
+        nonlocal best
+        if index in tried:
+            return index in kept
+        tried.add(index)
+        ranges = _ranges(cut, kept | {index})
+        charged = charged_form(source, ranges, defences)
+        tokens = count(charged) + separator
+        if tokens > share:
+            return False
+        kept.add(index)
+        best = ranges, charged, tokens
+        return True
+
+    if not order or not fits(order[0]):
+        return None
+    fits(0)
+    for index in order[1:]:
+        fits(index)
+    for index in _nearby([index for index in order if index in kept], len(cut)):
+        fits(index)
+    return best
+
+
+def _nearby(anchors: list[int], length: int) -> Iterator[int]:
+    """The passages around ``anchors``, nearest first: the following before the preceding.
+
+    At each distance, the anchors in the order given.
+    """
+    for distance in range(1, length):
+        inside = False
+        for anchor in anchors:
+            for index in (anchor + distance, anchor - distance):
+                if 0 <= index < length:
+                    inside = True
+                    yield index
+        if not inside:
+            return
+
+
+def _ranges(cut: list[tuple[int, int]], kept: set[int]) -> Ranges:
+    """The ranges of the kept passages: each run of adjacent ones, whitespace between included."""
+    ranges: list[tuple[int, int]] = []
+    previous = -2
+    for index in sorted(kept):
+        start, end = cut[index]
+        if index == previous + 1:
+            ranges[-1] = (ranges[-1][0], end)
+        else:
+            ranges.append((start, end))
+        previous = index
+    return tuple(ranges)
+
+
+def _ranked(
+    question: str,
+    candidates: Sequence[tuple[Evidence, int]],
+    cuts: list[list[tuple[int, int]]],
+    embedder: Callable[[list[str]], list[list[float]]] | None,
+) -> list[list[int]]:
+    """Each candidate's passage indices, most relevant first, ties to the earlier passage."""
+    texts = [
+        [source.text[a:b] for a, b in cut]
+        for (source, _), cut in zip(candidates, cuts, strict=True)
+    ]
+    if embedder is None:
+        scores = [_bm25(question, passages) for passages in texts]
+        return [_order(found, drop_zero=True) for found in scores]
+    if not candidates:
+        return []
+    vectors = _embedded(embedder, [question, *(p for passages in texts for p in passages)])
+    asked, rest = vectors[0], vectors[1:]
+    ranks: list[list[int]] = []
+    for passages in texts:
+        mine, rest = rest[: len(passages)], rest[len(passages) :]
+        ranks.append(_order([_cosine(asked, vector) for vector in mine], drop_zero=False))
+    return ranks
+
+
+def _order(scores: list[float], *, drop_zero: bool) -> list[int]:
+    ranked = sorted(range(len(scores)), key=lambda index: (-scores[index], index))
+    return [index for index in ranked if scores[index] > 0] if drop_zero else ranked
+
+
+def _words(value: str) -> list[str]:
+    return _WORD.findall(folded(value))
+
+
+def _asked(question: str) -> set[str]:
+    """The question's words as the checks read them; all of them where that leaves none.
+
+    Of two characters or more, less English function words.
+    """
+    words = set(_words(question))
+    telling = {word for word in words if len(word) > 1 and word not in FUNCTION_WORDS}
+    return telling or words
+
+
+def _bm25(question: str, passages: list[str]) -> list[float]:
+    """Each passage's BM25 score for the question's distinct words, plus its neighbours' part.
+
+    Words match on their first four characters, so ``released`` meets ``release``. A passage
+    gains half the scores of the passages just before and after it and a quarter of those two
+    away: that lifts a sentence beside the ones naming the question's words, where an answer
+    often stands without them.
+    """
+    asked = {word[:_PREFIX] for word in _asked(question)}
+    counts = [
+        Counter(stem for word in _words(passage) if (stem := word[:_PREFIX]) in asked)
+        for passage in passages
+    ]
+    lengths = [len(passage) for passage in passages]
+    if not passages:
+        return []
+    average = sum(lengths) / len(lengths) or 1.0
+    held = Counter(word for found in counts for word in found)
+    idf = {word: math.log(1 + (len(passages) - n + 0.5) / (n + 0.5)) for word, n in held.items()}
+    # Lengths in characters: a word count would need every word of every passage cut, and the
+    # ratio to the average is what BM25 reads.
+    own = [
+        sum(
+            idf[word] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * length / average))
+            for word, tf in found.items()
+        )
+        for found, length in zip(counts, lengths, strict=True)
+    ]
+    reach = len(_NEARBY)
+    padded = [0.0] * reach + own + [0.0] * reach
+    return [
+        score
+        + sum(
+            weight * (padded[place + reach - distance] + padded[place + reach + distance])
+            for distance, weight in enumerate(_NEARBY, 1)
+        )
+        for place, score in enumerate(own)
+    ]
+
+
+def _embedded(
+    embedder: Callable[[list[str]], list[list[float]]], texts: list[str]
+) -> list[list[float]]:
+    """The embedder's vectors for ``texts``, checked: one per text, one length, finite."""
+    vectors: object = embedder(texts)
+    if not isinstance(vectors, Sequence) or len(vectors) != len(texts):
+        msg = f"embedder must return one vector per text ({len(texts)})"
+        raise InvalidRequestError(msg, field="embedder")
+    checked: list[list[float]] = []
+    for vector in vectors:
+        if isinstance(vector, (str, bytes)) or not isinstance(vector, Sequence):
+            msg = "embedder must return each vector as a sequence of numbers"
+            raise InvalidRequestError(msg, field="embedder")
+        values = list(vector)
+        if not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v)
+            for v in values
+        ):
+            msg = "embedder must return finite numbers only"
+            raise InvalidRequestError(msg, field="embedder")
+        if checked and len(values) != len(checked[0]):
+            msg = "embedder must return vectors of one length"
+            raise InvalidRequestError(msg, field="embedder")
+        checked.append([float(v) for v in values])
+    return checked
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    norm = math.sqrt(math.fsum(x * x for x in a)) * math.sqrt(math.fsum(y * y for y in b))
+    similarity = 0.0 if norm == 0 else math.fsum(x * y for x, y in zip(a, b, strict=True)) / norm
+    # Finite vectors may still overflow their squares: such a passage ranks as unrelated.
+    return similarity if math.isfinite(similarity) else 0.0
