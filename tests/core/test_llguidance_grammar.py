@@ -86,14 +86,7 @@ PASSAGE_LEDGER = {
             "subject": "the launch",
             "relation": "moved to",
             "object": "June 15",
-            "citations": [
-                {
-                    "source_id": "standup",
-                    "passages": ["standup#2"],
-                    "quote": None,
-                    "stance": "supports",
-                }
-            ],
+            "citations": [{"source_id": "standup", "passages": ["standup#2"], "quote": None}],
         }
     ],
     "answer": "The launch is on June 15 [F1].",
