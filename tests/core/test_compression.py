@@ -237,17 +237,18 @@ def test_question_words_match_passage_words_on_their_first_four_characters():
     assert only.kept == (_range(source.text, "The Harbor release"),)
 
 
-def test_a_passage_gains_a_part_of_the_scores_of_the_passages_near_it():
-    # "It is June." holds no word of the question but stands two passages after the best one:
-    # a quarter of that score ranks it above "A launch.", which holds one common word.
+def test_a_passage_gains_a_part_of_its_blocks_score():
+    # "It is June." holds no word of the question, far from the best passage but in its block
+    # (no blank line between them): the block's score ranks it above "A launch.", which holds
+    # one common word in a block of its own. The rows between, longer, do not fit.
     rows = ", ".join(f"row {n} of the inventory was counted" for n in range(9)) + "."
     text = (
-        f"Launch notes.\nHarbor launch in Brest: the Harbor pier of Brest.\n{rows}\n"
-        f"It is June.\n{rows}\n{rows}\nA launch."
+        f"Launch notes.\n\nHarbor launch in Brest: the Harbor pier of Brest.\n{rows}\n{rows}\n"
+        f"{rows}\nIt is June.\n\n{rows}\n\nA launch."
     )
-    source = Evidence(id="near", text=text)
+    source = Evidence(id="block", text=text)
     cut = _cut(text)
-    share = len(charged_form(source, _ranges_of(cut, {0, 1, 3}), DEFAULT_DEFENCES))
+    share = len(charged_form(source, _ranges_of(cut, {0, 1, 5}), DEFAULT_DEFENCES))
     (only,) = compress_sources(
         [(source, len(serialize_source(source)))],
         share,
@@ -257,7 +258,7 @@ def test_a_passage_gains_a_part_of_the_scores_of_the_passages_near_it():
         count=len,
         separator=0,
     )
-    assert only.kept == _ranges_of(cut, {0, 1, 3})
+    assert only.kept == _ranges_of(cut, {0, 1, 5})
 
 
 def test_a_source_with_no_passage_sharing_a_word_with_the_question_stays_over_budget():

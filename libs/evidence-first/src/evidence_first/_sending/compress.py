@@ -16,14 +16,16 @@ inside one range.
 
 Relevance is BM25 over the source's passages with the question's words, read as the checks
 read them (NFKC normalization and case folding, less English function words) and matched on
-their first four characters, plus half the BM25 scores of the passages just before and after
-and a quarter of those two away; a passage scoring 0 is not ranked, and a source with none
-above 0 is not sent. With an ``embedder``, it is the cosine similarity of each passage's vector
-to the question's, and every passage is ranked. Ties go to the earlier passage.
+their first four characters, plus four times the BM25 score of the passage's block (a run of
+passages with no blank line between them), scored over the source's blocks; a passage scoring
+0 is not ranked, and a source with none above 0 is not sent. With an ``embedder``, it is the
+cosine similarity of each passage's vector to the question's, and every passage is ranked.
+Ties go to the earlier passage.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import re
@@ -54,8 +56,8 @@ _B = 0.75
 _WORD = re.compile(r"\w+")
 # Tuned on the tune slices of NQ-open and ClapNQ (benchmarks/compression.py --split tune).
 _PREFIX = 4
-# The part of each passage's BM25 score added to the passages one away, and two away.
-_NEARBY = (0.5, 0.25)
+# The part of its block's BM25 score each passage gains.
+_BLOCK = 4.0
 
 
 @dataclass(frozen=True)
@@ -210,15 +212,17 @@ def _ranked(
     embedder: Callable[[list[str]], list[list[float]]] | None,
 ) -> list[list[int]]:
     """Each candidate's passage indices, most relevant first, ties to the earlier passage."""
+    if embedder is None:
+        return [
+            _order(_bm25(question, source.text, cut), drop_zero=True)
+            for (source, _), cut in zip(candidates, cuts, strict=True)
+        ]
+    if not candidates:
+        return []
     texts = [
         [source.text[a:b] for a, b in cut]
         for (source, _), cut in zip(candidates, cuts, strict=True)
     ]
-    if embedder is None:
-        scores = [_bm25(question, passages) for passages in texts]
-        return [_order(found, drop_zero=True) for found in scores]
-    if not candidates:
-        return []
     vectors = _embedded(embedder, [question, *(p for passages in texts for p in passages)])
     asked, rest = vectors[0], vectors[1:]
     ranks: list[list[int]] = []
@@ -247,43 +251,57 @@ def _asked(question: str) -> set[str]:
     return telling or words
 
 
-def _bm25(question: str, passages: list[str]) -> list[float]:
-    """Each passage's BM25 score for the question's distinct words, plus its neighbours' part.
+def _bm25(question: str, text: str, cut: list[tuple[int, int]]) -> list[float]:
+    """Each passage's BM25 score for the question's distinct words, plus its block's part.
 
-    Words match on their first four characters, so ``released`` meets ``release``. A passage
-    gains half the scores of the passages just before and after it and a quarter of those two
-    away: that lifts a sentence beside the ones naming the question's words, where an answer
-    often stands without them.
+    Words match on their first four characters, so ``released`` meets ``release``. A block is
+    a run of passages with no blank line between them (a paragraph of the text); each is
+    scored by BM25 over the source's blocks, and a passage gains four times its block's
+    score. A retrieved chunk is often whole paragraphs joined: an answer's sentence that
+    names none of the question's words stands in the paragraph that names them.
     """
+    if not cut:
+        return []
     asked = {word[:_PREFIX] for word in _asked(question)}
     counts = [
-        Counter(stem for word in _words(passage) if (stem := word[:_PREFIX]) in asked)
-        for passage in passages
+        Counter(stem for word in _words(text[a:b]) if (stem := word[:_PREFIX]) in asked)
+        for a, b in cut
     ]
-    lengths = [len(passage) for passage in passages]
-    if not passages:
-        return []
-    average = sum(lengths) / len(lengths) or 1.0
-    held = Counter(word for found in counts for word in found)
-    idf = {word: math.log(1 + (len(passages) - n + 0.5) / (n + 0.5)) for word, n in held.items()}
     # Lengths in characters: a word count would need every word of every passage cut, and the
     # ratio to the average is what BM25 reads.
-    own = [
+    lengths = [b - a for a, b in cut]
+    blocks = _blocks(text, cut)
+    block_counts: list[Counter[str]] = [Counter() for _ in range(blocks[-1] + 1)]
+    block_lengths = [0] * len(block_counts)
+    for found, length, block in zip(counts, lengths, blocks, strict=True):
+        block_counts[block].update(found)
+        block_lengths[block] += length
+    block_scores = _scored(block_counts, block_lengths)
+    return [
+        score + _BLOCK * block_scores[block]
+        for score, block in zip(_scored(counts, lengths), blocks, strict=True)
+    ]
+
+
+def _blocks(text: str, cut: list[tuple[int, int]]) -> list[int]:
+    """Each passage's block number: it grows at each blank line between two passages."""
+    blocks = [0]
+    for (_, end), (start, _) in itertools.pairwise(cut):
+        blocks.append(blocks[-1] + (text.count("\n", end, start) >= 2))
+    return blocks
+
+
+def _scored(counts: list[Counter[str]], lengths: list[int]) -> list[float]:
+    """BM25 of each text, given its counts of the asked words and its length, idf over them."""
+    average = sum(lengths) / len(lengths) or 1.0
+    held = Counter(word for found in counts for word in found)
+    idf = {word: math.log(1 + (len(counts) - n + 0.5) / (n + 0.5)) for word, n in held.items()}
+    return [
         sum(
             idf[word] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * length / average))
             for word, tf in found.items()
         )
         for found, length in zip(counts, lengths, strict=True)
-    ]
-    reach = len(_NEARBY)
-    padded = [0.0] * reach + own + [0.0] * reach
-    return [
-        score
-        + sum(
-            weight * (padded[place + reach - distance] + padded[place + reach + distance])
-            for distance, weight in enumerate(_NEARBY, 1)
-        )
-        for place, score in enumerate(own)
     ]
 
 
