@@ -55,8 +55,10 @@ import importlib
 import itertools
 import json
 import random
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -499,8 +501,12 @@ def growth(times: Sequence[PlanTime]) -> float:
 def load_embedder(name: str) -> tuple[Embedder | None, str]:
     """An embedder from a sentence-transformers model in the local cache, or why there is none.
 
-    Nothing is downloaded: a model not cached counts as not installed.
+    Nothing is downloaded: a model not cached counts as not installed. ``wordllama`` is
+    WordLlama's static embeddings, whose weights its wheel carries
+    (``uv run --with wordllama``).
     """
+    if name == "wordllama":
+        return _wordllama()
     try:
         module = importlib.import_module("sentence_transformers")
     except ImportError:
@@ -515,6 +521,24 @@ def load_embedder(name: str) -> tuple[Embedder | None, str]:
         return vectors
 
     return embed, name
+
+
+def _wordllama() -> tuple[Embedder | None, str]:
+    try:
+        module = importlib.import_module("wordllama")
+    except ImportError:
+        return None, "not installed (wordllama is not importable)"
+    # Its wheel carries the tokenizer's configuration in its tokenizers/ folder, where load()
+    # does not look before it downloads: handed to it as a cache, nothing is downloaded.
+    cache = Path(tempfile.mkdtemp(prefix="wordllama-"))
+    shutil.copytree(Path(module.__file__).parent / "tokenizers", cache / "tokenizers")
+    model = module.WordLlama.load(cache_dir=cache, disable_download=True)
+
+    def embed(texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = model.embed(texts).tolist()
+        return vectors
+
+    return embed, "WordLlama (l2_supercat, 256 dimensions, its wheel's weights)"
 
 
 @dataclass
