@@ -72,16 +72,7 @@ def to_content_blocks(
             cited_text=source.text[citation.char_start : citation.char_end],
         )
         # Set directly: create_citation(extras=...) would nest them one level deeper.
-        block["extras"] = {
-            "source_id": citation.source_id,
-            "char_start": citation.char_start,
-            "char_end": citation.char_end,
-            "utf16_start": citation.utf16_start,
-            "utf16_end": citation.utf16_end,
-            "utf8_start": citation.utf8_start,
-            "utf8_end": citation.utf8_end,
-            **(placement or {}),
-        }
+        block["extras"] = {**_offsets(citation), **(placement or {})}
         return block
 
     annotations: list[Any] = []
@@ -104,16 +95,10 @@ def to_content_blocks(
     counter = [
         {
             "fact_index": fact_index,
-            "source_id": citation.source_id,
+            **_offsets(citation),
             "cited_text": answer.source(citation.source_id).text[
                 citation.char_start : citation.char_end
             ],
-            "char_start": citation.char_start,
-            "char_end": citation.char_end,
-            "utf16_start": citation.utf16_start,
-            "utf16_end": citation.utf16_end,
-            "utf8_start": citation.utf8_start,
-            "utf8_end": citation.utf8_end,
         }
         for fact_index, fact in enumerate(answer.facts)
         for citation in fact.counter_citations
@@ -121,3 +106,16 @@ def to_content_blocks(
     if counter:
         block["extras"] = {"counter_evidence": counter}
     return [block]
+
+
+def _offsets(citation: EvidenceCitation) -> dict[str, Any]:
+    """A citation's source and its span in the three units."""
+    return {
+        "source_id": citation.source_id,
+        "char_start": citation.char_start,
+        "char_end": citation.char_end,
+        "utf16_start": citation.utf16_start,
+        "utf16_end": citation.utf16_end,
+        "utf8_start": citation.utf8_start,
+        "utf8_end": citation.utf8_end,
+    }
