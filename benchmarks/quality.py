@@ -992,6 +992,8 @@ def open_model(args: argparse.Namespace) -> Iterator[tuple[ReaderModel, str, str
     if args.base_url:
         api_key = os.environ.get(args.api_key_env) if args.api_key_env else None
         model = ChatCompletionsModel(args.base_url, model=args.model, api_key=api_key)
+        if args.stance:
+            model.profile = model.profile.replace(writes_stance=True)
         identity = f"{args.model} at {args.base_url}"
         yield model, f"Model: {identity} (OpenAI-compatible chat completions)", identity
         return
@@ -1087,7 +1089,7 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--stance",
         action="store_true",
-        help="ask the embedded model for a stance per citation, where its profile does not",
+        help="ask the model for a stance per citation, where its profile does not",
     )
     parser.add_argument(
         "--base-url", help="an OpenAI-compatible API root; default: the embedded local model"
