@@ -196,13 +196,17 @@ def test_a_countered_ledger_cites_the_superseded_copy_s_other_value_against_its_
         trust.Evidence(id=trust.source_id(n), text=s.text, status=s.status)
         for n, s in enumerate(case.sources)
     ]
-    answer = trust.answer_from_evidence(
-        item.question,
-        sources,
-        trust.ScriptedReader(case, mode),
-        citation_mode=mode,
-        max_context_tokens=trust.MAX_CONTEXT_TOKENS,
-    )
+
+    def answered(scripted: typing.Any) -> typing.Any:
+        return trust.answer_from_evidence(
+            item.question,
+            sources,
+            trust.ScriptedReader(scripted, mode),
+            citation_mode=mode,
+            max_context_tokens=trust.MAX_CONTEXT_TOKENS,
+        )
+
+    answer = answered(case)
     assert answer.status == "answered"
     assert answer.flags == ("contested_facts",)
     (fact,) = answer.facts
@@ -219,13 +223,7 @@ def test_a_countered_ledger_cites_the_superseded_copy_s_other_value_against_its_
         (trust.Claim(claim.source, claim.span, claim.subject, claim.relation, claim.object),),
         case.answer,
     )
-    plain = trust.answer_from_evidence(
-        item.question,
-        sources,
-        trust.ScriptedReader(perfect, mode),
-        citation_mode=mode,
-        max_context_tokens=trust.MAX_CONTEXT_TOKENS,
-    )
+    plain = answered(perfect)
     assert plain.status == "answered"
     assert plain.flags == ()
 
