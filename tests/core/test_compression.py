@@ -83,10 +83,12 @@ def test_a_source_over_budget_is_omitted_whole_without_compress():
 
 def test_the_allowance_left_is_shared_in_order_and_what_a_source_leaves_passes_on():
     # Counted in characters, no separator: each source's charge is its charged form's length.
-    few = Evidence(id="few", text="The Harbor launch is soon.\n" + FILLER)
+    # Each source's best passage names the harbor and the launch (the first's in a block of its
+    # own), so neither scores under 0.9 of the other's.
+    few = Evidence(id="few", text="Harbor launch note: the launch is soon.\n\n" + FILLER)
     many = Evidence(
         id="many",
-        text="\n".join(f"Harbor launch note {n}: the launch is on day {n}." for n in range(40)),
+        text="\n".join(f"Harbor note {n}: the launch is on day {n}." for n in range(40)),
     )
     whole = [(source, len(serialize_source(source))) for source in (few, many)]
     left = 600
@@ -259,6 +261,105 @@ def test_a_passage_gains_a_part_of_its_blocks_score():
         separator=0,
     )
     assert only.kept == _ranges_of(cut, {0, 1, 5})
+
+
+def _kept_of(
+    sources: list[Evidence], left: int, question: str = QUESTION
+) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Each source sent compressed within ``left`` (in characters), by ID, with its ranges."""
+    found = compress_sources(
+        [(source, len(serialize_source(source))) for source in sources],
+        left,
+        question=question,
+        embedder=None,
+        defences=DEFAULT_DEFENCES,
+        count=len,
+        separator=0,
+    )
+    return {c.source.id: c.kept for c in found}
+
+
+def test_a_source_far_less_relevant_than_the_best_is_not_sent_and_takes_no_share():
+    # "weak" holds one common word of the question; "strong" holds every one, in a passage of
+    # about the same length: its best passage scores far above the weak one's.
+    weak = Evidence(id="weak", text="A launch.\n" + FILLER)
+    strong = Evidence(id="strong", text="Harbor launch.\n" + FILLER)
+    left = len(serialize_source(strong)) // 2
+    (only,) = compress_sources(
+        [(source, len(serialize_source(source))) for source in (weak, strong)],
+        left,
+        question=QUESTION,
+        embedder=None,
+        defences=DEFAULT_DEFENCES,
+        count=len,
+        separator=0,
+    )
+    # Alone among those to place, "strong" gets the whole allowance, not half of it.
+    assert only.source.id == "strong"
+    assert left // 2 < only.tokens <= left
+    # Alone, "weak" is sent: the gate reads the best among the sources compressed.
+    assert set(_kept_of([weak], left)) == {"weak"}
+
+
+def test_word_rarity_is_read_over_every_source_compressed():
+    # In "mixed" alone, "harbor" and "launch" are each in one passage: a tie, which goes to the
+    # earlier ("Harbor pier."). Every passage of "piers" names the harbor, so over both sources
+    # the launch is the rarer word and its passage ranks first.
+    mixed = Evidence(id="mixed", text=f"{FILLER}\nHarbor pier.\nLaunch days.\n{FILLER}")
+    piers = Evidence(id="piers", text="\n".join(f"Harbor pier {n}." for n in range(30)))
+    launch = _range(mixed.text, "Launch days.")
+    share = len(charged_form(mixed, (launch,), DEFAULT_DEFENCES))
+    alone = _kept_of([mixed], share)
+    assert alone == {"mixed": (_range(mixed.text, "Harbor pier."),)}
+    # Beside "piers" (its best passage far below, so not sent), the launch's passage ranks first.
+    assert _kept_of([mixed, piers], share) == {"mixed": (launch,)}
+
+
+def test_a_passage_opening_its_block_ranks_above_its_equal_within_a_block():
+    # Two blocks of one length and one count of the question's words: the earlier holds its
+    # match second, the later first; the opener's bonus outranks the earlier one's tie.
+    text = f"{FILLER}\n\nA note.\nHarbor launch A.\n\nHarbor launch B.\nA note."
+    source = Evidence(id="blocks", text=text)
+    share = len(charged_form(source, (_range(text, "Harbor launch B."),), DEFAULT_DEFENCES))
+    assert _kept_of([source], share) == {"blocks": (_range(text, "Harbor launch B."),)}
+
+
+@pytest.mark.parametrize(
+    ("question", "plain", "holding"),
+    [
+        (
+            "When is the Harbor launch?",
+            "The Harbor launch is coming.",
+            "The Harbor launch is in 2027.",
+        ),
+        (
+            "What year is the Harbor launch?",
+            "The Harbor launch is coming.",
+            "The Harbor launch is in 2027.",
+        ),
+        (
+            "When is the Harbor launch?",
+            "The Harbor launch is coming.",
+            "The Harbor launch is in June.",
+        ),
+        (
+            "How many Harbor launch crews are there?",
+            "The Harbor launch crews are set.",
+            "The Harbor launch crews are 412.",
+        ),
+    ],
+)
+def test_a_passage_holding_what_the_question_asks_for_ranks_first(question, plain, holding):
+    # The plain passage comes first and is no longer: it ranks first unless the other holds
+    # what the question asks for. The share holds one of them, not both.
+    text = f"{FILLER}\n{plain}\n{FILLER}\n{holding}"
+    source = Evidence(id="asks", text=text)
+    share = len(charged_form(source, (_range(text, holding),), DEFAULT_DEFENCES))
+    assert _kept_of([source], share, question) == {"asks": (_range(text, holding),)}
+    # Asked for nothing a passage can hold, the plain passage ranks first.
+    asked = question.replace("When is", "Where is").replace("What year is", "Where is")
+    asked = asked.replace("How many", "Which")
+    assert _kept_of([source], share, asked) == {"asks": (_range(text, plain),)}
 
 
 def test_a_source_with_no_passage_sharing_a_word_with_the_question_stays_over_budget():

@@ -58,6 +58,17 @@ _WORD = re.compile(r"\w+")
 _PREFIX = 4
 # The part of its block's BM25 score each passage gains.
 _BLOCK = 4.0
+# What a passage gains for opening its block, and for holding what the question asks for.
+_OPENS = 0.5
+_HOLDS = 1.0
+# A source whose best passage scores under this part of the best among the sources
+# compressed is not sent: the allowance goes to those nearer the question.
+_GATE = 0.9
+_TIME_PAIRS = frozenset({("what", "year"), ("which", "year"), ("what", "date"), ("which", "date")})
+_AMOUNTS = ("many", "much", "long", "old", "far", "tall", "big", "large", "high", "often")
+_MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
+_TIME = re.compile(rf"(?<!\d)(?:1\d{{3}}|20\d{{2}})(?!\d)|\b(?:{_MONTHS})\b")
+_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True)
@@ -123,10 +134,13 @@ def compress_sources(
     cuts = [split_passages(source.text) for source, _ in candidates]
     ranks = _ranked(question, candidates, cuts, embedder)
     compressed: list[Compressed] = []
-    for place, ((source, whole), cut, order) in enumerate(
-        zip(candidates, cuts, ranks, strict=True)
-    ):
-        share = left // (len(candidates) - place)
+    # A candidate with no passage ranked is not sent, so it is not among those to place.
+    to_place = sum(1 for order in ranks if order)
+    for (source, whole), cut, order in zip(candidates, cuts, ranks, strict=True):
+        if not order:
+            continue
+        share = left // to_place
+        to_place -= 1
         found = _within(source, cut, order, share, defences, count, separator)
         if found is not None:
             kept, charged, tokens = found
@@ -165,7 +179,7 @@ def _within(
         best = ranges, charged, tokens
         return True
 
-    if not order or not fits(order[0]):
+    if not fits(order[0]):
         return None
     fits(0)
     for index in order[1:]:
@@ -211,11 +225,20 @@ def _ranked(
     cuts: list[list[tuple[int, int]]],
     embedder: Callable[[list[str]], list[list[float]]] | None,
 ) -> list[list[int]]:
-    """Each candidate's passage indices, most relevant first, ties to the earlier passage."""
+    """Each candidate's passage indices, most relevant first, ties to the earlier passage.
+
+    Under BM25 a candidate whose best passage scores under :data:`_GATE` of the best passage
+    among all candidates ranks none: it is not sent.
+    """
     if embedder is None:
+        scores = _bm25(
+            question,
+            [(source.text, cut) for (source, _), cut in zip(candidates, cuts, strict=True)],
+        )
+        best = max((max(found) for found in scores if found), default=0.0)
         return [
-            _order(_bm25(question, source.text, cut), drop_zero=True)
-            for (source, _), cut in zip(candidates, cuts, strict=True)
+            _order(found, drop_zero=True) if found and max(found) >= _GATE * best else []
+            for found in scores
         ]
     if not candidates:
         return []
@@ -251,18 +274,33 @@ def _asked(question: str) -> set[str]:
     return telling or words
 
 
-def _bm25(question: str, text: str, cut: list[tuple[int, int]]) -> list[float]:
-    """Each passage's BM25 score for the question's distinct words, plus its block's part.
+def _asks_for(question: str) -> re.Pattern[str] | None:
+    """What a passage answering ``question`` holds, where its English words say: else None.
 
-    Words match on their first four characters, so ``released`` meets ``release``. A block is
-    a run of passages with no blank line between them (a paragraph of the text); each is
-    scored by BM25 over the source's blocks, and a passage gains four times its block's
-    score. A retrieved chunk is often whole paragraphs joined: an answer's sentence that
-    names none of the question's words stands in the paragraph that names them.
+    A time (``when``, ``what year``, ``which date``): a year or a month's name. An amount
+    (``how many``, ``how long``...): a digit.
     """
-    if not cut:
-        return []
-    asked = {word[:_PREFIX] for word in _asked(question)}
+    words = _words(question)
+    pairs = set(itertools.pairwise(words))
+    if "when" in words or pairs & _TIME_PAIRS:
+        return _TIME
+    if any(("how", word) in pairs for word in _AMOUNTS):
+        return _DIGIT
+    return None
+
+
+@dataclass
+class _Counted:
+    """One source's passages and blocks, each as its counts of the asked words and length."""
+
+    counts: list[Counter[str]]
+    lengths: list[int]
+    blocks: list[int]
+    block_counts: list[Counter[str]]
+    block_lengths: list[int]
+
+
+def _counted(asked: set[str], text: str, cut: list[tuple[int, int]]) -> _Counted:
     counts = [
         Counter(stem for word in _words(text[a:b]) if (stem := word[:_PREFIX]) in asked)
         for a, b in cut
@@ -276,11 +314,44 @@ def _bm25(question: str, text: str, cut: list[tuple[int, int]]) -> list[float]:
     for found, length, block in zip(counts, lengths, blocks, strict=True):
         block_counts[block].update(found)
         block_lengths[block] += length
-    block_scores = _scored(block_counts, block_lengths)
-    return [
-        score + _BLOCK * block_scores[block]
-        for score, block in zip(_scored(counts, lengths), blocks, strict=True)
-    ]
+    return _Counted(counts, lengths, blocks, block_counts, block_lengths)
+
+
+def _bm25(question: str, sources: Sequence[tuple[str, list[tuple[int, int]]]]) -> list[list[float]]:
+    """Each source's passages' scores for the question's distinct words.
+
+    A passage's score is its BM25 plus four times its block's. Words match on their first
+    four characters, so ``released`` meets ``release``. A block is a run of passages with no
+    blank line between them (a paragraph of the text); a retrieved chunk is often whole
+    paragraphs joined, and an answer's sentence that names none of the question's words
+    stands in the paragraph that names them. Word rarity (idf) is read over every source's
+    passages, and over every source's blocks for the blocks, so that a word every source
+    holds counts for little in each. A passage scoring above 0 gains half for opening its
+    block, and as much again for holding what the question asks for (:func:`_asks_for`).
+    """
+    asked = {word[:_PREFIX] for word in _asked(question)}
+    counted = [_counted(asked, body, cut) if cut else None for body, cut in sources]
+    present = [one for one in counted if one is not None]
+    passage_idf = _idf([found for one in present for found in one.counts])
+    block_idf = _idf([found for one in present for found in one.block_counts])
+    wanted = _asks_for(question)
+    scores: list[list[float]] = []
+    for (body, cut), one in zip(sources, counted, strict=True):
+        if one is None:
+            scores.append([])
+            continue
+        block_scores = _scored(one.block_counts, one.block_lengths, block_idf)
+        passage_scores = _scored(one.counts, one.lengths, passage_idf)
+        found: list[float] = []
+        for index, (score, block) in enumerate(zip(passage_scores, one.blocks, strict=True)):
+            score += _BLOCK * block_scores[block]
+            if score > 0:
+                opens = index == 0 or one.blocks[index - 1] != block
+                holds = wanted is not None and wanted.search(body, *cut[index]) is not None
+                score *= (1 + _OPENS * opens) * (1 + _HOLDS * holds)
+            found.append(score)
+        scores.append(found)
+    return scores
 
 
 def _blocks(text: str, cut: list[tuple[int, int]]) -> list[int]:
@@ -291,11 +362,16 @@ def _blocks(text: str, cut: list[tuple[int, int]]) -> list[int]:
     return blocks
 
 
-def _scored(counts: list[Counter[str]], lengths: list[int]) -> list[float]:
-    """BM25 of each text, given its counts of the asked words and its length, idf over them."""
-    average = sum(lengths) / len(lengths) or 1.0
+def _idf(counts: list[Counter[str]]) -> dict[str, float]:
+    """BM25's idf of each word the texts hold, over those texts."""
     held = Counter(word for found in counts for word in found)
-    idf = {word: math.log(1 + (len(counts) - n + 0.5) / (n + 0.5)) for word, n in held.items()}
+    total = len(counts)
+    return {word: math.log(1 + (total - n + 0.5) / (n + 0.5)) for word, n in held.items()}
+
+
+def _scored(counts: list[Counter[str]], lengths: list[int], idf: dict[str, float]) -> list[float]:
+    """BM25 of each text, given its counts of the asked words, its length and the idf."""
+    average = sum(lengths) / len(lengths) or 1.0
     return [
         sum(
             idf[word] * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * length / average))
