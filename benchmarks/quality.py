@@ -607,16 +607,15 @@ def run_key(identity: str, plan: AnswerPlan, model: ReaderModel | None = None) -
     (a prompt version names the defaults, and a change of defaults renames a prompt). Where
     ``model``'s profile sends the schema as a grammar (the ``llguidance`` dialect), the grammar
     is part of it too: it decides the layout the model writes. A request asked with
-    ``compress=True`` has a key of its own even where nothing was compressed, so a run with
-    compression and one without never share a stored result; a request without it keeps the
-    key it always had.
+    ``compress=True`` where nothing was compressed is byte-identical to the one without, and
+    shares its result: compression changed nothing the model reads, so a run with it and one
+    without differ only where it did (the reader's replies to one request move with the
+    server's cache state, and a second answer to it would count that as compression's).
     """
     request = plan.request
     if request is None:
         return f"{identity} | no model call"
     sent: list[Any] = [request.system, request.user, request.json_schema, request.max_tokens]
-    if plan.options.compress:
-        sent.append({"compress": True})
     profile = None if model is None else profile_for(model)
     grammar = None
     if profile is not None and profile.structured_output:

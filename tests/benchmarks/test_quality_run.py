@@ -111,7 +111,9 @@ def test_a_stopped_run_picks_up_where_it_stopped(capsys, tmp_path, load_benchmar
     assert "(stored)" in capsys.readouterr().err
 
 
-def test_half_budget_runs_with_and_without_compression_are_stored_apart(tmp_path, load_benchmark):
+def test_a_half_budget_run_with_compression_asks_only_what_compression_changed(
+    tmp_path, load_benchmark
+):
     quality = load_benchmark("quality")
     ledger = json.dumps({"facts": [], "answer": None, "inference": None, "missing_evidence": ["x"]})
     sent: list[str] = []
@@ -124,12 +126,28 @@ def test_half_budget_runs_with_and_without_compression_are_stored_apart(tmp_path
     documents, questions = quality.load_set("nq-open")
     asked = [q for q in questions if q.split == "report"][:2]
     store = tmp_path / "results.jsonl"
+    changed = []
     for question in asked:
         whole = quality.plan_one(
             question, "quote", documents, Abstaining(), max_context_tokens=8192
         )
         half = quality.half_of_sources(question, documents, Abstaining(), 8192)
         assert half == whole.packed.tokens // 2
+        plans = [
+            quality.plan_one(
+                question,
+                "quote",
+                documents,
+                Abstaining(),
+                max_context_tokens=half,
+                compress=compress,
+                every_source=False,
+            )
+            for compress in (False, True)
+        ]
+        changed.append(plans[0].request.user != plans[1].request.user)
+    # At half budget compression changes the second question's request, not the first's.
+    assert changed == [False, True]
 
     def stored(compress: bool) -> list[dict]:
         quality.run(
@@ -147,11 +165,13 @@ def test_half_budget_runs_with_and_without_compression_are_stored_apart(tmp_path
 
     off = stored(compress=False)
     on = stored(compress=True)
-    assert len(sent) == 4  # the run with compression reused no result of the run without
-    assert len({record["run_key"] for record in on}) == 4
+    # The unchanged request reused the result without compression; the changed one was asked.
+    assert len(sent) == 3
+    assert sent[2] != sent[1]
+    assert on[:2] == off
+    assert on[2]["id"] == asked[1].id
     assert stored(compress=True) == on  # and its own results are reused
-    assert len(sent) == 4
-    assert off == on[:2]
+    assert len(sent) == 3
 
 
 # One question answered right in passage mode, as quality.py stores it.
