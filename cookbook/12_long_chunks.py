@@ -7,12 +7,13 @@ Shows:
 
 - three long chunks over a small ``max_context_tokens``: without compression each one is
   omitted ``over_budget``, nothing is sent and the model is not called;
-- ``compress=True``: the allowance is shared among them, and each is sent as its most relevant
-  whole passages (BM25 over the question's words), its first passage (often a title) too when
-  it fits, the gaps marked as elisions; a chunk whose best passage does not fit its share
-  stays ``over_budget``. ``EvidenceAnswer.kept_ranges`` gives each compressed chunk's kept
-  ranges (code-point offsets into your text) and ``budget.saved_tokens`` what compression
-  saved;
+- ``compress=True``: the allowance is shared among the chunks near the question, and each is
+  sent as its most relevant whole passages (BM25 over the question's words), its first
+  passage (often a title) too when it fits, the gaps marked as elisions. A chunk whose best
+  passage scores far below the best chunk's (here the timetable and the board's minutes), or
+  does not fit its share, stays ``over_budget``. ``EvidenceAnswer.kept_ranges`` gives each
+  compressed chunk's kept ranges (code-point offsets into your text) and
+  ``budget.saved_tokens`` what compression saved;
 - the citation verified against your original chunk: its offsets index the long text you
   passed, not the shorter text that was sent.
 

@@ -450,8 +450,13 @@ def test_long_chunks_recipe_cites_a_compressed_chunk_at_offsets_into_the_origina
     assert whole.status == "insufficient_evidence"
     assert whole.omissions == dict.fromkeys(sources, "over_budget")
     assert whole.kept_ranges == {}
-    # With it, the answer's chunk is sent in parts, and the citation indexes the chunk as given.
+    # With it, the answer's chunk is sent in parts, and the citation indexes the chunk as given;
+    # the two chunks far from the question stay out, leaving the allowance to it.
     assert compressed.status == "answered"
+    assert compressed.omissions == {
+        "wiki/ferry-timetable": "over_budget",
+        "minutes/board-2026-05": "over_budget",
+    }
     text = sources["wiki/harbor-terminal"].text
     ranges = compressed.kept_ranges["wiki/harbor-terminal"]
     assert all(0 <= a < b <= len(text) for a, b in ranges)
@@ -467,7 +472,7 @@ def test_long_chunks_recipe_cites_a_compressed_chunk_at_offsets_into_the_origina
     assert "Without compression: insufficient_evidence" in printed
     assert f"Cited wiki/harbor-terminal[{start}:{end}]" in printed
     assert f"Estimated tokens saved: {compressed.budget.saved_tokens}" in printed
-    assert "wiki/harbor-terminal: sent in 1 part," in printed  # the report's note
+    assert "wiki/harbor-terminal: sent in 2 parts," in printed  # the report's note
 
 
 # 9. Follow-up retrieval.

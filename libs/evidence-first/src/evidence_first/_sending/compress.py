@@ -1,9 +1,9 @@
 """Compression: a source that does not fit its share is sent as its most relevant passages.
 
 Only with ``compress=True``, and only for sources packing omits as ``over_budget``: what is
-left of the allowance after the sources sent whole is shared among them in order, each given
-what is left divided by the number still to place (itself included), what it leaves unused
-passing on. Within its share a source keeps whole passages
+left of the allowance after the sources sent whole is shared among those with a ranked
+passage, in order, each given what is left divided by the number still to place (itself
+included), what it leaves unused passing on. Within its share a source keeps whole passages
 (:func:`~evidence_first._sending.passages.split_passages`): the most relevant first, then its
 first passage (often a title) if it fits, then every other ranked passage by relevance, each
 that fits (one that does not is passed over); then, with the share left, the passages around
@@ -14,13 +14,16 @@ the whitespace between them included. Every kept range is an exact span of the c
 so a citation of a compressed source is verified against that text, at its offsets there,
 inside one range.
 
-Relevance is BM25 over the source's passages with the question's words, read as the checks
-read them (NFKC normalization and case folding, less English function words) and matched on
-their first four characters, plus four times the BM25 score of the passage's block (a run of
-passages with no blank line between them), scored over the source's blocks; a passage scoring
-0 is not ranked, and a source with none above 0 is not sent. With an ``embedder``, it is the
-cosine similarity of each passage's vector to the question's, and every passage is ranked.
-Ties go to the earlier passage.
+Relevance is BM25 with the question's words, read as the checks read them (NFKC normalization
+and case folding, less English function words) and matched on their first four characters:
+each passage's score plus four times its block's (a run of passages with no blank line between
+them), idf read over every candidate's passages, and blocks. A passage scoring above 0 gains
+half for opening its block and as much again for holding what an English question asks for
+(a year or month for ``when``, a digit for ``how many``); one scoring 0 is not ranked. A
+source whose best passage scores under 0.9 of the best among the candidates ranks none, so it
+is not sent. With an ``embedder``, relevance is the cosine similarity of each passage's vector
+to the question's, and every passage is ranked. Ties go to the earlier passage. Every choice
+was made on the tune slices of NQ-open and ClapNQ (``benchmarks/compression.py --split tune``).
 """
 
 from __future__ import annotations
@@ -54,7 +57,8 @@ Ranges = tuple[tuple[int, int], ...]
 _K1 = 1.2
 _B = 0.75
 _WORD = re.compile(r"\w+")
-# Tuned on the tune slices of NQ-open and ClapNQ (benchmarks/compression.py --split tune).
+# Every constant below was chosen on the tune slices of NQ-open and ClapNQ
+# (benchmarks/compression.py --split tune).
 _PREFIX = 4
 # The part of its block's BM25 score each passage gains.
 _BLOCK = 4.0
