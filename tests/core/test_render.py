@@ -544,7 +544,7 @@ def test_every_renderer_notes_a_compressed_source_and_cuts_its_context_at_the_ke
     scripted,
 ):
     filler = " ".join(f"Row {n} of the inventory was counted." for n in range(200))
-    text = f"Harbor launch plan.\n{filler} It moved to June 15.\nThe Harbor launch is June 15."
+    text = f"Harbor launch plan.\n{filler} It moved to the spring.\nThe Harbor launch is June 15."
     source = Evidence(id="notes", text=text)
     ledger = _support.ledger(
         [_support.fact(("notes", "June 15."), obj="June 15")], answer="June 15 [F1]"
