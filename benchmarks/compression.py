@@ -33,7 +33,8 @@ sources array, JSON-decoded). The figures:
   passages at the end: its neighbours' neighbours, breadth first (the first neighbour's 9,
   then the second's...), each distinct passage once (a set stores 9 neighbours per passage).
   Asked with compression off (today's packing, which must omit all 8 ``over_budget``) and on.
-- **Plan time**: 64 sources of generated prose, every one over the default allowance, quote
+- **Plan time**: 64 sources of generated prose, each holding one sentence that names the
+  question's words (so none is far from the best), every one over the default allowance, quote
   mode, BM25, one run each at 131,072 and at 262,144 code points per source (the per-source
   limit), timed from the call of the entry point to the model's request arriving; and the
   same with compression off, for reference (nothing is sent then, so no request: timed until
@@ -95,6 +96,7 @@ PLAN_UNITS = (131_072, 262_144)
 QUICK_QUESTIONS = 3
 QUICK_PLAN = (4, (16_384, 32_768))
 PLAN_QUESTION = "What did the survey team record about the old bridge near the northern river?"
+PLAN_ANSWER = "The survey team recorded cracks in the old bridge near the northern river."
 DEFAULT_EMBEDDER = "sentence-transformers/all-MiniLM-L6-v2"
 # What a careful reader replies when nothing sent answers: a valid ledger, no citation.
 ABSTAINING = json.dumps(
@@ -339,7 +341,12 @@ class PlanTime:
 
 
 def prose_sources(count: int, units: int) -> list[Evidence]:
-    """``count`` distinct sources of exactly ``units`` code points of generated prose."""
+    """``count`` distinct sources of exactly ``units`` code points of generated prose.
+
+    Each holds :data:`PLAN_ANSWER` once, at a seeded place, so every source's best passage is
+    near the best among them and each is compressed (a source far below the best would not
+    be), at every size alike.
+    """
     rng = random.Random(units)
     pool = [prose_sentence(rng, WORDS) for _ in range(4000)]
     sources = []
@@ -350,6 +357,7 @@ def prose_sources(count: int, units: int) -> list[Evidence]:
             sentence = rng.choice(pool)
             parts.append(sentence)
             length += len(sentence) + 1
+        parts.insert(rng.randrange(len(parts) // 2), PLAN_ANSWER)
         sources.append(Evidence(id=f"big-{index:02d}", text=" ".join(parts)[:units]))
     return sources
 
