@@ -57,8 +57,8 @@ Ranges = tuple[tuple[int, int], ...]
 _K1 = 1.2
 _B = 0.75
 _WORD = re.compile(r"\w+")
-# Every constant below was chosen on the tune slices of NQ-open and ClapNQ
-# (benchmarks/compression.py --split tune).
+# The prefix, the weights and the gate below were chosen on the tune slices of NQ-open and
+# ClapNQ (benchmarks/compression.py --split tune).
 _PREFIX = 4
 # The part of its block's BM25 score each passage gains.
 _BLOCK = 4.0
@@ -68,6 +68,7 @@ _HOLDS = 1.0
 # A source whose best passage scores under this part of the best among the sources
 # compressed is not sent: the allowance goes to those nearer the question.
 _GATE = 0.9
+# What an English question asks for: a time, or an amount.
 _TIME_PAIRS = frozenset({("what", "year"), ("which", "year"), ("what", "date"), ("which", "date")})
 _AMOUNTS = ("many", "much", "long", "old", "far", "tall", "big", "large", "high", "often")
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
@@ -293,7 +294,7 @@ def _asks_for(question: str) -> re.Pattern[str] | None:
     return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Counted:
     """One source's passages and blocks, each as its counts of the asked words and length."""
 
@@ -339,23 +340,33 @@ def _bm25(question: str, sources: Sequence[tuple[str, list[tuple[int, int]]]]) -
     passage_idf = _idf([found for one in present for found in one.counts])
     block_idf = _idf([found for one in present for found in one.block_counts])
     wanted = _asks_for(question)
-    scores: list[list[float]] = []
-    for (body, cut), one in zip(sources, counted, strict=True):
-        if one is None:
-            scores.append([])
-            continue
-        block_scores = _scored(one.block_counts, one.block_lengths, block_idf)
-        passage_scores = _scored(one.counts, one.lengths, passage_idf)
-        found: list[float] = []
-        for index, (score, block) in enumerate(zip(passage_scores, one.blocks, strict=True)):
-            score += _BLOCK * block_scores[block]
-            if score > 0:
-                opens = index == 0 or one.blocks[index - 1] != block
-                holds = wanted is not None and wanted.search(body, *cut[index]) is not None
-                score *= (1 + _OPENS * opens) * (1 + _HOLDS * holds)
-            found.append(score)
-        scores.append(found)
-    return scores
+    return [
+        [] if one is None else _source_scores(body, cut, one, (passage_idf, block_idf), wanted)
+        for (body, cut), one in zip(sources, counted, strict=True)
+    ]
+
+
+def _source_scores(
+    body: str,
+    cut: list[tuple[int, int]],
+    one: _Counted,
+    idf: tuple[dict[str, float], dict[str, float]],
+    wanted: re.Pattern[str] | None,
+) -> list[float]:
+    """One source's passages' scores, given the passages' and the blocks' idf (:func:`_bm25`)."""
+    passage_idf, block_idf = idf
+    block_scores = _scored(one.block_counts, one.block_lengths, block_idf)
+    found: list[float] = []
+    for index, (score, block) in enumerate(
+        zip(_scored(one.counts, one.lengths, passage_idf), one.blocks, strict=True)
+    ):
+        score += _BLOCK * block_scores[block]
+        if score > 0:
+            opens = index == 0 or one.blocks[index - 1] != block
+            holds = wanted is not None and wanted.search(body, *cut[index]) is not None
+            score *= (1 + _OPENS * opens) * (1 + _HOLDS * holds)
+        found.append(score)
+    return found
 
 
 def _blocks(text: str, cut: list[tuple[int, int]]) -> list[int]:
