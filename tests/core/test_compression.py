@@ -26,7 +26,7 @@ from evidence_first import (
     answer_from_evidence,
 )
 from evidence_first._engine.plan import plan_answer
-from evidence_first._sending.compress import charged_form, compress_sources
+from evidence_first._sending.compress import Compressed, charged_form, compress_sources
 from evidence_first._sending.injection import DEFAULT_DEFENCES
 from evidence_first._sending.passages import split_passages
 from evidence_first._sending.prompt import serialize_source
@@ -263,11 +263,9 @@ def test_a_passage_gains_a_part_of_its_blocks_score():
     assert only.kept == _ranges_of(cut, {0, 1, 5})
 
 
-def _kept_of(
-    sources: list[Evidence], left: int, question: str = QUESTION
-) -> dict[str, tuple[tuple[int, int], ...]]:
-    """Each source sent compressed within ``left`` (in characters), by ID, with its ranges."""
-    found = compress_sources(
+def _compress(sources: list[Evidence], left: int, question: str = QUESTION) -> list[Compressed]:
+    """The sources sent compressed within ``left``, BM25, counted in characters."""
+    return compress_sources(
         [(source, len(serialize_source(source))) for source in sources],
         left,
         question=question,
@@ -276,7 +274,13 @@ def _kept_of(
         count=len,
         separator=0,
     )
-    return {c.source.id: c.kept for c in found}
+
+
+def _kept_of(
+    sources: list[Evidence], left: int, question: str = QUESTION
+) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Each source sent compressed within ``left`` (in characters), by ID, with its ranges."""
+    return {c.source.id: c.kept for c in _compress(sources, left, question)}
 
 
 def test_a_source_far_less_relevant_than_the_best_is_not_sent_and_takes_no_share():
@@ -285,15 +289,7 @@ def test_a_source_far_less_relevant_than_the_best_is_not_sent_and_takes_no_share
     weak = Evidence(id="weak", text="A launch.\n" + FILLER)
     strong = Evidence(id="strong", text="Harbor launch.\n" + FILLER)
     left = len(serialize_source(strong)) // 2
-    (only,) = compress_sources(
-        [(source, len(serialize_source(source))) for source in (weak, strong)],
-        left,
-        question=QUESTION,
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
+    (only,) = _compress([weak, strong], left)
     # Alone among those to place, "strong" gets the whole allowance, not half of it.
     assert only.source.id == "strong"
     assert left // 2 < only.tokens <= left
