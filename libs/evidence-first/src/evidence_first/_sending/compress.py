@@ -17,9 +17,9 @@ inside one range.
 Relevance is BM25 with the question's words, read as the checks read them (NFKC normalization
 and case folding, less English function words) and matched on their first four characters:
 each passage's score plus four times its block's (a run of passages with no blank line between
-them), idf read over every candidate's passages, and blocks. A passage scoring above 0 gains
-half for opening its block and as much again for holding what an English question asks for
-(a year or month for ``when``, a digit for ``how many``); one scoring 0 is not ranked. A
+them), idf read over every candidate's passages, and blocks. A passage scoring above 0 scores
+1.5 times as much for opening its block and twice as much for holding what an English question
+asks for (a year or month for ``when``, a digit for ``how many``); one scoring 0 is not ranked. A
 source whose best passage scores under 0.9 of the best among the candidates ranks none, so it
 is not sent. With an ``embedder``, relevance is the cosine similarity of each passage's vector
 to the question's, and every passage is ranked. Ties go to the earlier passage. Every choice
@@ -331,8 +331,9 @@ def _bm25(question: str, sources: Sequence[tuple[str, list[tuple[int, int]]]]) -
     paragraphs joined, and an answer's sentence that names none of the question's words
     stands in the paragraph that names them. Word rarity (idf) is read over every source's
     passages, and over every source's blocks for the blocks, so that a word every source
-    holds counts for little in each. A passage scoring above 0 gains half for opening its
-    block, and as much again for holding what the question asks for (:func:`_asks_for`).
+    holds counts for little in each. A passage scoring above 0 scores 1.5 times as much
+    for opening its block, and twice as much for holding what the question asks for
+    (:func:`_asks_for`).
     """
     asked = {word[:_PREFIX] for word in _asked(question)}
     counted = [_counted(asked, body, cut) if cut else None for body, cut in sources]
