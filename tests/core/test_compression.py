@@ -70,6 +70,26 @@ def _ask(sources: list[Evidence], reply: str = "", **options: Any) -> tuple[Evid
     return answer_from_evidence(QUESTION, sources, model, **options), model
 
 
+def _compress(sources: list[Evidence], left: int, question: str = QUESTION) -> list[Compressed]:
+    """The sources sent compressed within ``left``, BM25, counted in characters."""
+    return compress_sources(
+        [(source, len(serialize_source(source))) for source in sources],
+        left,
+        question=question,
+        embedder=None,
+        defences=DEFAULT_DEFENCES,
+        count=len,
+        separator=0,
+    )
+
+
+def _kept_of(
+    sources: list[Evidence], left: int, question: str = QUESTION
+) -> dict[str, tuple[tuple[int, int], ...]]:
+    """Each source sent compressed within ``left`` (in characters), by ID, with its ranges."""
+    return {c.source.id: c.kept for c in _compress(sources, left, question)}
+
+
 # --- The rule ---------------------------------------------------------------------------------
 
 
@@ -90,17 +110,8 @@ def test_the_allowance_left_is_shared_in_order_and_what_a_source_leaves_passes_o
         id="many",
         text="\n".join(f"Harbor note {n}: the launch is on day {n}." for n in range(40)),
     )
-    whole = [(source, len(serialize_source(source))) for source in (few, many)]
     left = 600
-    compressed = compress_sources(
-        whole,
-        left,
-        question=QUESTION,
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
+    compressed = _compress([few, many], left)
     assert [c.source.id for c in compressed] == ["few", "many"]
     first, second = compressed
     # The first gets half of what is left; it keeps its one relevant passage and uses less.
@@ -114,16 +125,7 @@ def test_the_allowance_left_is_shared_in_order_and_what_a_source_leaves_passes_o
 def test_the_first_source_in_order_gets_its_share_before_the_next():
     many = "\n".join(f"Harbor launch note {n}: the launch is on day {n}." for n in range(40))
     sources = [Evidence(id="one", text=many), Evidence(id="two", text=many)]
-    whole = [(source, len(serialize_source(source))) for source in sources]
-    one, two = compress_sources(
-        whole,
-        800,
-        question=QUESTION,
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
+    one, two = _compress(sources, 800)
     assert one.tokens <= 400
     assert two.tokens <= 800 - one.tokens
 
@@ -155,31 +157,14 @@ def test_the_first_passage_is_kept_when_it_fits_and_only_then():
     fits, _ = _ask([LONG], max_context_tokens=60)
     assert fits.kept_ranges["notes"][0] == _range(TEXT, "Quarterly notes.")
     # An allowance for the best passage alone: the title does not fit beside it.
-    best = (LONG, len(serialize_source(LONG)))
     alone = len(charged_form(LONG, (_range(TEXT, "The Harbor launch moved"),), DEFAULT_DEFENCES))
-    (only,) = compress_sources(
-        [best],
-        alone,
-        question=QUESTION,
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
+    (only,) = _compress([LONG], alone)
     assert only.kept == (_range(TEXT, "The Harbor launch moved"),)
 
 
 def _alone(source: Evidence, share: int) -> tuple[tuple[int, int], ...]:
     """The kept ranges of ``source`` compressed alone within ``share``, counted in characters."""
-    (only,) = compress_sources(
-        [(source, len(serialize_source(source)))],
-        share,
-        question=QUESTION,
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
+    (only,) = _compress([source], share)
     return only.kept
 
 
@@ -227,15 +212,7 @@ def test_question_words_match_passage_words_on_their_first_four_characters():
     share = len(
         charged_form(source, (_range(source.text, "The Harbor release"),), DEFAULT_DEFENCES)
     )
-    (only,) = compress_sources(
-        [(source, len(serialize_source(source)))],
-        share,
-        question="When was the harbour released?",
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
+    (only,) = _compress([source], share, "When was the harbour released?")
     assert only.kept == (_range(source.text, "The Harbor release"),)
 
 
@@ -251,36 +228,8 @@ def test_a_passage_gains_a_part_of_its_blocks_score():
     source = Evidence(id="block", text=text)
     cut = _cut(text)
     share = len(charged_form(source, _ranges_of(cut, {0, 1, 5}), DEFAULT_DEFENCES))
-    (only,) = compress_sources(
-        [(source, len(serialize_source(source)))],
-        share,
-        question="When is the Harbor launch in Brest?",
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
+    (only,) = _compress([source], share, "When is the Harbor launch in Brest?")
     assert only.kept == _ranges_of(cut, {0, 1, 5})
-
-
-def _compress(sources: list[Evidence], left: int, question: str = QUESTION) -> list[Compressed]:
-    """The sources sent compressed within ``left``, BM25, counted in characters."""
-    return compress_sources(
-        [(source, len(serialize_source(source))) for source in sources],
-        left,
-        question=question,
-        embedder=None,
-        defences=DEFAULT_DEFENCES,
-        count=len,
-        separator=0,
-    )
-
-
-def _kept_of(
-    sources: list[Evidence], left: int, question: str = QUESTION
-) -> dict[str, tuple[tuple[int, int], ...]]:
-    """Each source sent compressed within ``left`` (in characters), by ID, with its ranges."""
-    return {c.source.id: c.kept for c in _compress(sources, left, question)}
 
 
 def test_a_source_far_less_relevant_than_the_best_is_not_sent_and_takes_no_share():
